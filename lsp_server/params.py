@@ -1,0 +1,264 @@
+"""One typed params object per command, structured strictly from camelCase JSON."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+import attrs
+import cattrs
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+
+from .errors import HandoffError
+
+Disposition = Literal["continuable", "blocked", "done"]
+ContinueMode = Literal["prepared", "exact", "latest"]
+
+
+def camel(name: str) -> str:
+    """``next_actions`` → ``nextActions``."""
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def _strict(kind: type, label: str):
+    def hook(value: Any, _type: Any) -> Any:
+        if type(value) is bool and kind is not bool:
+            raise TypeError(f"expected {label}, got a boolean")
+        if not isinstance(value, kind):
+            raise TypeError(f"expected {label}, got {type(value).__name__}")
+        return value
+
+    return hook
+
+
+def _make_converter() -> cattrs.Converter:
+    conv = cattrs.Converter(forbid_extra_keys=True)
+    conv.register_structure_hook(str, _strict(str, "a string"))
+    conv.register_structure_hook(bool, _strict(bool, "true or false"))
+    conv.register_structure_hook(int, _strict(int, "an integer"))
+    conv.register_structure_hook(dict, _strict(dict, "an object"))
+    conv.register_structure_hook_func(lambda t: t == dict[str, Any], _strict(dict, "an object"))
+
+    def structure_factory(cl: type) -> Any:
+        renames = {a.name: override(rename=camel(a.name)) for a in attrs.fields(cl)}
+        return make_dict_structure_fn(cl, conv, _cattrs_forbid_extra_keys=True, **renames)
+
+    def unstructure_factory(cl: type) -> Any:
+        renames = {
+            a.name: override(rename=camel(a.name), omit_if_default=True) for a in attrs.fields(cl)
+        }
+        return make_dict_unstructure_fn(cl, conv, **renames)
+
+    conv.register_structure_hook_factory(attrs.has, structure_factory)
+    conv.register_unstructure_hook_factory(attrs.has, unstructure_factory)
+    return conv
+
+
+converter = _make_converter()
+
+
+@attrs.frozen
+class Citation:
+    """A pointer to evidence: a Source of the log or an artifact of the workspace."""
+
+    kind: Literal["source", "artifact"]
+    ref: str | None = None
+    path: str | None = None
+    sha256: str | None = None
+    lines: list[int] | None = None
+
+
+@attrs.frozen
+class Fact:
+    """A stated fact and the evidence behind it."""
+
+    text: str
+    citations: list[Citation]
+
+
+@attrs.frozen
+class HandoffDraftParams:
+    """What a handoff will say; lives in the client until prepared."""
+
+    objective: str
+    state: Fact
+    disposition: str
+    next_actions: list[Fact]
+    document: str | None = None
+
+
+@attrs.frozen
+class AcceptanceChecks:
+    """The four checks a successor confirms before accepting."""
+
+    evidence_available: bool = False
+    live_state_confirmed: bool = False
+    capability_confirmed: bool = False
+    authorization_confirmed: bool = False
+
+
+@attrs.frozen
+class TaskCheckParams:
+    """One check of a Task Outcome, its status kept verbatim."""
+
+    name: str
+    status: str
+    detail: str | None = None
+
+
+@attrs.frozen
+class ContractParams:
+    scope: str | None = None
+    objective: str = ""
+    in_scope: list[str] = attrs.field(factory=list)
+    out_of_scope: list[str] = attrs.field(factory=list)
+    acceptance: list[str] = attrs.field(factory=list)
+
+
+@attrs.frozen
+class RecordWorkParams:
+    state: Fact
+    disposition: str
+    next_actions: list[Fact]
+    scope: str | None = None
+
+
+@attrs.frozen
+class PrepareParams:
+    draft: HandoffDraftParams
+    scope: str | None = None
+
+
+@attrs.frozen
+class HandoffCurrentWorkParams:
+    scope: str | None = None
+    document: str | None = None
+
+
+@attrs.frozen
+class CommitParams:
+    prepared: dict[str, Any]
+    scope: str | None = None
+
+
+@attrs.frozen
+class ContinueParams:
+    mode: str
+    scope: str | None = None
+    prepared: dict[str, Any] | None = None
+    revision: str | None = None
+
+
+@attrs.frozen
+class AcknowledgeParams:
+    mode: str
+    status: str
+    scope: str | None = None
+    prepared: dict[str, Any] | None = None
+    revision: str | None = None
+    checks: AcceptanceChecks = attrs.field(factory=AcceptanceChecks)
+    note: str | None = None
+    actor: str | None = None
+
+
+@attrs.frozen
+class OutcomeParams:
+    status: str
+    summary: str
+    scope: str | None = None
+    checks: list[TaskCheckParams] = attrs.field(factory=list)
+    receipt: str | None = None
+
+
+@attrs.frozen
+class ReportParams:
+    kind: str
+    scope: str | None = None
+    revision: str | None = None
+    prepared: dict[str, Any] | None = None
+
+
+@attrs.frozen
+class GenerateParams:
+    session: str | None = None
+    format: str = "auto"
+    focus: str | None = None
+    provider: str | None = None
+    scope: str | None = None
+    start_session: bool | None = None
+
+
+@attrs.frozen
+class SessionsParams:
+    pass
+
+
+#: Keys a caller must send for each command (for palette calls with no argument).
+REQUIRED_KEYS: dict[type, list[str]] = {
+    ContractParams: ["objective", "inScope", "acceptance"],
+    RecordWorkParams: ["state", "disposition", "nextActions"],
+    PrepareParams: ["draft"],
+    HandoffCurrentWorkParams: [],
+    CommitParams: ["prepared"],
+    ContinueParams: ["mode"],
+    AcknowledgeParams: ["mode", "status", "checks"],
+    OutcomeParams: ["status", "summary"],
+    ReportParams: ["kind"],
+    GenerateParams: [],
+    SessionsParams: [],
+}
+
+_LITERAL_RE = re.compile(r"unknown error \((.*) not in literal typing\.Literal\[(.*)\]\)")
+_AT_RE = re.compile(r"@ (\S+)$")
+_SNAKE_RE = re.compile(r"[a-z0-9]+(?:_[a-z0-9]+)+")
+
+
+def _describe(exc: BaseException) -> list[str]:
+    try:
+        messages = cattrs.transform_error(exc, path="params")
+    except Exception:  # pragma: no cover - transform_error handles cattrs errors
+        messages = [str(exc)]
+    out = []
+    for msg in messages:
+        msg = msg.replace("required field missing", "is required")
+        msg = msg.replace("extra fields found", "unknown keys")
+        msg = _LITERAL_RE.sub(lambda m: f"{m.group(1)!r} is not one of {m.group(2)}", msg)
+        msg = _AT_RE.sub(
+            lambda m: "@ " + _SNAKE_RE.sub(lambda s: camel(s.group(0)), m.group(1)), msg
+        )
+        out.append(msg)
+    return out
+
+
+def structure(params: Any, cls: type, command: str) -> Any:
+    """Turn one JSON object into ``cls`` or raise ``invalid_params`` saying what is wrong."""
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        raise HandoffError(
+            "invalid_params",
+            f"{command} takes one JSON object as its argument; got {type(params).__name__}.",
+            required=REQUIRED_KEYS.get(cls, []),
+        )
+    missing = [k for k in REQUIRED_KEYS.get(cls, []) if k not in params]
+    if missing:
+        raise HandoffError(
+            "invalid_params",
+            f"{command} needs the keys {', '.join(missing)}.",
+            required=REQUIRED_KEYS.get(cls, []),
+            missing=missing,
+        )
+    try:
+        return converter.structure(params, cls)
+    except (cattrs.BaseValidationError, TypeError, ValueError, KeyError) as exc:
+        problems = _describe(exc)
+        raise HandoffError(
+            "invalid_params",
+            f"{command}: " + "; ".join(problems[:5]) + ".",
+            problems=problems[:20],
+        ) from None
+    except RecursionError:
+        raise HandoffError(
+            "invalid_params", f"{command}: the params are nested too deeply."
+        ) from None
