@@ -1,0 +1,756 @@
+"""One test per rule of ``spec/domain.md``, named after the rule, over a real store."""
+
+from __future__ import annotations
+
+import copy
+import os
+
+import orjson
+import pytest
+
+from lsp_server.service import HandoffService, ServiceConfig
+from lsp_server.store import StateStore
+
+from .helpers import (
+    ALL_CHECKS,
+    SCOPE,
+    artifact,
+    draft,
+    prepare,
+    record_contract,
+    record_work,
+    refused,
+    source,
+)
+
+
+def store_bytes(svc: HandoffService) -> bytes:
+    return svc.store.path.read_bytes() if svc.store.path.exists() else b""
+
+
+def committed(svc, scope=SCOPE):
+    contract = record_contract(svc, scope)
+    prepared = prepare(svc, contract, scope)
+    rev = svc.call("handoff.commit", {"scope": scope, "prepared": prepared})
+    return contract, prepared, rev
+
+
+# -- Prepare / finalize ---------------------------------------------------------
+
+
+def test_prepare_validates_contents_objective_state_and_next_actions(svc):
+    contract = record_contract(svc)
+    for bad, where in [
+        (draft(contract, objective="  "), "objective"),
+        ({**draft(contract), "nextActions": []}, "nextActions"),
+        ({**draft(contract), "state": {"text": "", "citations": [artifact()]}}, "state"),
+        ({**draft(contract), "state": {"text": "x", "citations": []}}, "citation"),
+        ({**draft(contract), "disposition": "paused"}, "paused"),
+    ]:
+        err = refused(svc.call, "handoff.prepare", {"scope": SCOPE, "draft": bad})
+        assert err.code == "invalid_params", where
+        assert where.lower() in err.message.lower()
+
+
+def test_prepare_validates_direct_evidence_source_in_same_scope(svc):
+    contract = record_contract(svc)
+    other = record_contract(svc, "other-scope")
+    err = refused(
+        svc.call,
+        "handoff.prepare",
+        {
+            "scope": SCOPE,
+            "draft": draft(contract)
+            | {"nextActions": [{"text": "x", "citations": [source(other)]}]},
+        },
+    )
+    assert err.code == "invalid_evidence" and err.data["reason"] == "unknown_source"
+    err = refused(
+        svc.call,
+        "handoff.prepare",
+        {
+            "scope": SCOPE,
+            "draft": draft(contract)
+            | {"nextActions": [{"text": "x", "citations": [source("source/doesnotexist")]}]},
+        },
+    )
+    assert err.code == "invalid_evidence"
+
+
+def test_prepare_validates_artifacts_inside_workspace_and_readable(svc, workspace, tmp_path):
+    contract = record_contract(svc)
+    (tmp_path / "secret.txt").write_text("outside")
+    os.symlink(tmp_path / "secret.txt", workspace / "link.txt")
+    for path, reason in [
+        ("../secret.txt", "outside_workspace"),
+        (str(tmp_path / "secret.txt"), "outside_workspace"),
+        ("link.txt", "outside_workspace"),
+        ("client/missing.py", "missing"),
+    ]:
+        bad = draft(contract) | {"state": {"text": "x", "citations": [artifact(path)]}}
+        err = refused(svc.call, "handoff.prepare", {"scope": SCOPE, "draft": bad})
+        assert err.code == "invalid_evidence", path
+        assert err.data["reason"] == reason, path
+
+
+def test_prepare_records_artifact_hashes(svc, workspace):
+    import hashlib
+
+    contract = record_contract(svc)
+    prepared = prepare(svc, contract)
+    cited = prepared["content"]["state"]["citations"][0]
+    want = hashlib.sha256((workspace / "client/pets_client.py").read_bytes()).hexdigest()
+    assert cited["sha256"] == want
+    assert {"kind": "artifact", "path": "client/pets_client.py", "sha256": want} in prepared[
+        "evidence"
+    ]
+
+
+def test_prepare_reads_head_as_base(svc):
+    contract = record_contract(svc)
+    first = prepare(svc, contract)
+    assert first["base"] is None
+    rev = svc.call("handoff.commit", {"scope": SCOPE, "prepared": first})
+    second = prepare(svc, contract, state="tests started")
+    assert second["base"] == rev["revision"]
+
+
+def test_prepare_writes_nothing(svc):
+    contract = record_contract(svc)
+    before = store_bytes(svc)
+    prepare(svc, contract)
+    assert store_bytes(svc) == before
+
+
+def test_prepared_digest_is_over_canonical_json(svc):
+    from lsp_server.lifecycle import digest_of
+
+    contract = record_contract(svc)
+    prepared = prepare(svc, contract)
+    assert prepared["digest"].startswith("sha256:")
+    reordered = dict(reversed(list(prepared.items())))
+    assert digest_of(reordered) == prepared["digest"]
+
+
+# -- handoff_current_work ---------------------------------------------------------
+
+
+def test_handoff_current_work_writes_one_boundary_and_never_commits(svc):
+    contract = record_contract(svc)
+    record_work(svc, contract)
+    result = svc.call("handoff.handoffCurrentWork", {"scope": SCOPE})
+    data = svc.store.read()
+    kinds = [s["kind"] for s in data["sources"].values()]
+    assert kinds.count("handoff_boundary") == 1
+    assert result["prepared"]["boundary"] == result["boundary"]
+    assert data["revisions"] == {}
+    assert svc.call("handoff.continue", {"scope": SCOPE, "mode": "latest"})["found"] is False
+
+
+def test_handoff_current_work_boundary_stays_when_commit_fails(svc):
+    contract = record_contract(svc)
+    record_work(svc, contract)
+    stale = svc.call("handoff.handoffCurrentWork", {"scope": SCOPE})["prepared"]
+    # Someone else commits first: the stale prepared handoff now conflicts.
+    svc.call("handoff.commit", {"scope": SCOPE, "prepared": prepare(svc, contract, state="other")})
+    err = refused(svc.call, "handoff.commit", {"scope": SCOPE, "prepared": stale})
+    assert err.code == "revision_conflict"
+    data = svc.store.read()
+    assert any(s["id"] == stale["boundary"].split("/")[1] for s in data["sources"].values())
+    assert len(data["revisions"]) == 1
+    view = svc.call("handoff.report", {"scope": SCOPE, "kind": "continuity"})["data"]
+    boundary = [e for e in view["events"] if e["kind"] == "handoff_boundary"][0]
+    assert boundary["milestone"] is False and boundary["committedAs"] is None
+
+
+def test_handoff_current_work_needs_contract_and_work_state(svc):
+    assert refused(svc.call, "handoff.handoffCurrentWork", {"scope": SCOPE}).code == "unknown_scope"
+    record_contract(svc)
+    err = refused(svc.call, "handoff.handoffCurrentWork", {"scope": SCOPE})
+    assert err.code == "nothing_to_hand_off"
+    assert not any(s["kind"] == "handoff_boundary" for s in svc.store.read()["sources"].values())
+
+
+# -- Commit -------------------------------------------------------------------------
+
+
+def test_commit_creates_revision_one_then_n_plus_one(svc):
+    contract, _, rev1 = committed(svc)
+    assert rev1["number"] == 1 and rev1["revision"] == f"handoff/{rev1['handoffId']}@1"
+    rev2 = svc.call(
+        "handoff.commit", {"scope": SCOPE, "prepared": prepare(svc, contract, state="more")}
+    )
+    assert rev2["number"] == 2 and rev2["handoffId"] == rev1["handoffId"]
+    assert (
+        svc.call("handoff.continue", {"scope": SCOPE, "mode": "latest"})["selected"]
+        == rev2["revision"]
+    )
+
+
+def test_commit_refuses_scope_mismatch(svc):
+    contract = record_contract(svc)
+    prepared = prepare(svc, contract)
+    record_contract(svc, "elsewhere")
+    err = refused(svc.call, "handoff.commit", {"scope": "elsewhere", "prepared": prepared})
+    assert err.code == "scope_mismatch"
+    assert err.data == {"expected": "elsewhere", "actual": SCOPE}
+    assert svc.store.read()["revisions"] == {}
+
+
+def test_commit_refuses_stale_base_with_expected_and_current_and_no_renumbering(svc):
+    contract = record_contract(svc)
+    a = prepare(svc, contract, state="worker A")
+    b = prepare(svc, contract, state="worker B")
+    first = svc.call("handoff.commit", {"scope": SCOPE, "prepared": a})
+    before = store_bytes(svc)
+    err = refused(svc.call, "handoff.commit", {"scope": SCOPE, "prepared": b})
+    assert err.code == "revision_conflict"
+    assert err.data["expected"] is None and err.data["current"] == first["revision"]
+    assert store_bytes(svc) == before  # no automatic "@2"
+
+
+def test_commit_refuses_edited_prepared_digest_mismatch(svc):
+    contract = record_contract(svc)
+    prepared = prepare(svc, contract)
+    edited = copy.deepcopy(prepared)
+    edited["content"]["state"]["text"] = "tests pass (they do not)"
+    err = refused(svc.call, "handoff.commit", {"scope": SCOPE, "prepared": edited})
+    assert err.code == "invalid_prepared"
+    forged = copy.deepcopy(edited)
+    from lsp_server.lifecycle import digest_of
+
+    forged["content"]["nextActions"] = []
+    forged["evidence"] = [c for c in forged["evidence"] if c["kind"] == "artifact"]
+    forged["digest"] = digest_of(forged)
+    assert (
+        refused(svc.call, "handoff.commit", {"scope": SCOPE, "prepared": forged}).code
+        == "invalid_prepared"
+    )
+    assert (
+        refused(svc.call, "handoff.commit", {"scope": SCOPE, "prepared": {"nope": 1}}).code
+        == "invalid_prepared"
+    )
+    assert svc.store.read()["revisions"] == {}
+
+
+def test_commit_refuses_evidence_that_became_unreadable(svc, workspace):
+    contract = record_contract(svc)
+    prepared = prepare(svc, contract)
+    (workspace / "client/pets_client.py").write_text("changed\n")
+    err = refused(svc.call, "handoff.commit", {"scope": SCOPE, "prepared": prepared})
+    assert err.code == "invalid_evidence"
+    assert err.data["unreadableEvidence"][0]["reason"] == "changed"
+
+
+def test_commit_retry_of_same_prepared_is_idempotent_and_writes_nothing(svc):
+    contract = record_contract(svc)
+    prepared = prepare(svc, contract)
+    first = svc.call("handoff.commit", {"scope": SCOPE, "prepared": prepared})
+    before = store_bytes(svc)
+    again = svc.call("handoff.commit", {"scope": SCOPE, "prepared": prepared})
+    assert again["idempotent"] is True and first["idempotent"] is False
+    assert again["revision"] == first["revision"]
+    assert store_bytes(svc) == before
+
+
+# -- Continue -----------------------------------------------------------------------
+
+
+def test_continue_latest_is_empty_before_first_commit(svc):
+    contract = record_contract(svc)
+    prepare(svc, contract)
+    result = svc.call("handoff.continue", {"scope": SCOPE, "mode": "latest"})
+    assert result["found"] is False and result["selected"] is None and result["current"] is None
+    assert result["trust"] == "untrusted_history"
+
+
+def test_continue_prepared_returns_content_and_current_head(svc):
+    contract, _, rev = committed(svc)
+    prepared = prepare(svc, contract, state="after @1")
+    result = svc.call(
+        "handoff.continue", {"scope": SCOPE, "mode": "prepared", "prepared": prepared}
+    )
+    assert result["selected"] is None and result["current"] == rev["revision"]
+    assert result["content"]["state"]["text"] == "after @1"
+    assert result["trust"] == "untrusted_history"
+    assert result["requiredChecks"] == [
+        "evidence_available",
+        "live_state_confirmed",
+        "capability_confirmed",
+        "authorization_confirmed",
+    ]
+
+
+def test_continue_exact_returns_that_revision_and_current_head(svc):
+    contract, _, rev1 = committed(svc)
+    rev2 = svc.call(
+        "handoff.commit", {"scope": SCOPE, "prepared": prepare(svc, contract, state="two")}
+    )
+    result = svc.call(
+        "handoff.continue", {"scope": SCOPE, "mode": "exact", "revision": rev1["revision"]}
+    )
+    assert result["selected"] == rev1["revision"] and result["current"] == rev2["revision"]
+    assert result["content"]["state"]["text"] == "client generation completed"
+    missing = rev1["revision"].replace("@1", "@9")
+    assert (
+        refused(
+            svc.call, "handoff.continue", {"scope": SCOPE, "mode": "exact", "revision": missing}
+        ).code
+        == "revision_not_found"
+    )
+    record_contract(svc, "other")
+    err = refused(
+        svc.call,
+        "handoff.continue",
+        {"scope": "other", "mode": "exact", "revision": rev1["revision"]},
+    )
+    assert err.code == "scope_mismatch"
+
+
+def test_continue_lists_unreadable_evidence_with_reasons(svc, workspace):
+    contract, prepared, rev = committed(svc)
+    (workspace / "client/pets_client.py").write_text("edited after the commit\n")
+    result = svc.call("handoff.continue", {"scope": SCOPE, "mode": "latest"})
+    assert [u["reason"] for u in result["unreadableEvidence"]] == ["changed"]
+    (workspace / "client/pets_client.py").unlink()
+    result = svc.call(
+        "handoff.continue", {"scope": SCOPE, "mode": "exact", "revision": rev["revision"]}
+    )
+    assert [u["reason"] for u in result["unreadableEvidence"]] == ["missing"]
+
+
+def test_continue_never_claims_freshness(svc):
+    committed(svc)
+    result = svc.call("handoff.continue", {"scope": SCOPE, "mode": "latest"})
+    assert result["trust"] == "untrusted_history"
+    assert "verify" in result["warning"].lower()
+
+
+# -- Acknowledge ----------------------------------------------------------------------
+
+
+def test_acknowledge_latest_is_refused_exact_target_required(svc):
+    committed(svc)
+    err = refused(
+        svc.call,
+        "handoff.acknowledge",
+        {"scope": SCOPE, "mode": "latest", "status": "accepted", "checks": ALL_CHECKS},
+    )
+    assert err.code == "exact_target_required"
+
+
+def test_acknowledge_binds_exact_revision_and_prepared_target(svc):
+    contract, prepared, rev = committed(svc)
+    ack = svc.call(
+        "handoff.acknowledge",
+        {
+            "scope": SCOPE,
+            "mode": "exact",
+            "revision": rev["revision"],
+            "status": "accepted",
+            "checks": ALL_CHECKS,
+        },
+    )
+    assert ack["target"] == rev["revision"] and ack["receipt"].startswith("source/")
+    other = prepare(svc, contract, state="prepared only")
+    ack2 = svc.call(
+        "handoff.acknowledge",
+        {
+            "scope": SCOPE,
+            "mode": "prepared",
+            "prepared": other,
+            "status": "needs_clarification",
+            "checks": {},
+        },
+    )
+    assert ack2["target"] == f"prepared:{other['digest']}"
+
+
+@pytest.mark.parametrize(
+    "check",
+    ["evidenceAvailable", "liveStateConfirmed", "capabilityConfirmed", "authorizationConfirmed"],
+)
+def test_acknowledge_accepted_refused_for_each_failing_check(svc, check):
+    _, _, rev = committed(svc)
+    checks = dict(ALL_CHECKS, **{check: False})
+    before = store_bytes(svc)
+    err = refused(
+        svc.call,
+        "handoff.acknowledge",
+        {
+            "scope": SCOPE,
+            "mode": "exact",
+            "revision": rev["revision"],
+            "status": "accepted",
+            "checks": checks,
+        },
+    )
+    assert err.code == "acceptance_checks_failed"
+    snake = {
+        "evidenceAvailable": "evidence_available",
+        "liveStateConfirmed": "live_state_confirmed",
+        "capabilityConfirmed": "capability_confirmed",
+        "authorizationConfirmed": "authorization_confirmed",
+    }[check]
+    assert err.data["failed"] == [snake]
+    assert store_bytes(svc) == before
+
+
+@pytest.mark.parametrize("how", ["deleted", "changed"])
+def test_acknowledge_accepted_refused_when_evidence_became_unreadable(svc, workspace, how):
+    _, _, rev = committed(svc)
+    target = workspace / "client/pets_client.py"
+    target.unlink() if how == "deleted" else target.write_text("different\n")
+    err = refused(
+        svc.call,
+        "handoff.acknowledge",
+        {
+            "scope": SCOPE,
+            "mode": "exact",
+            "revision": rev["revision"],
+            "status": "accepted",
+            "checks": ALL_CHECKS,
+        },
+    )
+    assert err.code == "acceptance_checks_failed"
+    assert err.data["failed"] == ["evidence_available"]
+    assert err.data["unreadableEvidence"][0]["reason"] == (
+        "missing" if how == "deleted" else "changed"
+    )
+    # A truthful status is still recorded.
+    ok = svc.call(
+        "handoff.acknowledge",
+        {
+            "scope": SCOPE,
+            "mode": "exact",
+            "revision": rev["revision"],
+            "status": "needs_clarification",
+            "checks": ALL_CHECKS,
+        },
+    )
+    assert ok["status"] == "needs_clarification" and ok["unreadableEvidence"]
+
+
+def test_acknowledge_status_must_be_known(svc):
+    _, _, rev = committed(svc)
+    err = refused(
+        svc.call,
+        "handoff.acknowledge",
+        {
+            "scope": SCOPE,
+            "mode": "exact",
+            "revision": rev["revision"],
+            "status": "ok",
+            "checks": ALL_CHECKS,
+        },
+    )
+    assert err.code == "invalid_status"
+
+
+def test_acknowledgement_grants_no_permission_and_is_a_receipt_source(svc):
+    _, _, rev = committed(svc)
+    ack = svc.call(
+        "handoff.acknowledge",
+        {
+            "scope": SCOPE,
+            "mode": "exact",
+            "revision": rev["revision"],
+            "status": "declined",
+            "checks": {},
+            "note": "no access to CI",
+        },
+    )
+    assert ack["grantsPermission"] is False
+    rec = svc.ledger().source(ack["receipt"])
+    assert rec["kind"] == "acknowledgement" and rec["payload"]["note"] == "no access to CI"
+
+
+# -- Task Outcome --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "status", ["succeeded", "partial", "blocked", "failed", "cancelled", "unknown"]
+)
+def test_task_outcome_statuses_stored_verbatim(svc, status):
+    out = svc.call(
+        "handoff.recordOutcome",
+        {
+            "scope": SCOPE,
+            "status": status,
+            "summary": "s",
+            "checks": [
+                {"name": "a", "status": "skipped"},
+                {"name": "b", "status": "timed_out"},
+                {"name": "c", "status": "passed"},
+                {"name": "d", "status": "failed"},
+            ],
+        },
+    )
+    rec = svc.ledger().source(out["source"])
+    assert rec["payload"]["status"] == status
+    assert [c["status"] for c in rec["payload"]["checks"]] == [
+        "skipped",
+        "timed_out",
+        "passed",
+        "failed",
+    ]
+
+
+@pytest.mark.parametrize("status", ["skipped", "timed_out", "success", "SUCCEEDED", ""])
+def test_task_outcome_unknown_status_refused_never_coerced(svc, status):
+    err = refused(
+        svc.call, "handoff.recordOutcome", {"scope": SCOPE, "status": status, "summary": "s"}
+    )
+    assert err.code == "invalid_status"
+    err = refused(
+        svc.call,
+        "handoff.recordOutcome",
+        {
+            "scope": SCOPE,
+            "status": "partial",
+            "summary": "s",
+            "checks": [{"name": "a", "status": "pass"}],
+        },
+    )
+    assert err.code == "invalid_status"
+    assert svc.store.read()["sources"] == {} if svc.store.path.exists() else True
+
+
+# -- Coverage --------------------------------------------------------------------------
+
+
+def _history(svc, scope=SCOPE):
+    return svc.call("handoff.report", {"scope": scope, "kind": "history"})["data"]["revisions"]
+
+
+def test_coverage_outcome_linking_accepted_exact_receipt_covers(svc):
+    _, _, rev = committed(svc)
+    ack = svc.call(
+        "handoff.acknowledge",
+        {
+            "scope": SCOPE,
+            "mode": "exact",
+            "revision": rev["revision"],
+            "status": "accepted",
+            "checks": ALL_CHECKS,
+        },
+    )
+    svc.call(
+        "handoff.recordOutcome",
+        {"scope": SCOPE, "status": "succeeded", "summary": "ok", "receipt": ack["receipt"]},
+    )
+    assert _history(svc)[0]["covered"] is True
+
+
+def test_coverage_outcome_in_same_scope_without_receipt_covers_nothing(svc):
+    _, _, rev = committed(svc)
+    svc.call(
+        "handoff.acknowledge",
+        {
+            "scope": SCOPE,
+            "mode": "exact",
+            "revision": rev["revision"],
+            "status": "accepted",
+            "checks": ALL_CHECKS,
+        },
+    )
+    svc.call("handoff.recordOutcome", {"scope": SCOPE, "status": "succeeded", "summary": "ok"})
+    assert _history(svc)[0]["covered"] is False
+    view = svc.call("handoff.report", {"scope": SCOPE, "kind": "continuity"})["data"]
+    assert view["outcome"] == "uncovered"
+
+
+def test_coverage_receipt_not_accepted_covers_nothing(svc):
+    _, _, rev = committed(svc)
+    ack = svc.call(
+        "handoff.acknowledge",
+        {
+            "scope": SCOPE,
+            "mode": "exact",
+            "revision": rev["revision"],
+            "status": "needs_clarification",
+            "checks": {},
+        },
+    )
+    svc.call(
+        "handoff.recordOutcome",
+        {"scope": SCOPE, "status": "succeeded", "summary": "ok", "receipt": ack["receipt"]},
+    )
+    assert _history(svc)[0]["covered"] is False
+
+
+def test_coverage_receipt_recorded_after_the_outcome_does_not_count(svc):
+    """An outcome that precedes its receipt in the log (e.g. a log written by another
+    version) covers nothing, even though it names an accepted exact receipt."""
+    from lsp_server import lifecycle as lc
+
+    _, _, rev = committed(svc)
+    receipt_id = "receiptlater000000"
+    with svc.store.transaction() as tx:
+        rec = lc.append_source(
+            tx,
+            SCOPE,
+            "task_outcome",
+            {
+                "status": "succeeded",
+                "summary": "early",
+                "checks": [],
+                "receipt": f"source/{receipt_id}",
+            },
+        )
+        outcome_seq = rec["seq"]
+        tx.table("sources").insert(
+            {
+                "id": receipt_id,
+                "seq": tx.next_seq(),
+                "scope": SCOPE,
+                "kind": "acknowledgement",
+                "payload": {
+                    "mode": "exact",
+                    "target": rev["revision"],
+                    "status": "accepted",
+                    "checks": {},
+                },
+                "createdAt": lc.now_iso(),
+            }
+        )
+    assert svc.ledger().sources[receipt_id]["seq"] > outcome_seq
+    assert _history(svc)[0]["covered"] is False
+
+
+def test_coverage_receipt_for_prepared_target_does_not_cover_revision(svc):
+    contract, prepared, rev = committed(svc)
+    ack = svc.call(
+        "handoff.acknowledge",
+        {
+            "scope": SCOPE,
+            "mode": "prepared",
+            "prepared": prepared,
+            "status": "accepted",
+            "checks": ALL_CHECKS,
+        },
+    )
+    svc.call(
+        "handoff.recordOutcome",
+        {"scope": SCOPE, "status": "succeeded", "summary": "ok", "receipt": ack["receipt"]},
+    )
+    assert _history(svc)[0]["covered"] is False
+
+
+def test_coverage_outcome_in_another_scope_does_not_cover(svc):
+    _, _, rev = committed(svc)
+    ack = svc.call(
+        "handoff.acknowledge",
+        {
+            "scope": SCOPE,
+            "mode": "exact",
+            "revision": rev["revision"],
+            "status": "accepted",
+            "checks": ALL_CHECKS,
+        },
+    )
+    svc.call(
+        "handoff.recordOutcome",
+        {"scope": "another", "status": "succeeded", "summary": "ok", "receipt": ack["receipt"]},
+    )
+    assert _history(svc)[0]["covered"] is False
+
+
+def test_outcome_receipt_must_be_an_acknowledgement(svc):
+    contract = record_contract(svc)
+    err = refused(
+        svc.call,
+        "handoff.recordOutcome",
+        {"scope": SCOPE, "status": "succeeded", "summary": "ok", "receipt": contract},
+    )
+    assert err.code == "invalid_evidence"
+
+
+# -- Reports are projections -------------------------------------------------------------
+
+
+def test_reports_never_write(svc):
+    committed(svc)
+    before = store_bytes(svc)
+    stat = os.stat(svc.store.path)
+    for kind in ("continuity", "history", "handoff"):
+        svc.call("handoff.report", {"scope": SCOPE, "kind": kind})
+    assert store_bytes(svc) == before and os.stat(svc.store.path).st_mtime_ns == stat.st_mtime_ns
+
+
+def test_history_covers_committed_only_prepared_never_appears(svc):
+    contract = record_contract(svc)
+    prepare(svc, contract)
+    record_work(svc, contract)
+    svc.call("handoff.handoffCurrentWork", {"scope": SCOPE})
+    assert _history(svc) == []
+
+
+def test_malformed_record_is_skipped_and_counted_not_fatal(svc):
+    committed(svc)
+    with svc.store.transaction() as tx:
+        tx.table("sources").insert({"id": 5, "kind": "work_state"})
+        tx.table("sources").insert(
+            {"id": "x1", "seq": tx.next_seq(), "scope": SCOPE, "kind": "mystery", "payload": {}}
+        )
+    view = svc.call("handoff.report", {"scope": SCOPE, "kind": "continuity"})["data"]
+    assert view["invalidRecordCount"] == 2
+    assert [e["kind"] for e in view["events"]] == ["work_contract", "commit"]  # the valid rest
+
+
+# -- Scope and shapes -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "scope", ["/abs", ".hidden", "a/../b", "", "x" * 129, "sp ace", "semi;colon"]
+)
+def test_scope_shape_refused(svc, scope):
+    err = refused(
+        svc.call,
+        "handoff.contract",
+        {"scope": scope, "objective": "o", "inScope": ["i"], "acceptance": ["a"]},
+    )
+    assert err.code == "invalid_params"
+
+
+def test_scope_defaults_to_configured_then_git_branch_then_default(workspace):
+    svc = HandoffService(workspace, ServiceConfig())
+    out = svc.call("handoff.contract", {"objective": "o", "inScope": ["i"], "acceptance": ["a"]})
+    assert out["scope"] == "default"
+    (workspace / ".git").mkdir()
+    (workspace / ".git" / "HEAD").write_text("ref: refs/heads/feature/client-v2\n")
+    assert (
+        svc.call("handoff.contract", {"objective": "o", "inScope": ["i"], "acceptance": ["a"]})[
+            "scope"
+        ]
+        == "feature/client-v2"
+    )
+    svc = HandoffService(workspace, ServiceConfig(scope="configured"))
+    assert (
+        svc.call("handoff.contract", {"objective": "o", "inScope": ["i"], "acceptance": ["a"]})[
+            "scope"
+        ]
+        == "configured"
+    )
+
+
+def test_prepared_handoff_survives_a_server_restart(workspace):
+    """A prepared value carried by the caller stays valid in a new service instance."""
+    first = HandoffService(workspace, ServiceConfig())
+    contract = record_contract(first)
+    prepared = orjson.loads(orjson.dumps(prepare(first, contract)))  # serialised and carried
+    del first
+    second = HandoffService(workspace, ServiceConfig())
+    cont = second.call(
+        "handoff.continue", {"scope": SCOPE, "mode": "prepared", "prepared": prepared}
+    )
+    assert cont["content"]["objective"] == "complete the OpenAPI client update"
+    rev = second.call("handoff.commit", {"scope": SCOPE, "prepared": prepared})
+    assert rev["number"] == 1
+
+
+def test_state_lives_in_dot_handoff_with_gitignore(svc, workspace):
+    record_contract(svc)
+    assert (workspace / ".handoff" / "state.json").is_file()
+    assert "state.lock" in (workspace / ".handoff" / ".gitignore").read_text()
+    assert isinstance(StateStore(workspace / ".handoff").read()["_meta"]["1"]["schema"], int)
