@@ -381,7 +381,12 @@ def run_call(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        # argparse cannot take a positional after options (call CMD --workspace W JSON).
+        if extra and getattr(args, "verb", None) == "call" and args.params is None and len(extra) == 1:
+            args.params, extra = extra[0], []
+        if extra:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
     except SystemExit as exc:
         return int(exc.code or 0)
     try:

@@ -282,11 +282,18 @@ class StateStore:
             finally:
                 lock.release()
 
+    def _sweep_temp_files(self) -> None:
+        """Remove temp files of writers that died mid-write (only ever under the lock)."""
+        for leftover in self.folder.glob(f".{STATE_FILE}.tmp-*"):
+            with contextlib.suppress(OSError):
+                leftover.unlink()
+
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Transaction]:
         """Lock, read a fresh snapshot, apply the operation, write once, unlock."""
         self.ensure_folder()
         with self._locked():
+            self._sweep_temp_files()
             data = self._load()
             tx = Transaction(data)
             yield tx
