@@ -1,0 +1,257 @@
+-- The handoff-lsp client: found or started on demand, commands run through
+-- client:exec_cmd, running requests and progress tokens tracked for :Handoff cancel.
+
+local async = require("handoff.async")
+
+local M = {}
+
+local NAME = "handoff"
+local EXECUTE = "workspace/executeCommand"
+local CANCELLED = -32800
+
+--- Requests in flight, per client: [client_id][request_id] = { command = ... }.
+M.inflight = {}
+--- Cancellable work-done progress tokens, per client: [client_id][token] = title.
+M.progress = {}
+
+local function contains(dir, path)
+  if not dir or not path then
+    return false
+  end
+  dir = vim.fs.normalize(dir)
+  path = vim.fs.normalize(path)
+  return path == dir or vim.startswith(path, dir .. "/")
+end
+
+--- The handoff client for `bufnr`: attached to it, else one whose root holds the buffer
+--- (or the current directory), else any running one.
+---@param bufnr? integer
+---@return vim.lsp.Client?
+function M.get(bufnr)
+  bufnr = bufnr or vim.api.nvim_get_current_buf()
+  local attached = vim.lsp.get_clients({ name = NAME, bufnr = bufnr, _uninitialized = true })
+  if attached[1] then
+    return attached[1]
+  end
+  local clients = vim.lsp.get_clients({ name = NAME, _uninitialized = true })
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  local here = (name ~= "" and vim.bo[bufnr].buftype == "") and name or vim.fn.getcwd()
+  for _, client in ipairs(clients) do
+    if contains(client.root_dir, here) then
+      return client
+    end
+  end
+  return clients[1]
+end
+
+--- The workspace folder a new client would use for `bufnr`.
+function M.root_for(bufnr, config)
+  return vim.fs.root(bufnr, config.root_markers or { ".handoff", ".git" }) or vim.fn.getcwd()
+end
+
+--- Starts a client for the current buffer's workspace (when vim.lsp.enable did not).
+---@return integer? client_id
+local function start(bufnr)
+  local ok, config = pcall(function()
+    return vim.lsp.config[NAME]
+  end)
+  if not ok or not config then
+    async.fail("refused", "No 'handoff' LSP config: add editors/nvim to the runtimepath.")
+  end
+  config = vim.deepcopy(config)
+  config.name = NAME
+  config.root_dir = config.root_dir or M.root_for(bufnr, config)
+  if type(config.cmd) == "table" and vim.fn.executable(config.cmd[1]) == 0 then
+    async.fail(
+      "refused",
+      ("The handoff server %s is not executable: install handoff-lsp or set cmd with "
+        .. 'vim.lsp.config("handoff", { cmd = {...} }).'):format(config.cmd[1])
+    )
+  end
+  local normal = vim.bo[bufnr].buftype == "" and vim.api.nvim_buf_get_name(bufnr) ~= ""
+  return vim.lsp.start(config, { bufnr = bufnr, attach = normal, silent = false })
+end
+
+--- Waits (in a coroutine) for an initialised handoff client, starting one if needed.
+---@return vim.lsp.Client
+function M.ensure(bufnr)
+  bufnr = bufnr or vim.api.nvim_get_current_buf()
+  local client = M.get(bufnr)
+  if not client then
+    local id = start(bufnr)
+    client = id and vim.lsp.get_client_by_id(id)
+    if not client then
+      async.fail("refused", "The handoff language server did not start; see :checkhealth handoff.")
+    end
+  end
+  if not client.initialized then
+    local timeout = (vim.g.handoff_ui or {}).start_timeout_ms or 15000
+    local ready = async.await(function(cb)
+      local waited, timer = 0, assert(vim.uv.new_timer())
+      timer:start(0, 20, function()
+        waited = waited + 20
+        local up = client.initialized
+        if up or waited >= timeout or client:is_stopped() then
+          timer:stop()
+          timer:close()
+          vim.schedule(function()
+            cb(up and not client:is_stopped())
+          end)
+        end
+      end)
+    end)
+    if not ready then
+      async.fail("refused", "The handoff language server did not initialise; see :checkhealth handoff.")
+    end
+  end
+  require("handoff.settings").sync(client)
+  return client
+end
+
+--- Whether the server advertises `command`.
+function M.supports(client, command)
+  local provider = client.server_capabilities.executeCommandProvider
+  return type(provider) == "table" and vim.tbl_contains(provider.commands or {}, command)
+end
+
+local function pending_ids(client)
+  local ids = {}
+  for id, req in pairs(client.requests) do
+    if req.type == "pending" and req.method == EXECUTE then
+      ids[id] = true
+    end
+  end
+  return ids
+end
+
+--- Runs one server command with one object argument; calls `on_done(err, result)`.
+--- Returns the request id (for cancelling), or nil when nothing was sent.
+function M.exec(client, command, params, on_done)
+  if not M.supports(client, command) then
+    on_done({
+      kind = "refused",
+      message = ("The handoff server does not offer %s; update handoff-lsp."):format(command),
+    })
+    return nil
+  end
+  if params == nil or (type(params) == "table" and next(params) == nil) then
+    params = vim.empty_dict() -- `{}` would go out as a JSON list
+  end
+  local before = pending_ids(client)
+  local request_id
+  local inflight = M.inflight[client.id] or {}
+  M.inflight[client.id] = inflight
+  client:exec_cmd(
+    { title = command, command = command, arguments = { params } },
+    { bufnr = vim.api.nvim_get_current_buf() },
+    function(err, result)
+      if request_id then
+        inflight[request_id] = nil
+      end
+      if err then
+        local data = type(err.data) == "table" and err.data or {}
+        local cancelled = err.code == CANCELLED or data.code == "cancelled"
+        on_done({
+          kind = cancelled and "cancelled" or "refused",
+          code = data.code or (cancelled and "cancelled") or nil,
+          message = err.message or "The handoff server refused the command.",
+          data = data,
+        })
+      else
+        on_done(nil, result)
+      end
+    end
+  )
+  for id in pairs(pending_ids(client)) do
+    if not before[id] and (not request_id or id > request_id) then
+      request_id = id
+    end
+  end
+  if request_id then
+    inflight[request_id] = { command = command }
+  end
+  return request_id
+end
+
+--- Runs a command inside a coroutine; a refusal or cancellation ends the subcommand.
+function M.call(client, command, params)
+  local err, result = async.await(function(cb)
+    M.exec(client, command, params, cb)
+  end)
+  if err then
+    async.fail(err.kind, err.message, err.code)
+  end
+  return result
+end
+
+--- Runs a command and waits for it synchronously (completion, health); nil on failure.
+function M.call_sync(client, command, params, timeout_ms)
+  if not client or not client.initialized or not M.supports(client, command) then
+    return nil
+  end
+  if params == nil or (type(params) == "table" and next(params) == nil) then
+    params = vim.empty_dict()
+  end
+  local response = client:request_sync(EXECUTE, {
+    command = command,
+    arguments = { params },
+  }, timeout_ms or 2000)
+  if not response or response.err then
+    return nil, response and response.err
+  end
+  return response.result
+end
+
+--- Records cancellable progress of handoff clients (LspProgress autocmd).
+function M.on_progress(ev)
+  local client = vim.lsp.get_client_by_id(ev.data.client_id)
+  if not client or client.name ~= NAME then
+    return
+  end
+  local params = ev.data.params or {}
+  local value = params.value or {}
+  local tokens = M.progress[client.id] or {}
+  M.progress[client.id] = tokens
+  if value.kind == "begin" and value.cancellable then
+    tokens[params.token] = value.title or "handoff"
+  elseif value.kind == "end" then
+    tokens[params.token] = nil
+  end
+end
+
+--- Commands worth cancelling (the others are short and atomic).
+M.CANCELLABLE = { ["handoff.generate"] = true, ["handoff.report"] = true, ["handoff.sessions"] = true }
+
+--- Cancels running handoff work: the cancellable progress tokens and the requests.
+--- Returns how many requests or tokens were cancelled.
+function M.cancel()
+  local only = M.CANCELLABLE
+  local count = 0
+  for _, client in ipairs(vim.lsp.get_clients({ name = NAME })) do
+    for token in pairs(M.progress[client.id] or {}) do
+      client:notify("window/workDoneProgress/cancel", { token = token })
+      M.progress[client.id][token] = nil
+      count = count + 1
+    end
+    for id, req in pairs(M.inflight[client.id] or {}) do
+      if only[req.command] and not req.cancelled then
+        req.cancelled = true
+        client:cancel_request(id)
+        count = count + 1
+      end
+    end
+  end
+  return count
+end
+
+--- Whether any handoff command is running.
+function M.busy()
+  for _, reqs in pairs(M.inflight) do
+    if next(reqs) then
+      return true
+    end
+  end
+  return false
+end
+
+return M

@@ -1,0 +1,706 @@
+-- The :Handoff subcommands: each collects its arguments (from the command line, else
+-- through vim.ui.input / vim.ui.select), calls one server command and shows the result.
+
+local async = require("handoff.async")
+local client_mod = require("handoff.client")
+local preview = require("handoff.preview")
+
+local M = {}
+
+M.ACK_STATUSES = { "accepted", "needs_clarification", "declined" }
+M.OUTCOME_STATUSES = { "succeeded", "partial", "blocked", "failed", "cancelled", "unknown" }
+M.CHECK_STATUSES = { "passed", "failed", "skipped", "timed_out" }
+M.DISPOSITIONS = { "continuable", "blocked", "done" }
+M.REPORT_KINDS = { "continuity", "history", "handoff" }
+M.MODES = { "latest", "exact", "prepared" }
+M.PROVIDERS = { "extractive", "openai", "anthropic", "command" }
+M.FORMATS = { "auto", "pi", "claude", "codex" }
+
+--- The four acceptance checks: wire key, flag, question.
+M.CHECKS = {
+  { "evidenceAvailable", "evidence-available", "Is the cited evidence available (files and Sources read)?" },
+  { "liveStateConfirmed", "live-state-confirmed", "Does the live workspace match the handoff?" },
+  { "capabilityConfirmed", "capability-confirmed", "Can you do the next actions (tools, access)?" },
+  { "authorizationConfirmed", "authorization-confirmed", "Has the user authorised you to continue?" },
+}
+
+--- What this Neovim remembers per workspace: the last prepared handoff, the last
+--- continued target, the last acknowledgement receipt.
+M.memory = {}
+
+--- Draft buffers opened by :Handoff generate: [bufnr] = { draft, scope, root }.
+M.drafts = {}
+
+local function info(msg)
+  vim.notify(msg, vim.log.levels.INFO)
+end
+
+local function remember(ctx)
+  local key = ctx.client.root_dir or ("client:" .. ctx.client.id)
+  M.memory[key] = M.memory[key] or {}
+  return M.memory[key]
+end
+
+local function with_scope(a, params)
+  if a.scope then
+    params.scope = a.scope
+  end
+  return params
+end
+
+--- Neovim's LSP client drops `null` object members on decode; a PreparedHandoff must
+--- come back with exactly its keys, so restore the nullable ones.
+function M.restore_prepared(prepared)
+  if type(prepared) ~= "table" then
+    return prepared
+  end
+  for _, key in ipairs({ "base", "boundary" }) do
+    if prepared[key] == nil then
+      prepared[key] = vim.NIL
+    end
+  end
+  return prepared
+end
+
+local function nonempty(s)
+  return type(s) == "string" and vim.trim(s) ~= ""
+end
+
+local function split_items(s)
+  local items = {}
+  for item in (s or ""):gmatch("[^;]+") do
+    if nonempty(item) then
+      items[#items + 1] = vim.trim(item)
+    end
+  end
+  return items
+end
+
+local function citation(spec)
+  spec = vim.trim(spec)
+  if vim.startswith(spec, "source/") then
+    return { kind = "source", ref = spec }
+  end
+  return { kind = "artifact", path = spec }
+end
+
+local function citations(specs)
+  local out = {}
+  for spec in (specs or ""):gmatch("[^,]+") do
+    if nonempty(spec) then
+      out[#out + 1] = citation(spec)
+    end
+  end
+  return out
+end
+
+--- "text :: cite, cite" → a Fact.
+local function fact(spec)
+  local text, cites = spec:match("^(.-)::(.*)$")
+  if not text or not nonempty(cites) then
+    async.fail("refused", ("%q needs its evidence: write 'text :: path/or/source-ref[, more]'."):format(spec))
+  end
+  return { text = vim.trim(text), citations = citations(cites) }
+end
+
+--- The current file relative to the workspace, if it is inside it.
+local function current_file(ctx)
+  local name = vim.api.nvim_buf_get_name(0)
+  local root = ctx.client.root_dir
+  if name == "" or vim.bo.buftype ~= "" or not root then
+    return nil
+  end
+  name, root = vim.fs.normalize(name), vim.fs.normalize(root)
+  if vim.startswith(name, root .. "/") then
+    return name:sub(#root + 2)
+  end
+  return nil
+end
+
+local function read_json(path)
+  local file = io.open(vim.fn.expand(path), "r")
+  if not file then
+    async.fail("refused", ("Cannot read %s."):format(path))
+  end
+  local text = file:read("*a")
+  file:close()
+  local ok, value = pcall(vim.json.decode, text)
+  if not ok or type(value) ~= "table" then
+    async.fail("refused", ("%s is not a JSON object."):format(path))
+  end
+  return value
+end
+
+local function ask_yes(question)
+  local answer = async.select({ "yes", "no" }, { prompt = question })
+  return answer == "yes"
+end
+
+local function revisions(ctx, scope)
+  local result = client_mod.call(ctx.client, "handoff.report", with_scope({ scope = scope }, { kind = "history" }))
+  local out = {}
+  for _, rev in ipairs((result.data or {}).revisions or {}) do
+    out[#out + 1] = rev
+  end
+  return out
+end
+
+--- Asks for a committed revision (newest first); `hint` is listed first when present.
+local function pick_revision(ctx, a, hint)
+  local revs = revisions(ctx, a.scope)
+  if #revs == 0 then
+    async.fail("refused", "There is no committed revision in this scope yet.")
+  end
+  table.sort(revs, function(x, y)
+    if x.revision == hint then
+      return y.revision ~= hint
+    end
+    return false
+  end)
+  local item = async.select(revs, {
+    prompt = "Revision",
+    format_item = function(rev)
+      local content = rev.content or {}
+      local mark = rev.revision == hint and " (continued)" or ""
+      return ("%s%s  %s"):format(rev.revision, mark, content.objective or "")
+    end,
+  })
+  return item.revision
+end
+
+--- A view that renders `command(params)` with `render(result)` and re-renders on changes.
+local function show_view(ctx, title, command, params, render)
+  local client = ctx.client
+  local text = render(client_mod.call(client, command, params))
+  preview.show(text, {
+    title = title,
+    client_id = client.id,
+    refresh = function(done)
+      client_mod.exec(client, command, params, function(err, result)
+        done(not err and render(result) or nil)
+      end)
+    end,
+  })
+end
+
+local function report_markdown(result)
+  return result.markdown or ""
+end
+
+local function show_prepared(ctx, prepared)
+  show_view(ctx, "handoff (prepared)", "handoff.report", {
+    scope = prepared.scope,
+    kind = "handoff",
+    prepared = prepared,
+  }, report_markdown)
+end
+
+-- Subcommands ------------------------------------------------------------------
+
+M.subcommands = {}
+local S = M.subcommands
+
+S.generate = {
+  desc = "generate a handoff document from an agent session",
+  flags = { session = "value", provider = "value", format = "value", ["no-start"] = "bool", scope = "value" },
+  run = function(ctx, a)
+    local session, focus = a.session, nil
+    if #a.positional > 0 then
+      focus = table.concat(a.positional, " ")
+    end
+    if not session then
+      local list = client_mod.call(ctx.client, "handoff.sessions", vim.empty_dict()).sessions or {}
+      local item = async.select(list, {
+        prompt = "Agent session to hand off",
+        empty = "No agent sessions were found for this workspace.",
+        format_item = function(s)
+          return ("%s  %-6s %s (%d messages)"):format(
+            s.updatedAt or "",
+            s.format or "",
+            s.title or vim.fs.basename(s.path),
+            s.messageCount or 0
+          )
+        end,
+      })
+      session = item.path
+      if not focus then
+        focus = async.input({ prompt = "Focus (optional): " })
+      end
+    end
+    local params = with_scope(a, { session = session })
+    if nonempty(focus) then
+      params.focus = focus
+    end
+    if a.provider then
+      params.provider = a.provider
+    end
+    if a.format then
+      params.format = a.format
+    end
+    if a["no-start"] then
+      params.startSession = false
+    end
+    local result = client_mod.call(ctx.client, "handoff.generate", params)
+    M.open_draft(ctx, result)
+    local missing = result.missingSections or {}
+    local lines = {
+      ("Handoff generated with %s from %s."):format(
+        result.provider or "?",
+        (result.sourceSession or {}).path or session
+      ),
+    }
+    if #missing > 0 then
+      lines[#lines + 1] = "Missing sections: " .. table.concat(missing, ", ")
+    end
+    if type(result.newSession) == "table" and result.newSession.path then
+      lines[#lines + 1] = "New agent session: " .. result.newSession.path
+    end
+    if result.continueCommand then
+      lines[#lines + 1] = "Continue with: " .. result.continueCommand
+    end
+    info(table.concat(lines, "\n"))
+    return result
+  end,
+}
+
+--- Opens a generated document as a normal, editable markdown buffer.
+function M.open_draft(ctx, result)
+  local buf = vim.api.nvim_create_buf(true, false)
+  local lines = vim.split(result.document or "", "\n", { plain = true })
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].filetype = "markdown"
+  vim.bo[buf].modified = false
+  M.drafts[buf] = { draft = result.draft, scope = result.scope, root = ctx.client.root_dir }
+  vim.b[buf].handoff_draft = true
+  vim.api.nvim_set_current_buf(buf)
+  return buf
+end
+
+S.sessions = {
+  desc = "list this workspace's agent sessions, newest first",
+  flags = {},
+  run = function(ctx)
+    local function render(result)
+      local rows = {
+        "# Agent sessions of this workspace",
+        "",
+        "| Updated | Format | Messages | Session |",
+        "|---|---|---:|---|",
+      }
+      for _, s in ipairs(result.sessions or {}) do
+        rows[#rows + 1] = ("| %s | %s | %d | %s `%s` |"):format(
+          s.updatedAt or "",
+          s.format or "",
+          s.messageCount or 0,
+          s.title and (s.title:gsub("|", "\\|") .. " ·") or "",
+          s.path
+        )
+      end
+      if #(result.sessions or {}) == 0 then
+        rows[#rows + 1] = "| | | | (none found) |"
+      end
+      rows[#rows + 1] = ""
+      rows[#rows + 1] = "`:Handoff generate --session <path> [focus…]` turns one into a handoff."
+      return table.concat(rows, "\n")
+    end
+    show_view(ctx, "sessions", "handoff.sessions", vim.empty_dict(), render)
+  end,
+}
+
+S.contract = {
+  desc = "record a Work Contract",
+  flags = { objective = "value", ["in-scope"] = "list", ["out-of-scope"] = "list", acceptance = "list", scope = "value" },
+  run = function(ctx, a)
+    local interactive = a.empty
+    local objective = a.objective or async.input({ prompt = "Objective: " })
+    local in_scope = a["in-scope"] or split_items(async.input({ prompt = "In scope (separate items with ;): " }))
+    local out_scope = a["out-of-scope"]
+    if not out_scope and interactive then
+      out_scope = split_items(async.input({ prompt = "Out of scope (optional, ; separated): " }))
+    end
+    local acceptance = a.acceptance
+      or split_items(async.input({ prompt = "Acceptance criteria (separate with ;): " }))
+    local result = client_mod.call(ctx.client, "handoff.contract", with_scope(a, {
+      objective = objective,
+      inScope = in_scope,
+      outOfScope = out_scope or {},
+      acceptance = acceptance,
+    }))
+    remember(ctx).contract = result.source
+    info(("Work Contract recorded as %s in %s."):format(result.source, result.scope))
+    return result
+  end,
+}
+
+S.work = {
+  desc = "record the work state ('text :: evidence' facts)",
+  flags = { state = "value", disposition = "value", ["next"] = "list", scope = "value" },
+  run = function(ctx, a)
+    local mem = remember(ctx)
+    local state
+    if a.state then
+      state = fact(a.state)
+    else
+      local text = async.input({ prompt = "Work state: " })
+      local cites = async.input({
+        prompt = "Evidence (workspace paths or source/<id>, comma separated): ",
+        default = current_file(ctx) or "",
+        completion = "file",
+      })
+      state = { text = text, citations = citations(cites) }
+    end
+    local disposition = a.disposition
+      or async.select(M.DISPOSITIONS, { prompt = "Disposition" })
+    local next_actions = {}
+    if a["next"] then
+      for _, spec in ipairs(a["next"]) do
+        next_actions[#next_actions + 1] = fact(spec)
+      end
+    else
+      while true do
+        local text = async.input({ prompt = "Next action (empty to finish): " })
+        if not nonempty(text) then
+          break
+        end
+        local cites = async.input({
+          prompt = "Evidence for it: ",
+          default = mem.contract or "",
+          completion = "file",
+        })
+        next_actions[#next_actions + 1] = { text = text, citations = citations(cites) }
+      end
+    end
+    local result = client_mod.call(ctx.client, "handoff.recordWork", with_scope(a, {
+      state = state,
+      disposition = disposition,
+      nextActions = next_actions,
+    }))
+    info(("Work state recorded as %s in %s."):format(result.source, result.scope))
+    return result
+  end,
+}
+
+S.prepare = {
+  desc = "prepare a handoff from the current draft buffer (or a draft JSON file); writes nothing",
+  flags = { scope = "value" },
+  run = function(ctx, a)
+    local buf = vim.api.nvim_get_current_buf()
+    local draft
+    local entry = M.drafts[buf]
+    if a.positional[1] then
+      draft = read_json(a.positional[1])
+      draft = draft.draft or draft
+    elseif entry and type(entry.draft) == "table" then
+      draft = vim.deepcopy(entry.draft)
+      draft.document = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n")
+      if not a.scope and entry.scope then
+        a.scope = entry.scope
+      end
+    else
+      async.fail(
+        "refused",
+        "Nothing to prepare: run :Handoff generate for a draft (or give a draft JSON file)."
+      )
+    end
+    local result = client_mod.call(ctx.client, "handoff.prepare", with_scope(a, { draft = draft }))
+    local prepared = M.restore_prepared(result.prepared)
+    remember(ctx).prepared = prepared
+    show_prepared(ctx, prepared)
+    info(("Prepared (not committed): digest %s. :Handoff commit records it."):format(prepared.digest))
+    return result
+  end,
+}
+
+S.current = {
+  desc = "hand off current work: boundary Source + prepared handoff",
+  flags = { document = "value", scope = "value" },
+  run = function(ctx, a)
+    local params = with_scope(a, {})
+    if a.document == "%" then
+      params.document = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+    elseif a.document then
+      local file = io.open(vim.fn.expand(a.document), "r")
+      if not file then
+        async.fail("refused", ("Cannot read %s."):format(a.document))
+      end
+      params.document = file:read("*a")
+      file:close()
+    end
+    local result = client_mod.call(ctx.client, "handoff.handoffCurrentWork", params)
+    local prepared = M.restore_prepared(result.prepared)
+    remember(ctx).prepared = prepared
+    show_prepared(ctx, prepared)
+    info(("Boundary %s written; prepared handoff %s. :Handoff commit records it."):format(
+      result.boundary,
+      prepared.digest
+    ))
+    return result
+  end,
+}
+
+S.commit = {
+  desc = "commit the prepared handoff (or a prepared JSON file) as the next revision",
+  flags = { scope = "value" },
+  run = function(ctx, a)
+    local prepared
+    if a.positional[1] then
+      prepared = read_json(a.positional[1])
+      if prepared.prepared and not prepared.digest then
+        prepared = prepared.prepared
+      end
+      M.restore_prepared(prepared)
+    else
+      prepared = remember(ctx).prepared
+    end
+    if not prepared then
+      async.fail("refused", "Nothing prepared: run :Handoff current or :Handoff prepare first.")
+    end
+    local params = { prepared = prepared, scope = a.scope or prepared.scope }
+    local result = client_mod.call(ctx.client, "handoff.commit", params)
+    info(
+      result.idempotent and ("Already committed as %s."):format(result.revision)
+        or ("Committed %s."):format(result.revision)
+    )
+    return result
+  end,
+}
+
+--- The target of continue/acknowledge: params for mode, revision/prepared.
+local function target(ctx, a, modes, verb)
+  local mem = remember(ctx)
+  local mode = a.positional[1]
+  local rest = 2
+  if not mode then
+    mode = async.select(modes, {
+      prompt = verb .. " from",
+      format_item = function(m)
+        if m == "latest" then
+          return "latest  (the scope's newest committed revision)"
+        elseif m == "exact" then
+          return "exact   (a committed revision you name)"
+        end
+        return "prepared  (the handoff prepared in this Neovim)"
+      end,
+    })
+  end
+  local params = { mode = mode }
+  if mode == "exact" then
+    local rev = a.positional[2]
+    if rev and rev:match("^handoff/") then
+      rest = 3
+    else
+      rev = pick_revision(ctx, a, mem.continued and mem.continued.selected)
+    end
+    params.revision = rev
+  elseif mode == "prepared" then
+    local arg = a.positional[2]
+    local prepared
+    if arg and (arg:match("%.json$") or vim.fn.filereadable(vim.fn.expand(arg)) == 1) then
+      prepared = read_json(arg)
+      if prepared.prepared and not prepared.digest then
+        prepared = prepared.prepared
+      end
+      M.restore_prepared(prepared)
+      rest = 3
+    else
+      prepared = mem.prepared
+    end
+    if not prepared then
+      async.fail("refused", "No prepared handoff here: run :Handoff current or :Handoff prepare first.")
+    end
+    params.prepared = prepared
+    params.scope = prepared.scope
+  end
+  return with_scope(a, params), rest
+end
+
+S.continue = {
+  desc = "continue from prepared, exact REV, or latest (untrusted history)",
+  flags = { scope = "value" },
+  run = function(ctx, a)
+    local params = target(ctx, a, M.MODES, "Continue")
+    local client = ctx.client
+    local function render_with(result, report)
+      if not result.found then
+        return ("# Continue (latest)\n\nNo committed revision in `%s` yet: latest is empty."):format(
+          result.scope
+        )
+      end
+      local head = {
+        ("# Continue (%s) → %s"):format(result.mode, result.selected or "prepared handoff"),
+        "",
+        ("Trust: **%s** · current head `%s` · unreadable evidence: %d"):format(
+          result.trust,
+          result.current or "none",
+          #(result.unreadableEvidence or {})
+        ),
+        "",
+        "Required before acting: " .. table.concat(result.requiredChecks or {}, ", "),
+        "",
+        "",
+      }
+      return table.concat(head, "\n") .. (report and report.markdown or "")
+    end
+    local function report_params(result)
+      if result.selected then
+        return { scope = result.scope, kind = "handoff", revision = result.selected }
+      end
+      return { scope = result.scope, kind = "handoff", prepared = params.prepared }
+    end
+    local result = client_mod.call(client, "handoff.continue", params)
+    local report = result.found and client_mod.call(client, "handoff.report", report_params(result)) or nil
+    remember(ctx).continued = {
+      mode = result.mode,
+      selected = result.selected,
+      scope = result.scope,
+    }
+    preview.show(render_with(result, report), {
+      title = "continue",
+      client_id = client.id,
+      refresh = function(done)
+        client_mod.exec(client, "handoff.continue", params, function(err, again)
+          if err then
+            return done(nil)
+          end
+          if not again.found then
+            return done(render_with(again, nil))
+          end
+          client_mod.exec(client, "handoff.report", report_params(again), function(err2, rep)
+            done(not err2 and render_with(again, rep) or nil)
+          end)
+        end)
+      end,
+    })
+    if result.found then
+      info(("Continuing from %s (untrusted history: check it before acting)."):format(
+        result.selected or "the prepared handoff"
+      ))
+    else
+      info(("No committed revision in %s yet."):format(result.scope))
+    end
+    return result
+  end,
+}
+
+local function ack_flags()
+  local flags = { status = "value", note = "value", actor = "value", ["all-checks"] = "bool", scope = "value" }
+  for _, check in ipairs(M.CHECKS) do
+    flags[check[2]] = "bool"
+  end
+  return flags
+end
+
+S.ack = {
+  desc = "acknowledge an exact target: exact REV or prepared (never latest)",
+  flags = ack_flags(),
+  run = function(ctx, a)
+    local params, rest = target(ctx, a, { "exact", "prepared" }, "Acknowledge")
+    local status = a.status or a.positional[rest]
+    if not status then
+      status = async.select(M.ACK_STATUSES, { prompt = "Acknowledgement" })
+    end
+    local checks, any_flag = {}, a["all-checks"] == true
+    for _, check in ipairs(M.CHECKS) do
+      checks[check[1]] = a["all-checks"] == true or a[check[2]] == true
+      any_flag = any_flag or a[check[2]] == true
+    end
+    if status == "accepted" and not any_flag and params.mode ~= "latest" then
+      for _, check in ipairs(M.CHECKS) do
+        checks[check[1]] = ask_yes(check[3])
+      end
+    end
+    params.status = status
+    params.checks = checks
+    local note = a.note
+    if not note and a.empty and status ~= "accepted" then
+      note = async.input({ prompt = "Note (what needs clarifying, or why declined): " })
+    end
+    if nonempty(note) then
+      params.note = note
+    end
+    if a.actor then
+      params.actor = a.actor
+    end
+    local result = client_mod.call(ctx.client, "handoff.acknowledge", params)
+    remember(ctx).receipt = { ref = result.receipt, scope = result.scope, status = result.status }
+    info(("%s %s (receipt %s)."):format(result.status, result.target, result.receipt))
+    return result
+  end,
+}
+
+S.outcome = {
+  desc = "record the Task Outcome (cites your last acknowledgement receipt)",
+  flags = { check = "list", receipt = "value", ["no-receipt"] = "bool", scope = "value" },
+  run = function(ctx, a)
+    local status = a.positional[1] or async.select(M.OUTCOME_STATUSES, { prompt = "Task Outcome" })
+    local summary
+    if #a.positional > 1 then
+      summary = table.concat(a.positional, " ", 2)
+    else
+      summary = async.input({ prompt = "Outcome summary: " })
+    end
+    local checks = {}
+    for _, spec in ipairs(a.check or {}) do
+      local name, check_status = spec:match("^(.*)=([^=]*)$")
+      if not nonempty(name) then
+        async.fail("refused", ("--check %q: write NAME=STATUS."):format(spec))
+      end
+      checks[#checks + 1] = { name = name, status = check_status }
+    end
+    local params = with_scope(a, { status = status, summary = summary, checks = checks })
+    local receipt = a.receipt
+    local mem = remember(ctx)
+    if not receipt and not a["no-receipt"] and mem.receipt then
+      if not a.scope or a.scope == mem.receipt.scope then
+        receipt = mem.receipt.ref
+        params.scope = params.scope or mem.receipt.scope
+      end
+    end
+    params.receipt = receipt
+    local result = client_mod.call(ctx.client, "handoff.recordOutcome", params)
+    info(("Task Outcome recorded as %s%s."):format(
+      result.source,
+      receipt and (" citing " .. receipt) or ""
+    ))
+    return result
+  end,
+}
+
+S.report = {
+  desc = "show continuity, history or one handoff in the preview",
+  flags = { revision = "value", scope = "value" },
+  run = function(ctx, a)
+    local kind = a.positional[1] or async.select(M.REPORT_KINDS, { prompt = "Report" })
+    local params = with_scope(a, { kind = kind })
+    if kind == "handoff" then
+      local mem = remember(ctx)
+      local rev = a.revision or a.positional[2]
+      if rev then
+        params.revision = rev
+      elseif mem.prepared and not a.scope then
+        params.prepared = mem.prepared
+        params.scope = mem.prepared.scope
+      else
+        params.revision = pick_revision(ctx, a, mem.continued and mem.continued.selected)
+      end
+    elseif a.revision then
+      params.revision = a.revision
+    end
+    show_view(ctx, kind, "handoff.report", params, report_markdown)
+  end,
+}
+
+S.cancel = {
+  desc = "cancel a running generation (or report)",
+  flags = {},
+  local_only = true,
+  run = function()
+    local n = client_mod.cancel()
+    if n == 0 then
+      info("No handoff generation is running.")
+    end
+    return { cancelled = n }
+  end,
+}
+
+return M

@@ -1,0 +1,105 @@
+-- :checkhealth handoff: the server binary, its version, running clients and the
+-- workspace state folder.
+
+local M = {}
+
+local function config()
+  local ok, cfg = pcall(function()
+    return vim.lsp.config.handoff
+  end)
+  return ok and cfg or nil
+end
+
+local function server_version(cmd)
+  local argv = vim.list_extend(vim.deepcopy(cmd), { "--version" })
+  local ok, proc = pcall(vim.system, argv, { text = true })
+  if not ok then
+    return nil, tostring(proc)
+  end
+  local res = proc:wait(10000)
+  if res.code ~= 0 then
+    return nil, vim.trim((res.stderr or "") .. (res.stdout or ""))
+  end
+  return vim.trim(res.stdout ~= "" and res.stdout or res.stderr)
+end
+
+function M.check()
+  local health = vim.health
+  health.start("handoff: Neovim")
+  if vim.fn.has("nvim-0.11") == 1 then
+    health.ok("Neovim " .. tostring(vim.version()))
+  else
+    health.error("Neovim 0.11 or newer is needed (client:exec_cmd, vim.lsp.config).")
+  end
+
+  health.start("handoff: language server")
+  local cfg = config()
+  if not cfg then
+    health.error("No 'handoff' LSP config found: add editors/nvim to the runtimepath.")
+    return
+  end
+  local cmd = cfg.cmd
+  if type(cmd) ~= "table" then
+    health.info("cmd is a function; cannot check the binary.")
+  else
+    local path = vim.fn.exepath(cmd[1])
+    if path == "" then
+      health.error(("Server binary %s not found."):format(cmd[1]), {
+        "Install the handoff-lsp package (it provides the handoff-lsp command),",
+        'or point cmd at it: vim.lsp.config("handoff", { cmd = { "/path/to/handoff-lsp" } })',
+      })
+    else
+      health.ok(("Server binary: %s"):format(path))
+      if #cmd > 1 then
+        health.info(("cmd: %s"):format(table.concat(cmd, " ")))
+      end
+      local version, err = server_version(cmd)
+      if version then
+        health.ok("Server version: " .. version)
+      else
+        health.warn(("%s --version failed: %s"):format(table.concat(cmd, " "), err or "?"))
+      end
+    end
+  end
+  if vim.lsp.is_enabled and vim.lsp.is_enabled("handoff") then
+    health.ok('Enabled with vim.lsp.enable("handoff").')
+  else
+    health.info('Not enabled: :Handoff starts the server on demand (or call vim.lsp.enable("handoff")).')
+  end
+
+  health.start("handoff: settings")
+  local settings = require("handoff.settings").resolve()
+  health.info("handoff settings: " .. vim.inspect(settings, { newline = " ", indent = "" }))
+
+  health.start("handoff: workspaces")
+  local clients = vim.lsp.get_clients({ name = "handoff" })
+  if #clients == 0 then
+    local root = require("handoff.client").root_for(0, cfg)
+    local folder = root .. "/" .. (settings.stateFolder or ".handoff")
+    health.info(("No handoff client running. Workspace would be %s."):format(root))
+    health.info(("State folder %s %s."):format(folder, vim.uv.fs_stat(folder) and "exists" or "does not exist yet"))
+    return
+  end
+  for _, client in ipairs(clients) do
+    local root = client.root_dir or "(no workspace folder)"
+    health.ok(("Client %d running for %s"):format(client.id, root))
+    local info = client.server_info or {}
+    if info.version then
+      health.info(("Server reports %s %s"):format(info.name or "handoff-lsp", info.version))
+    end
+    local ping = require("handoff.client").call_sync(client, "handoff.ping", vim.empty_dict(), 3000)
+    if ping and ping.ok then
+      health.ok(("handoff.ping answered: version %s"):format(tostring(ping.version)))
+    else
+      health.warn("handoff.ping did not answer (server too old, or busy).")
+    end
+    local folder = (client.root_dir or vim.fn.getcwd()) .. "/" .. (settings.stateFolder or ".handoff")
+    if vim.uv.fs_stat(folder) then
+      health.ok(("State folder: %s"):format(folder))
+    else
+      health.info(("State folder %s does not exist yet (written on the first record)."):format(folder))
+    end
+  end
+end
+
+return M

@@ -1,0 +1,156 @@
+-- The preview split: one reused scratch buffer (filetype markdown, `q` closes it),
+-- re-rendered when the server announces a change (handoff/didChange).
+
+local M = {}
+
+local BUFNAME = "handoff://preview"
+
+--- What the preview shows: { title, client_id, refresh = fun(done: fun(text?)) }.
+M.view = nil
+
+local function buffer()
+  local buf = vim.fn.bufnr(BUFNAME)
+  if buf ~= -1 and vim.api.nvim_buf_is_valid(buf) then
+    return buf
+  end
+  buf = vim.api.nvim_create_buf(false, true)
+  vim.api.nvim_buf_set_name(buf, BUFNAME)
+  vim.bo[buf].buftype = "nofile"
+  vim.bo[buf].bufhidden = "hide"
+  vim.bo[buf].swapfile = false
+  vim.bo[buf].modifiable = false
+  vim.bo[buf].filetype = "markdown"
+  vim.keymap.set("n", "q", function()
+    M.close()
+  end, { buffer = buf, nowait = true, silent = true, desc = "Close the handoff preview" })
+  return buf
+end
+
+--- The preview buffer, if it exists.
+function M.bufnr()
+  local buf = vim.fn.bufnr(BUFNAME)
+  return buf ~= -1 and vim.api.nvim_buf_is_valid(buf) and buf or nil
+end
+
+--- The window showing the preview in the current tab, if any.
+function M.window()
+  local buf = M.bufnr()
+  if not buf then
+    return nil
+  end
+  for _, win in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+    if vim.api.nvim_win_get_buf(win) == buf then
+      return win
+    end
+  end
+  return nil
+end
+
+local function open_window(buf)
+  local win = M.window()
+  if win then
+    return win
+  end
+  local ui = vim.g.handoff_ui or {}
+  local split = ui.split or "auto"
+  if split == "auto" then
+    split = vim.o.columns >= 120 and "vertical" or "horizontal"
+  end
+  local previous = vim.api.nvim_get_current_win()
+  vim.cmd((split == "vertical" and "vertical " or "") .. "botright split")
+  win = vim.api.nvim_get_current_win()
+  vim.api.nvim_win_set_buf(win, buf)
+  vim.wo[win].wrap = true
+  vim.wo[win].linebreak = true
+  vim.wo[win].conceallevel = 2
+  vim.wo[win].number = false
+  vim.wo[win].relativenumber = false
+  vim.wo[win].spell = false
+  if vim.api.nvim_win_is_valid(previous) then
+    vim.api.nvim_set_current_win(previous)
+  end
+  return win
+end
+
+local function set_text(buf, text)
+  local lines = vim.split(text or "", "\n", { plain = true })
+  if lines[#lines] == "" then
+    table.remove(lines)
+  end
+  vim.bo[buf].modifiable = true
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].modifiable = false
+  vim.bo[buf].modified = false
+end
+
+local function announce(view)
+  vim.api.nvim_exec_autocmds("User", {
+    pattern = "HandoffPreview",
+    modeline = false,
+    data = { title = view and view.title, bufnr = M.bufnr() },
+  })
+end
+
+--- Shows `text` in the preview split; `view.refresh` re-renders it on server changes.
+---@param text string markdown
+---@param view? { title?: string, client_id?: integer, refresh?: fun(done: fun(text?: string)) }
+function M.show(text, view)
+  local buf = buffer()
+  M.view = view or {}
+  vim.b[buf].handoff_title = M.view.title
+  set_text(buf, text)
+  local win = open_window(buf)
+  pcall(vim.api.nvim_win_set_cursor, win, { 1, 0 })
+  announce(M.view)
+  return buf
+end
+
+--- Closes the preview window (the buffer is kept for the next preview).
+function M.close()
+  local win = M.window()
+  if win and #vim.api.nvim_tabpage_list_wins(0) > 1 then
+    vim.api.nvim_win_close(win, true)
+  elseif win then
+    vim.cmd("enew")
+  end
+end
+
+local pending = false
+
+--- Re-renders the current view; called after handoff/didChange (debounced).
+function M.refresh()
+  local view, buf = M.view, M.bufnr()
+  if not (view and view.refresh and buf) then
+    return
+  end
+  view.refresh(function(text)
+    if text and M.view == view and vim.api.nvim_buf_is_valid(buf) then
+      set_text(buf, text)
+      announce(view)
+    end
+  end)
+end
+
+--- handoff/didChange from client `client_id`: refresh the preview when it shows that
+--- client's state.
+function M.on_did_change(params, client_id)
+  vim.api.nvim_exec_autocmds("User", {
+    pattern = "HandoffChanged",
+    modeline = false,
+    data = { client_id = client_id, params = params },
+  })
+  local view = M.view
+  if not view or not view.refresh or (view.client_id and view.client_id ~= client_id) then
+    return
+  end
+  if pending then
+    return
+  end
+  pending = true
+  vim.defer_fn(function()
+    pending = false
+    M.refresh()
+  end, 30)
+end
+
+return M

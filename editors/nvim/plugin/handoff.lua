@@ -1,0 +1,51 @@
+-- handoff.nvim: defines :Handoff and the progress tracking; everything else loads on use.
+
+if vim.g.loaded_handoff then
+  return
+end
+vim.g.loaded_handoff = true
+
+if vim.fn.has("nvim-0.11") == 0 then
+  vim.api.nvim_echo({ { "handoff.nvim needs Neovim 0.11 or newer", "WarningMsg" } }, true, {})
+  return
+end
+
+vim.api.nvim_create_user_command("Handoff", function(opts)
+  require("handoff").run(opts.args)
+end, {
+  nargs = "+",
+  desc = "Handoff: generate, contract, work, current, commit, continue, ack, outcome, report, cancel…",
+  complete = function(arglead, cmdline, cursorpos)
+    return require("handoff").complete(arglead, cmdline, cursorpos)
+  end,
+})
+
+local group = vim.api.nvim_create_augroup("handoff", { clear = true })
+
+vim.api.nvim_create_autocmd("LspProgress", {
+  group = group,
+  desc = "Track cancellable handoff progress and echo it",
+  callback = function(ev)
+    local client = vim.lsp.get_client_by_id(ev.data.client_id)
+    if not client or client.name ~= "handoff" then
+      return
+    end
+    require("handoff.client").on_progress(ev)
+    local ui = vim.g.handoff_ui or {}
+    if ui.progress_echo == false then
+      return
+    end
+    local value = (ev.data.params or {}).value or {}
+    local text
+    if value.kind == "end" then
+      text = ""
+    else
+      text = ("%s%s%s"):format(
+        value.title or "handoff",
+        value.message and (": " .. value.message) or "",
+        value.cancellable and "  (:Handoff cancel)" or ""
+      )
+    end
+    vim.api.nvim_echo({ { text } }, false, {})
+  end,
+})

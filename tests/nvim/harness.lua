@@ -1,0 +1,164 @@
+-- Test driver loaded inside a headless Neovim: answers vim.ui prompts from a queue,
+-- records notifications, runs :Handoff subcommands to completion and writes what it saw
+-- to $HANDOFF_TEST_OUT as JSON for the pytest side to assert on.
+
+local H = {
+  notes = {},
+  prompts = {},
+  progress = {},
+  results = {},
+  answers = {},
+}
+
+local OUT = assert(os.getenv("HANDOFF_TEST_OUT"), "HANDOFF_TEST_OUT is not set")
+local TIMEOUT = tonumber(os.getenv("HANDOFF_TEST_TIMEOUT_MS") or "20000")
+
+vim.notify = function(msg, level)
+  table.insert(H.notes, { msg = tostring(msg), level = level or vim.log.levels.INFO })
+end
+
+local function next_answer(prompt)
+  table.insert(H.prompts, prompt or "")
+  if #H.answers == 0 then
+    error("unexpected prompt: " .. tostring(prompt))
+  end
+  return table.remove(H.answers, 1)
+end
+
+vim.ui.input = function(opts, on_confirm)
+  local answer = next_answer(opts and opts.prompt)
+  on_confirm(answer ~= vim.NIL and answer or nil)
+end
+
+vim.ui.select = function(items, opts, on_choice)
+  local answer = next_answer(opts and opts.prompt)
+  local format = opts and opts.format_item or tostring
+  for i, item in ipairs(items) do
+    local label = format(item)
+    if
+      answer == item
+      or (type(answer) == "string" and vim.startswith(label, answer))
+      or (type(answer) == "function" and answer(item, label))
+    then
+      return on_choice(item, i)
+    end
+  end
+  error(("no choice matches %s among: %s"):format(vim.inspect(answer), vim.inspect(vim.tbl_map(format, items))))
+end
+
+vim.api.nvim_create_autocmd("LspProgress", {
+  callback = function(ev)
+    local value = (ev.data.params or {}).value or {}
+    table.insert(H.progress, {
+      kind = value.kind,
+      title = value.title,
+      message = value.message,
+      cancellable = value.cancellable,
+      token = ev.data.params.token,
+      status = vim.lsp.status(),
+    })
+  end,
+})
+
+local done = {}
+vim.api.nvim_create_autocmd("User", {
+  pattern = "HandoffDone",
+  callback = function(ev)
+    table.insert(done, ev.data)
+  end,
+})
+
+local previews = 0
+vim.api.nvim_create_autocmd("User", {
+  pattern = "HandoffPreview",
+  callback = function()
+    previews = previews + 1
+  end,
+})
+
+--- Queues answers for the next prompts (strings pick the select item whose label starts so).
+function H.answer(...)
+  vim.list_extend(H.answers, { ... })
+end
+
+--- Runs :Handoff {line} and waits for it to finish; returns the HandoffDone data.
+function H.handoff(line, timeout)
+  local before = #done
+  vim.cmd("Handoff " .. line)
+  local ok = vim.wait(timeout or TIMEOUT, function()
+    return #done > before
+  end, 10)
+  if not ok then
+    error(("timed out: :Handoff %s"):format(line))
+  end
+  return done[before + 1]
+end
+
+--- Starts :Handoff {line} without waiting; returns a function that waits for it and
+--- one that tells whether it has finished.
+function H.start(line)
+  local before = #done
+  vim.cmd("Handoff " .. line)
+  local function finished()
+    return #done > before
+  end
+  return function(timeout)
+    local ok = vim.wait(timeout or TIMEOUT, finished, 10)
+    return ok and done[before + 1] or nil
+  end, finished
+end
+
+function H.wait(pred, timeout, what)
+  if not vim.wait(timeout or TIMEOUT, pred, 10) then
+    error("timed out waiting for " .. (what or "a condition"))
+  end
+end
+
+--- The number of preview renders so far (initial shows and refreshes).
+function H.preview_count()
+  return previews
+end
+
+--- The preview buffer's text, or nil.
+function H.preview()
+  local buf = require("handoff.preview").bufnr()
+  if not buf then
+    return nil
+  end
+  return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n")
+end
+
+function H.record(key, value)
+  H.results[key] = value
+end
+
+local function write(status, err)
+  local payload = {
+    status = status,
+    error = err,
+    results = H.results,
+    notes = H.notes,
+    prompts = H.prompts,
+    progress = H.progress,
+    unanswered = #H.answers,
+  }
+  local ok, encoded = pcall(vim.json.encode, payload)
+  if not ok then
+    encoded = vim.json.encode({ status = "error", error = "cannot encode results: " .. encoded })
+  end
+  local file = assert(io.open(OUT, "w"))
+  file:write(encoded)
+  file:close()
+end
+
+--- Runs the scenario, writes the results, and quits Neovim.
+function H.main(scenario)
+  local ok, err = xpcall(scenario, debug.traceback)
+  write(ok and "ok" or "error", not ok and tostring(err) or nil)
+  for _, client in ipairs(vim.lsp.get_clients()) do
+    client:stop(true)
+  end
+  vim.cmd(ok and "qall!" or "cquit! 3")
+end
+
+return H

@@ -1,0 +1,234 @@
+"""The Neovim plugin in a real headless Neovim, attached to the real server: the OpenAPI
+walkthrough through :Handoff subcommands, the refused acknowledgement of latest,
+:Handoff cancel of a slow generation, drafts, completion and :checkhealth."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import psutil
+import pytest
+
+from lsp_server.errors import HandoffError
+from lsp_server.service import HandoffService, ServiceConfig
+from lsp_server.store import StateStore
+
+from .conftest import ERROR, INFO, WARN
+
+REVISION = re.compile(r"^handoff/[0-9a-z]+@1$")
+
+
+def refusal_of_latest_ack(tmp_path: Path) -> str:
+    """The message the service itself gives for acknowledging 'latest'."""
+    svc = HandoffService(tmp_path / "probe", ServiceConfig())
+    (tmp_path / "probe").mkdir(exist_ok=True)
+    with pytest.raises(HandoffError) as info:
+        svc.call("handoff.acknowledge", {"mode": "latest", "status": "accepted", "checks": {}})
+    assert info.value.code == "exact_target_required"
+    return info.value.message
+
+
+def test_openapi_walkthrough_through_handoff_subcommands(run_nvim, workspace, tmp_path):
+    (workspace / ".handoff").mkdir()  # a root marker: vim.lsp.enable attaches on :edit
+    run = run_nvim("walkthrough", workspace)
+    r = run.results
+    assert run.unanswered == 0
+
+    # vim.lsp.enable attached the client to the edited file; the contract was prompted.
+    assert r["attached"] == 1
+    assert r["contract"]["ok"] and r["contract"]["result"]["source"].startswith("source/")
+    assert run.prompts[:4] == [
+        "Objective: ",
+        "In scope (separate items with ;): ",
+        "Out of scope (optional, ; separated): ",
+        "Acceptance criteria (separate with ;): ",
+    ]
+    assert r["work"]["ok"], r["work"]
+
+    # Hand off current work: prepared (not committed) in a markdown scratch split.
+    assert r["current"]["ok"], r["current"]
+    assert "(prepared, not committed)" in r["preview_prepared"]
+    assert "complete the OpenAPI client update" in r["preview_prepared"]
+    assert "run contract tests" in r["preview_prepared"]
+    assert r["preview_options"] == {
+        "filetype": "markdown",
+        "buftype": "nofile",
+        "modifiable": False,
+        "windows": 1,
+        "current_is_preview": False,
+    }
+    assert r["continue_prepared"]["result"]["trust"] == "untrusted_history"
+    assert r["continue_empty"]["result"]["found"] is False
+    assert "latest is empty" in r["preview_empty"]
+
+    # Commit, then the idempotent retry.
+    revision = r["commit"]["result"]["revision"]
+    assert REVISION.match(revision) and r["commit"]["result"]["idempotent"] is False
+    assert r["commit_again"]["result"] | {"idempotent": False} == r["commit"]["result"]
+    assert r["commit_again"]["result"]["idempotent"] is True
+
+    # Continue from latest selects the revision; the preview shows it as untrusted.
+    assert r["continue_latest"]["result"]["selected"] == revision
+    assert f"# Continue (latest) → {revision}" in r["preview_latest"]
+    assert "Untrusted history" in r["preview_latest"]
+
+    # Acknowledging latest is refused by the server with its own message, shown at ERROR.
+    expected = refusal_of_latest_ack(tmp_path)
+    ack_latest = r["ack_latest"]
+    assert not ack_latest["ok"]
+    assert ack_latest["code"] == "exact_target_required"
+    assert ack_latest["message"] == expected
+    assert [n["level"] for n in r["ack_latest_notes"]] == [ERROR]
+    assert expected in r["ack_latest_notes"][0]["msg"]
+
+    # The exact acknowledgement went through the prompts (mode, revision, status, checks).
+    ack = r["ack"]["result"]
+    assert (ack["status"], ack["target"]) == ("accepted", revision)
+    assert run.prompts[4:] == [
+        "Acknowledge from",
+        "Revision",
+        "Acknowledgement",
+        "Is the cited evidence available (files and Sources read)?",
+        "Does the live workspace match the handoff?",
+        "Can you do the next actions (tools, access)?",
+        "Has the user authorised you to continue?",
+    ]
+
+    # The continuity preview, refreshed by handoff/didChange after the outcome.
+    before = r["preview_continuity_before"]
+    assert before.startswith("# Work continuity: default")
+    assert "| Transfer | accepted |" in before and "| Outcome | none |" in before
+    after = r["preview_continuity_after"]
+    assert "| Transfer | accepted |" in after and "| Outcome | covered |" in after
+    assert "Task Outcome succeeded: contract tests pass against the regenerated client" in after
+    assert revision in r["preview_history"] and "covered" in r["preview_history"]
+    assert r["preview_closed"] is True
+
+    # Completion: subcommands, the committed revision, statuses, report kinds.
+    assert {"generate", "contract", "work", "current", "commit", "continue", "ack"} <= set(
+        r["complete_subcommands"]
+    )
+    assert {"outcome", "report", "cancel", "sessions", "prepare"} <= set(r["complete_subcommands"])
+    assert r["complete_revisions"] == [revision]
+    assert r["complete_ack_status"] == ["accepted", "needs_clarification", "declined"]
+    assert r["complete_report"] == ["continuity"]
+
+    # Progress of the reports came through LspProgress / vim.lsp.status().
+    begins = [p for p in run.progress if p["kind"] == "begin"]
+    assert begins and all(p["cancellable"] for p in begins)
+    assert any(p["status"] for p in begins)
+
+    # No error besides the refused acknowledgement; the state is real on disk.
+    assert run.notes_at(ERROR) == [r["ack_latest_notes"][0]["msg"]]
+    data = HandoffService(workspace).call("handoff.report", {"kind": "continuity"})["data"]
+    assert (data["transfer"], data["outcome"], data["head"]) == ("accepted", "covered", revision)
+    assert data["totalEvents"] == 6
+
+
+def write_pi_session(path: Path, cwd: Path) -> Path:
+    """A small pi session (v3): header and two messages."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    entries = [
+        {
+            "type": "session",
+            "version": 3,
+            "id": str(uuid.uuid4()),
+            "timestamp": "2026-01-05T10:00:00.000Z",
+            "cwd": str(cwd),
+        },
+        {
+            "type": "message",
+            "id": "a1",
+            "parentId": None,
+            "timestamp": "2026-01-05T10:00:01.000Z",
+            "message": {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "Regenerate the pets client from openapi.yaml"}
+                ],
+                "timestamp": 1767607201000,
+            },
+        },
+        {
+            "type": "message",
+            "id": "a2",
+            "parentId": "a1",
+            "timestamp": "2026-01-05T10:00:02.000Z",
+            "message": {
+                "role": "assistant",
+                "content": [{"type": "text", "text": "I regenerated client/pets_client.py."}],
+                "timestamp": 1767607202000,
+            },
+        },
+    ]
+    path.write_text("".join(json.dumps(e) + "\n" for e in entries), encoding="utf-8")
+    return path
+
+
+def marked_processes(marker: str) -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        try:
+            if any(marker in part for part in proc.info["cmdline"] or []):
+                found.append(proc)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return found
+
+
+def test_handoff_cancel_stops_a_slow_generation(run_nvim, workspace, tmp_path):
+    marker = f"handoff-slow-{uuid.uuid4().hex}"
+    sessions = tmp_path / "sessions"
+    session = write_pi_session(sessions / "slow.jsonl", workspace)
+    settings = {
+        "generation": {
+            "provider": "command",
+            "command": {
+                "argv": [
+                    sys.executable,
+                    "-c",
+                    f"import time,sys; sys.stdin.read(); time.sleep(60)  # {marker}",
+                ]
+            },
+        }
+    }
+    started = time.monotonic()
+    run = run_nvim(
+        "cancel",
+        workspace,
+        settings,
+        env={"HANDOFF_SESSION": str(session), "HANDOFF_MARKER": marker},
+    )
+    r = run.results
+
+    # The provider subprocess ran, with cancellable progress, before the cancel.
+    assert r["pids_before"], "the generation subprocess never started"
+    assert r["busy_before"] is True
+    assert any(p["kind"] == "begin" and p["cancellable"] for p in run.progress)
+
+    # :Handoff cancel ended the request as cancelled (not failed), quickly.
+    done = r["done"]
+    assert done["ok"] is False and done["kind"] == "cancelled", done
+    assert done["code"] == "cancelled"
+    assert r["elapsed_ms"] < 10_000
+    assert r["busy_after"] is False
+    assert [m for m in run.notes_at(WARN) if "cancelled" in m]
+    assert run.notes_at(ERROR) == []
+
+    # The subprocess is gone; nothing was recorded or written.
+    assert r["gone"] is True
+    assert marked_processes(marker) == []
+    assert sorted(p.name for p in sessions.iterdir()) == ["slow.jsonl"]
+    state = StateStore(workspace / ".handoff").read() if (workspace / ".handoff").exists() else {}
+    assert not state.get("generations"), state.get("generations")
+    assert not state.get("sources"), state.get("sources")
+    assert time.monotonic() - started < 60  # the 60 s sleep was not waited for
+
+    # A second cancel finds nothing running.
+    assert r["cancel_again"]["ok"] and r["cancel_again"]["result"]["cancelled"] == 0
+    assert "No handoff generation is running." in run.notes_at(INFO)
