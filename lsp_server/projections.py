@@ -1,312 +1,575 @@
 """Reports are projections: the work-continuity view and the handoff history, computed
-from the Source log and the committed history. Nothing here writes."""
+in one pass from the Source log and the committed history. Nothing here writes."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
+from operator import itemgetter
 from typing import Any
 
 from . import lifecycle as lc
 
 CONTINUITY_CAP = 64
 
+_ID = re.compile(r"[A-Za-z0-9_-]{1,64}\Z").match
+_SOURCE_REF = lc.SOURCE_RE.match
+_REVISION_REF = lc.REVISION_RE.match
+_PREPARED_TARGET = re.compile(r"prepared:sha256:[0-9a-f]{64}\Z").match
+_SEQ = itemgetter("seq")
 
-def _str(v: Any) -> bool:
-    return isinstance(v, str)
+_DISPOSITIONS = frozenset(lc.DISPOSITIONS)
+_ACK_STATUSES = frozenset(lc.ACK_STATUSES)
+_OUTCOME_STATUSES = frozenset(lc.OUTCOME_STATUSES)
+_CHECK_STATUSES = frozenset(lc.CHECK_STATUSES)
+_SOURCE_KINDS = frozenset(lc.SOURCE_KINDS)
+
+
+def table(data: dict[str, Any], name: str) -> Iterable[Any]:
+    """The records of one table of a store snapshot: the one place that knows the layout."""
+    records = data.get(name)
+    return records.values() if isinstance(records, dict) else ()
+
+
+# ---------------------------------------------------------------------------
+# Shapes: what a record must look like to be shown (anything else is counted)
+# ---------------------------------------------------------------------------
+
+
+def _opt_str(v: Any) -> bool:
+    return v is None or type(v) is str
 
 
 def _str_list(v: Any) -> bool:
-    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+    return type(v) is list and all(type(x) is str for x in v)
 
 
-def _fact(v: Any) -> bool:
-    return (
-        isinstance(v, dict)
-        and _str(v.get("text"))
-        and isinstance(v.get("citations"), list)
-        and all(
-            isinstance(c, dict) and c.get("kind") in ("source", "artifact") for c in v["citations"]
-        )
-    )
-
-
-def _valid_payload(kind: str, p: dict[str, Any], revisions: dict[str, Any]) -> bool:
-    """Per-kind shape of a Source payload; references to revisions must resolve."""
-    if kind == "work_contract":
+def _citation(c: Any) -> bool:
+    if type(c) is not dict:
+        return False
+    kind = c.get("kind")
+    if kind == "source":
+        ref = c.get("ref")
+        return type(ref) is str and _SOURCE_REF(ref) is not None
+    if kind == "artifact":
+        lines = c.get("lines")
         return (
-            _str(p.get("objective"))
-            and _str_list(p.get("inScope"))
-            and _str_list(p.get("acceptance"))
-            and _str_list(p.get("outOfScope", []))
-        )
-    if kind == "work_state":
-        return (
-            _fact(p.get("state"))
-            and p.get("disposition") in lc.DISPOSITIONS
-            and isinstance(p.get("nextActions"), list)
-            and all(_fact(f) for f in p["nextActions"])
-        )
-    if kind == "handoff_boundary":
-        base = p.get("base")
-        return base is None or (_str(base) and base in revisions)
-    if kind == "acknowledgement":
-        target = p.get("target")
-        if p.get("status") not in lc.ACK_STATUSES or not _str(target):
-            return False
-        return target.startswith("prepared:sha256:") or target in revisions
-    if kind == "task_outcome":
-        checks = p.get("checks", [])
-        return (
-            p.get("status") in lc.OUTCOME_STATUSES
-            and _str(p.get("summary"))
-            and isinstance(checks, list)
-            and all(
-                isinstance(c, dict) and _str(c.get("name")) and c.get("status") in lc.CHECK_STATUSES
-                for c in checks
+            type(c.get("path")) is str
+            and _opt_str(c.get("sha256"))
+            and (
+                lines is None
+                or (type(lines) is list and len(lines) == 2 and all(type(n) is int for n in lines))
             )
-            and (p.get("receipt") is None or _str(p.get("receipt")))
         )
     return False
 
 
-def _valid_revision(rec: Any) -> bool:
-    if not lc._is_revision(rec):
+def _fact(f: Any) -> bool:
+    if type(f) is not dict or type(f.get("text")) is not str:
         return False
-    content = rec["prepared"].get("content")
+    cites = f.get("citations")
+    return type(cites) is list and len(cites) > 0 and all(_citation(c) for c in cites)
+
+
+def _content(c: Any) -> bool:
+    """A handoff's content: objective, state, disposition, next actions, document?."""
+    if type(c) is not dict:
+        return False
+    actions = c.get("nextActions")
     return (
-        isinstance(content, dict) and _str(content.get("objective")) and _fact(content.get("state"))
+        type(c.get("objective")) is str
+        and _fact(c.get("state"))
+        and c.get("disposition") in _DISPOSITIONS
+        and type(actions) is list
+        and len(actions) > 0
+        and all(_fact(a) for a in actions)
+        and _opt_str(c.get("document"))
     )
 
 
-def _valid_generation(rec: Any) -> bool:
+def _revision(rec: Any) -> bool:
+    if type(rec) is not dict:
+        return False
+    ref, prepared = rec.get("ref"), rec.get("prepared")
+    m = _REVISION_REF(ref) if type(ref) is str else None
     return (
-        isinstance(rec, dict)
-        and _str(rec.get("scope"))
+        m is not None
+        and rec.get("handoffId") == m.group(1)
+        and rec.get("number") == int(m.group(2))
+        and type(rec.get("number")) is int
+        and type(rec.get("scope")) is str
         and type(rec.get("seq")) is int
-        and isinstance(rec.get("sourceSession"), dict)
+        and type(rec.get("digest")) is str
+        and _opt_str(rec.get("committedAt"))
+        and _opt_str(rec.get("base"))
+        and type(prepared) is dict
+        and _content(prepared.get("content"))
+        and type(prepared.get("evidence")) is list
+        and all(_citation(c) for c in prepared["evidence"])
+        and _opt_str(prepared.get("boundary"))
     )
 
 
-def _one_line(text: Any, limit: int = 160) -> str:
-    s = " ".join(str(text).split())
-    return s if len(s) <= limit else s[: limit - 1] + "…"
+def _payload(kind: str, p: dict[str, Any], revisions: dict[str, Any]) -> bool:
+    """Per-kind shape of a Source payload; references to revisions must resolve."""
+    if kind == "work_state":
+        actions = p.get("nextActions")
+        return (
+            _fact(p.get("state"))
+            and p.get("disposition") in _DISPOSITIONS
+            and type(actions) is list
+            and all(_fact(a) for a in actions)
+        )
+    if kind == "task_outcome":
+        checks = p.get("checks", [])
+        return (
+            p.get("status") in _OUTCOME_STATUSES
+            and type(p.get("summary")) is str
+            and type(checks) is list
+            and all(
+                type(c) is dict
+                and type(c.get("name")) is str
+                and c.get("status") in _CHECK_STATUSES
+                and _opt_str(c.get("detail"))
+                for c in checks
+            )
+            # The receipt is resolved after the pass (it may come from another scope).
+            and (p.get("receipt") is None or type(p.get("receipt")) is str)
+        )
+    if kind == "acknowledgement":
+        target = p.get("target")
+        return (
+            p.get("status") in _ACK_STATUSES
+            and type(target) is str
+            and (target in revisions or _PREPARED_TARGET(target) is not None)
+            and _opt_str(p.get("note"))
+            and _opt_str(p.get("actor"))
+            and _opt_str(p.get("boundary"))
+            and type(p.get("checks", {})) is dict
+        )
+    if kind == "work_contract":
+        return (
+            type(p.get("objective")) is str
+            and _str_list(p.get("inScope"))
+            and _str_list(p.get("acceptance"))
+            and _str_list(p.get("outOfScope", []))
+        )
+    if kind == "handoff_boundary":
+        base = p.get("base")
+        return (base is None or base in revisions) and _opt_str(p.get("objective"))
+    return False
+
+
+def _generation(rec: Any) -> bool:
+    """A ``/handoff`` generation record (session lineage)."""
+    if type(rec) is not dict or type(rec.get("seq")) is not int:
+        return False
+    src, new = rec.get("sourceSession"), rec.get("newSession")
+    return (
+        type(rec.get("scope")) is str
+        and type(src) is dict
+        and type(src.get("path")) is str
+        and (new is None or (type(new) is dict and _opt_str(new.get("path"))))
+        and _opt_str(rec.get("createdAt"))
+        and _opt_str(rec.get("provider"))
+    )
+
+
+# ---------------------------------------------------------------------------
+# One scope's log, read in one pass
+# ---------------------------------------------------------------------------
 
 
 class ScopeLog:
-    """The valid records of one scope, in log order, and how many were not valid."""
+    """The valid records of one scope in log order, their indexes, and how many records
+    were skipped as malformed (``invalid``)."""
 
     def __init__(self, data: dict[str, Any], scope: str) -> None:
         self.scope = scope
         self.invalid = 0
-        revisions: dict[str, dict[str, Any]] = {}
-        for rec in data.get("revisions", {}).values():
-            if _valid_revision(rec):
-                revisions[rec["ref"]] = rec
-            elif (
-                not isinstance(rec, dict)
-                or rec.get("scope") in (scope, None)
-                or not _str(rec.get("scope"))
+        # Revisions first: Sources refer to them.
+        all_revisions: dict[str, dict[str, Any]] = {}
+        for rec in table(data, "revisions"):
+            if _revision(rec):
+                all_revisions[rec["ref"]] = rec
+            elif not (type(rec) is dict and type(rec.get("scope")) is str) or (
+                rec["scope"] == scope
             ):
                 self.invalid += 1
-        self.all_revisions = revisions
+        self.all_revisions = all_revisions
         self.revisions = sorted(
-            (r for r in revisions.values() if r["scope"] == scope), key=lambda r: r["number"]
+            (r for r in all_revisions.values() if r["scope"] == scope), key=itemgetter("number")
         )
-        self.sources: list[dict[str, Any]] = []
-        self.all_sources: dict[str, dict[str, Any]] = {}
-        for rec in data.get("sources", {}).values():
-            rec_scope = rec.get("scope") if isinstance(rec, dict) else None
-            ok = lc._is_source(rec) and _valid_payload(rec["kind"], rec["payload"], revisions)
-            if ok:
-                self.all_sources[rec["id"]] = rec
-                if rec_scope == scope:
-                    self.sources.append(rec)
-            elif rec_scope == scope or not _str(rec_scope):
+        self.by_ref = {r["ref"]: r for r in self.revisions}
+
+        # The Source log: this scope validated in full; elsewhere only receipts are kept.
+        sources: list[dict[str, Any]] = []
+        by_id: dict[str, dict[str, Any]] = {}
+        foreign_acks: dict[str, Any] = {}
+        payload_ok = _payload
+        for rec in table(data, "sources"):
+            rec_scope = rec.get("scope") if type(rec) is dict else None
+            if rec_scope != scope:
+                if type(rec_scope) is not str:
+                    self.invalid += 1
+                elif rec.get("kind") == "acknowledgement" and type(rec.get("id")) is str:
+                    foreign_acks[rec["id"]] = rec
+                continue
+            rid, kind, payload = rec.get("id"), rec.get("kind"), rec.get("payload")
+            if (
+                type(rid) is str
+                and _ID(rid) is not None
+                and rid not in by_id
+                and kind in _SOURCE_KINDS
+                and type(rec.get("seq")) is int
+                and type(payload) is dict
+                and _opt_str(rec.get("createdAt"))
+                and payload_ok(kind, payload, all_revisions)
+            ):
+                sources.append(rec)
+                by_id[rid] = rec
+            else:
                 self.invalid += 1
-        self.sources.sort(key=lambda r: r["seq"])
-        self.generations = []
-        for rec in data.get("generations", {}).values():
-            if _valid_generation(rec):
+
+        # Outcomes must name a receipt that exists (here, or in another scope).
+        kept: list[dict[str, Any]] = []
+        for rec in sources:
+            if rec["kind"] == "task_outcome" and rec["payload"].get("receipt") is not None:
+                receipt = self._resolve_receipt(rec["payload"]["receipt"], by_id, foreign_acks)
+                if receipt is None:
+                    self.invalid += 1
+                    del by_id[rec["id"]]
+                    continue
+            kept.append(rec)
+        kept.sort(key=_SEQ)
+        self.sources = kept
+        self.by_id = by_id
+        self._foreign_acks = foreign_acks
+
+        self.generations: list[dict[str, Any]] = []
+        for rec in table(data, "generations"):
+            if _generation(rec):
                 if rec["scope"] == scope:
                     self.generations.append(rec)
-            elif not isinstance(rec, dict) or rec.get("scope") == scope:
-                self.invalid += 1
-        scope_rec = next(
-            (
-                r
-                for r in data.get("scopes", {}).values()
-                if isinstance(r, dict) and r.get("scope") == scope
-            ),
-            None,
-        )
-        head = scope_rec.get("head") if scope_rec else None
-        self.head = (
-            head if head in revisions else (self.revisions[-1]["ref"] if self.revisions else None)
-        )
-
-    def receipts_for(self, target: str) -> list[dict[str, Any]]:
-        return [
-            s
-            for s in self.sources
-            if s["kind"] == "acknowledgement" and s["payload"]["target"] == target
-        ]
-
-    def covering_outcomes(self, revision: dict[str, Any]) -> list[dict[str, Any]]:
-        """Outcomes that cover a revision: the four conditions of the Coverage rule."""
-        out = []
-        for o in self.sources:
-            if o["kind"] != "task_outcome":
-                continue
-            receipt = self.all_sources.get(
-                (o["payload"].get("receipt") or "").removeprefix("source/")
-            )
-            if (
-                receipt is not None
-                and receipt["kind"] == "acknowledgement"
-                and receipt["payload"]["status"] == "accepted"
-                and receipt["payload"]["target"] == revision["ref"]
-                and o["seq"] > receipt["seq"]
-                and o["scope"] == receipt["scope"] == revision["scope"]
+            elif not (type(rec) is dict and type(rec.get("scope")) is str) or (
+                rec["scope"] == scope
             ):
-                out.append(o)
-        return out
+                self.invalid += 1
+
+        self.head = self._head(data)
+        self._index()
+
+    def _resolve_receipt(
+        self, ref: str, by_id: dict[str, Any], foreign: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        m = _SOURCE_REF(ref)
+        if m is None:
+            return None
+        rec = by_id.get(m.group(1))
+        if rec is not None:
+            return rec if rec["kind"] == "acknowledgement" else None
+        rec = foreign.get(m.group(1))
+        if (
+            rec is not None
+            and type(rec.get("seq")) is int
+            and type(rec.get("payload")) is dict
+            and _payload("acknowledgement", rec["payload"], self.all_revisions)
+        ):
+            return rec
+        return None
+
+    def _head(self, data: dict[str, Any]) -> str | None:
+        """The scope's head: its head pointer when that names a valid revision of the scope,
+        else the newest valid revision (a broken pointer is counted as malformed)."""
+        for rec in table(data, "scopes"):
+            if type(rec) is dict and rec.get("scope") == self.scope:
+                head = rec.get("head")
+                if head in self.by_ref:
+                    return head
+                self.invalid += 1
+                break
+        return self.revisions[-1]["ref"] if self.revisions else None
+
+    def _index(self) -> None:
+        """Receipts by target, the newest outcome, and what each outcome covers."""
+        self.receipts: dict[str, list[dict[str, Any]]] = {}
+        self.covered_by: dict[str, list[dict[str, Any]]] = {}
+        self.outcome_covers: dict[str, str] = {}
+        self.outcomes: list[dict[str, Any]] = []
+        self.boundaries: list[dict[str, Any]] = []
+        for rec in self.sources:
+            kind = rec["kind"]
+            if kind == "acknowledgement":
+                self.receipts.setdefault(rec["payload"]["target"], []).append(rec)
+            elif kind == "task_outcome":
+                self.outcomes.append(rec)
+                ref = self.covers(rec)
+                if ref is not None:
+                    self.covered_by.setdefault(ref, []).append(rec)
+                    self.outcome_covers[rec["id"]] = ref
+            elif kind == "handoff_boundary":
+                self.boundaries.append(rec)
+        self.committed_boundaries = {
+            r["prepared"]["boundary"]: r["ref"]
+            for r in self.revisions
+            if r["prepared"].get("boundary")
+        }
+
+    def receipt_of(self, outcome: dict[str, Any]) -> dict[str, Any] | None:
+        ref = outcome["payload"].get("receipt")
+        return None if ref is None else self._resolve_receipt(ref, self.by_id, self._foreign_acks)
+
+    def covers(self, outcome: dict[str, Any]) -> str | None:
+        """The revision an outcome covers under the four conditions of the Coverage rule:
+        the receipt is accepted; it is bound to that exact committed revision; the outcome
+        comes after it in the log; outcome, receipt and revision share the scope."""
+        receipt = self.receipt_of(outcome)
+        if receipt is None:
+            return None
+        p = receipt["payload"]
+        revision = self.all_revisions.get(p["target"])
+        if (
+            p["status"] == "accepted"
+            and revision is not None
+            and outcome["seq"] > receipt["seq"]
+            and outcome["scope"] == receipt["scope"] == revision["scope"]
+        ):
+            return revision["ref"]
+        return None
+
+    def transfer(self) -> str:
+        """Where the newest handoff stands with its successor.
+
+        With a head: the newest receipt bound to the head. Without one: the newest receipt
+        for the prepared handoff of the newest boundary (or, with no boundary at all, for
+        any prepared handoff). ``pending`` when that handoff has no receipt yet.
+        """
+        if self.head is not None:
+            receipts = self.receipts.get(self.head)
+            return receipts[-1]["payload"]["status"] if receipts else "pending"
+        prepared = [
+            r
+            for r in self.sources
+            if r["kind"] == "acknowledgement" and r["payload"]["target"].startswith("prepared:")
+        ]
+        if not self.boundaries:
+            return prepared[-1]["payload"]["status"] if prepared else "none"
+        last = self.boundaries[-1]
+        ref = lc.source_ref(last)
+        bound = [
+            r
+            for r in prepared
+            if r["payload"].get("boundary") == ref
+            or ("boundary" not in r["payload"] and r["seq"] > last["seq"])
+        ]
+        return bound[-1]["payload"]["status"] if bound else "pending"
+
+    def outcome(self) -> str:
+        """``covered`` when the head is covered; ``uncovered`` when outcomes exist but the
+        head is not covered; ``none`` without outcomes."""
+        if not self.outcomes:
+            return "none"
+        return "covered" if self.head is not None and self.head in self.covered_by else "uncovered"
 
 
-def _summary(rec: dict[str, Any], log: ScopeLog, committed_boundaries: dict[str, str]) -> dict:
+# ---------------------------------------------------------------------------
+# Continuity
+# ---------------------------------------------------------------------------
+
+
+def one_line(text: Any, limit: int = 160) -> str:
+    """Record text on one line, shortened to ``limit`` characters."""
+    s = " ".join(str(text).split())
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+def _target_label(target: str) -> str:
+    if target.startswith("prepared:"):
+        return f"prepared handoff {target.removeprefix('prepared:sha256:')[:12]}"
+    return target
+
+
+def _source_event(rec: dict[str, Any], log: ScopeLog) -> dict[str, Any]:
     kind, p = rec["kind"], rec["payload"]
     ref = lc.source_ref(rec)
-    event = {"seq": rec["seq"], "kind": kind, "at": rec.get("createdAt"), "refs": {"source": ref}}
+    event: dict[str, Any] = {
+        "seq": rec["seq"],
+        "kind": kind,
+        "at": rec.get("createdAt"),
+        "milestone": False,
+        "refs": {"source": ref},
+    }
     if kind == "work_contract":
-        event["summary"] = f"Work Contract: {_one_line(p['objective'])}"
+        summary = f"Work Contract: {one_line(p['objective'])}"
+        if p["acceptance"]:
+            summary += f"; acceptance: {one_line('; '.join(p['acceptance']), 120)}"
     elif kind == "work_state":
-        event["summary"] = f"Work state ({p['disposition']}): {_one_line(p['state']['text'])}"
+        summary = f"Work state ({p['disposition']}): {one_line(p['state']['text'])}"
+        actions = p["nextActions"]
+        if actions:
+            more = f" (+{len(actions) - 1} more)" if len(actions) > 1 else ""
+            summary += f"; next: {one_line(actions[0]['text'], 100)}{more}"
     elif kind == "handoff_boundary":
-        committed = committed_boundaries.get(ref)
-        event["milestone"] = False
+        committed = log.committed_boundaries.get(ref)
         event["committedAs"] = committed
-        event["summary"] = (
-            f"Handoff boundary, committed as {committed}"
+        what = f": {one_line(p['objective'])}" if p.get("objective") else ""
+        summary = (
+            f"Handoff boundary, committed as {committed}{what}"
             if committed
-            else "Handoff boundary (prepared, not committed: not a milestone)"
+            else f"Handoff boundary, never committed (not a milestone){what}"
         )
     elif kind == "acknowledgement":
         event["refs"]["target"] = p["target"]
-        event["summary"] = f"Acknowledgement {p['status']} of {p['target']}" + (
-            f" by {_one_line(p['actor'], 60)}" if p.get("actor") else ""
-        )
-    elif kind == "task_outcome":
+        summary = f"Acknowledgement {p['status']} of {_target_label(p['target'])}"
+        if p.get("actor"):
+            summary += f" by {one_line(p['actor'], 60)}"
+        if p.get("note"):
+            summary += f": {one_line(p['note'], 120)}"
+    else:  # task_outcome
+        summary = f"Task Outcome {p['status']}: {one_line(p['summary'])}"
+        checks = p.get("checks") or []
+        if checks:
+            summary += " (" + ", ".join(
+                f"{one_line(c['name'], 40)} {c['status']}" for c in checks[:4]
+            )
+            summary += f", +{len(checks) - 4} more)" if len(checks) > 4 else ")"
+        covers = log.outcome_covers.get(rec["id"])
+        event["covers"] = covers
         if p.get("receipt"):
             event["refs"]["receipt"] = p["receipt"]
-        event["summary"] = f"Task Outcome {p['status']}: {_one_line(p['summary'])}"
+        summary += f"; covers {covers}" if covers else "; covers no revision"
+    event["summary"] = summary
     return event
 
 
-def continuity(data: dict[str, Any], scope: str, cap: int = CONTINUITY_CAP) -> dict[str, Any]:
-    """The work-continuity view of one scope."""
-    log = ScopeLog(data, scope)
-    committed_boundaries = {
-        r["prepared"].get("boundary"): r["ref"]
-        for r in log.revisions
-        if r["prepared"].get("boundary")
+def _commit_event(rev: dict[str, Any]) -> dict[str, Any]:
+    content = rev["prepared"]["content"]
+    return {
+        "seq": rev["seq"],
+        "kind": "commit",
+        "at": rev.get("committedAt"),
+        "milestone": True,
+        "summary": f"Committed {rev['ref']}: {one_line(content['objective'])} "
+        f"({content['disposition']}: {one_line(content['state']['text'], 100)})",
+        "refs": {"revision": rev["ref"], "boundary": rev["prepared"].get("boundary")},
     }
-    events = [_summary(s, log, committed_boundaries) for s in log.sources]
-    for r in log.revisions:
-        events.append(
-            {
-                "seq": r["seq"],
-                "kind": "commit",
-                "at": r.get("committedAt"),
-                "milestone": True,
-                "summary": f"Committed {r['ref']}: {_one_line(r['prepared']['content']['objective'])}",
-                "refs": {"revision": r["ref"]},
-            }
-        )
-    for g in log.generations:
-        new = g.get("newSession") or {}
-        src = g["sourceSession"]
-        events.append(
-            {
-                "seq": g["seq"],
-                "kind": "generation",
-                "at": g.get("createdAt"),
-                "summary": f"Handoff generated from {src.get('format', '?')} session "
-                f"{_one_line(src.get('path', '?'), 80)}"
-                + (f" → new session {_one_line(new.get('path'), 80)}" if new.get("path") else ""),
-                "refs": {"sourceSession": src.get("path"), "newSession": new.get("path")},
-            }
-        )
-    events.sort(key=lambda e: e["seq"])
-    total = len(events)
-    shown = events[-cap:] if cap else []
+
+
+def _generation_event(g: dict[str, Any]) -> dict[str, Any]:
+    src, new = g["sourceSession"], g.get("newSession") or {}
+    summary = (
+        f"Handoff document generated from the {one_line(src.get('format') or 'agent', 20)} "
+        f"session {one_line(src['path'], 80)}"
+    )
+    if new.get("path"):
+        summary += f"; new session {one_line(new['path'], 80)}"
+    if g.get("provider"):
+        summary += f" (provider {one_line(g['provider'], 30)})"
+    missing = g.get("missingSections")
+    if type(missing) is list and missing:
+        summary += f"; missing sections: {one_line(', '.join(map(str, missing)), 80)}"
+    return {
+        "seq": g["seq"],
+        "kind": "generation",
+        "at": g.get("createdAt"),
+        "milestone": False,
+        "summary": summary,
+        "refs": {"sourceSession": src["path"], "newSession": new.get("path")},
+    }
+
+
+def continuity(data: dict[str, Any], scope: str, cap: int = CONTINUITY_CAP) -> dict[str, Any]:
+    """The work-continuity view of one scope: the newest ``cap`` valid events, oldest
+    first, with the total, the head, the transfer state and the outcome coverage."""
+    log = ScopeLog(data, scope)
+    # Merge three seq-ordered streams; only the shown tail is turned into events.
+    stream: list[tuple[int, int, dict[str, Any]]] = [(r["seq"], 0, r) for r in log.sources]
+    stream += [(r["seq"], 1, r) for r in log.revisions]
+    stream += [(g["seq"], 2, g) for g in log.generations]
+    stream.sort(key=itemgetter(0, 1))
+    total = len(stream)
+    shown = stream[-cap:] if cap > 0 else []
+    build = (
+        lambda rec: _source_event(rec, log),
+        _commit_event,
+        _generation_event,
+    )
+    events = [build[which](rec) for _, which, rec in shown]
     return {
         "scope": scope,
-        "events": shown,
+        "events": events,
         "totalEvents": total,
-        "truncated": total > len(shown),
+        "truncated": total > len(events),
         "invalidRecordCount": log.invalid,
         "head": log.head,
-        "transfer": _transfer(log),
-        "outcome": _outcome(log),
+        "transfer": log.transfer(),
+        "outcome": log.outcome(),
     }
 
 
-def _transfer(log: ScopeLog) -> str:
-    if log.head is not None:
-        receipts = log.receipts_for(log.head)
-        return receipts[-1]["payload"]["status"] if receipts else "pending"
-    boundaries = [s for s in log.sources if s["kind"] == "handoff_boundary"]
-    if not boundaries:
-        return "none"
-    after = [
-        s
-        for s in log.sources
-        if s["kind"] == "acknowledgement"
-        and s["seq"] > boundaries[-1]["seq"]
-        and s["payload"]["target"].startswith("prepared:")
-    ]
-    return after[-1]["payload"]["status"] if after else "pending"
+# ---------------------------------------------------------------------------
+# History (the Handoff Report)
+# ---------------------------------------------------------------------------
 
 
-def _outcome(log: ScopeLog) -> str:
-    if not any(s["kind"] == "task_outcome" for s in log.sources):
-        return "none"
-    head = log.all_revisions.get(log.head) if log.head else None
-    return "covered" if head is not None and log.covering_outcomes(head) else "uncovered"
+def receipt_json(rec: dict[str, Any]) -> dict[str, Any]:
+    p = rec["payload"]
+    return {
+        "receipt": lc.source_ref(rec),
+        "seq": rec["seq"],
+        "status": p["status"],
+        "at": rec.get("createdAt"),
+        "actor": p.get("actor"),
+        "note": p.get("note"),
+        "checks": p.get("checks", {}),
+    }
+
+
+def outcome_json(rec: dict[str, Any]) -> dict[str, Any]:
+    p = rec["payload"]
+    return {
+        "outcome": lc.source_ref(rec),
+        "seq": rec["seq"],
+        "status": p["status"],
+        "summary": p["summary"],
+        "checks": p.get("checks") or [],
+        "receipt": p.get("receipt"),
+        "at": rec.get("createdAt"),
+    }
+
+
+def revision_json(rev: dict[str, Any], log: ScopeLog) -> dict[str, Any]:
+    """One committed revision with its acknowledgements and coverage."""
+    covering = log.covered_by.get(rev["ref"], [])
+    return {
+        "revision": rev["ref"],
+        "handoffId": rev["handoffId"],
+        "number": rev["number"],
+        "base": rev.get("base"),
+        "committedAt": rev.get("committedAt"),
+        "digest": rev["digest"],
+        "content": rev["prepared"]["content"],
+        "citations": rev["prepared"]["evidence"],
+        "boundary": rev["prepared"].get("boundary"),
+        "acknowledgements": [receipt_json(a) for a in log.receipts.get(rev["ref"], [])],
+        "covered": bool(covering),
+        "coveredBy": [outcome_json(o) for o in covering],
+    }
 
 
 def history(data: dict[str, Any], scope: str) -> dict[str, Any]:
     """The Handoff Report: committed revisions only, newest first."""
     log = ScopeLog(data, scope)
-    revisions = []
-    for r in reversed(log.revisions):
-        covering = log.covering_outcomes(r)
-        revisions.append(
-            {
-                "revision": r["ref"],
-                "number": r["number"],
-                "base": r.get("base"),
-                "committedAt": r.get("committedAt"),
-                "digest": r.get("digest"),
-                "content": r["prepared"]["content"],
-                "citations": r["prepared"].get("evidence", []),
-                "boundary": r["prepared"].get("boundary"),
-                "acknowledgements": [
-                    {
-                        "receipt": lc.source_ref(a),
-                        "status": a["payload"]["status"],
-                        "at": a.get("createdAt"),
-                        "actor": a["payload"].get("actor"),
-                        "note": a["payload"].get("note"),
-                        "checks": a["payload"].get("checks", {}),
-                    }
-                    for a in log.receipts_for(r["ref"])
-                ],
-                "covered": bool(covering),
-                "coveredBy": [lc.source_ref(o) for o in covering],
-            }
-        )
     return {
         "scope": scope,
         "head": log.head,
-        "revisions": revisions,
+        "revisions": [revision_json(r, log) for r in reversed(log.revisions)],
         "invalidRecordCount": log.invalid,
     }
+
+
+def revision_view(data: dict[str, Any], scope: str, ref: str) -> dict[str, Any] | None:
+    """One valid committed revision of ``scope`` with its receipts and coverage."""
+    log = ScopeLog(data, scope)
+    rev = log.by_ref.get(ref)
+    return None if rev is None else revision_json(rev, log)

@@ -1,14 +1,19 @@
-"""The ``handoff.report`` command: projections rendered to Markdown from Jinja templates."""
+"""The ``handoff.report`` command: the projections rendered to Markdown by Jinja templates
+(the built-in ones in ``templates/``, or a workspace's overrides in
+``.handoff/templates/``, loaded in a sandbox), with record text escaped."""
 
 from __future__ import annotations
 
 import logging
+import os
 import re
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
-from jinja2 import ChainableUndefined, ChoiceLoader, FileSystemLoader, TemplateError
-from jinja2.sandbox import SandboxedEnvironment
+from jinja2 import ChainableUndefined, ChoiceLoader, FileSystemLoader
+from jinja2.sandbox import SandboxedEnvironment, SecurityError
 from markupsafe import Markup
 
 from . import lifecycle as lc
@@ -27,6 +32,11 @@ TEMPLATE_FOR = {
     "history": "history.md.j2",
     "handoff": "handoff.md.j2",
 }
+OVERRIDE_FOLDER = "templates"  # inside the state folder: .handoff/templates/
+#: What an override may produce before it is abandoned for the built-in template.
+OVERRIDE_MAX_CHARS = 8_000_000
+OVERRIDE_MAX_SECONDS = 5.0
+CACHE_SIZE = 32
 
 
 def builtin_templates() -> Path:
@@ -36,48 +46,131 @@ def builtin_templates() -> Path:
     return packaged if packaged.is_dir() else here.parent / "templates"
 
 
-_MD_SPECIAL = re.compile(r"([\\`*\[\]|#~]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")
-_MD_LEADING = re.compile(r"^(\s*)(\d*)([-+=.)])")
+# ---------------------------------------------------------------------------
+# Escaping: record text can never add structure to the report
+# ---------------------------------------------------------------------------
+
+# C0/C1 controls (terminal escapes) and bidi overrides; newlines and tabs are whitespace.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_INLINE = re.compile(r"[\\`*\[\]|~$<>&]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+_ENTITY = {"<": "&lt;", ">": "&gt;", "&": "&amp;"}
+# What would open a block at the start of a line: heading, list, setext/thematic, quote.
+_BLOCK_START = re.compile(r"^(?:([#+=-])|(\d{1,9})([.)])(?=\s|$))")
+
+
+def _inline_sub(m: re.Match[str]) -> str:
+    ch = m.group(0)
+    return _ENTITY.get(ch) or "\\" + ch
+
+
+def _block_sub(m: re.Match[str]) -> str:
+    return "\\" + m.group(1) if m.group(1) else f"{m.group(2)}\\{m.group(3)}"
+
+
+def _plain(value: Any) -> str:
+    return _CONTROL.sub("\ufffd", str(value))
 
 
 def md_inline(value: Any) -> Markup:
-    """Record text made safe for one line of Markdown: no structure, no HTML."""
-    text = " ".join(str(value).split())
-    text = _MD_SPECIAL.sub(r"\\\1", text)
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return Markup(_MD_LEADING.sub(lambda m: f"{m.group(1)}{m.group(2)}\\{m.group(3)}", text))
+    """Record text as one line of literal Markdown text: no structure, no HTML, no links."""
+    text = " ".join(_plain(value).split())
+    return Markup(_BLOCK_START.sub(_block_sub, _INLINE.sub(_inline_sub, text)))
+
+
+def md_lines(value: Any, indent: int = 0) -> Markup:
+    """Multi-line record text: each line escaped, joined by hard line breaks (blank
+    lines dropped, so the text stays one paragraph wherever the template puts it)."""
+    lines = [md_inline(line) for line in _plain(value).splitlines() if line.strip()]
+    return Markup(("\\\n" + " " * indent).join(lines))
 
 
 def md_block(value: Any, info: str = "") -> Markup:
-    """Multi-line record text shown literally inside a fence longer than any it holds."""
-    text = str(value)
-    longest = max((len(m) for m in re.findall(r"`+|~+", text)), default=0)
+    """Record text shown verbatim in a fence longer than any fence it contains."""
+    text = _CONTROL.sub("\ufffd", str(value).replace("\r\n", "\n").replace("\r", "\n"))
+    longest = max((len(m) for m in re.findall(r"`{3,}|~{3,}", text)), default=0)
     fence = "~" * max(4, longest + 1)
+    info = re.sub(r"[^A-Za-z0-9_+-]", "", str(info))
     return Markup(f"{fence}{info}\n{text.rstrip()}\n{fence}")
 
 
-def md_link(path: Any) -> Markup:
-    """A workspace-relative artifact path as a Markdown link to the file."""
+def md_code(value: Any) -> Markup:
+    """A short value (a reference, a hash) as a code span; plain escaped text when it
+    holds a pipe (which would end a table cell even inside a code span)."""
+    text = " ".join(_plain(value).split())
+    if not text or "|" in text:
+        return md_inline(text)
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    ticks = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return Markup(f"{ticks}{pad}{text}{pad}{ticks}")
+
+
+def _workspace_relative(path: str) -> bool:
+    return bool(path) and not (
+        _CONTROL.search(path)
+        or path.startswith(("/", "\\"))
+        or (len(path) > 1 and path[1] == ":")
+        or ".." in path.replace("\\", "/").split("/")
+    )
+
+
+def md_link(path: Any, base: Any = "", lines: Any = None) -> Markup:
+    """A workspace-relative artifact path as a link to the file in the workspace (a
+    ``file:`` URI under ``base`` when given); a path that would leave the workspace is
+    shown as text only."""
     p = str(path)
-    target = "".join(c if c.isalnum() or c in "/._-" else f"%{ord(c):02X}" for c in p)
+    if not _workspace_relative(p):
+        return md_inline(p)
+    target = quote(p.removeprefix("./"), safe="/")
+    if base:
+        target = f"{str(base).rstrip('/')}/{target}"
+    if isinstance(lines, list | tuple) and lines and type(lines[0]) is int:
+        target += f"#L{lines[0]}"
     return Markup(f"[{md_inline(p)}]({target})")
 
 
+def short(value: Any, n: int = 12) -> str:
+    """A hash or digest shortened to its first ``n`` hex digits."""
+    return str(value or "").removeprefix("sha256:")[:n]
+
+
 def _finalize(value: Any) -> Any:
-    if isinstance(value, Markup) or value is None:
-        return "" if value is None else value
-    if isinstance(value, str):
-        return md_inline(value)
-    return value
+    """Everything a template prints is escaped unless a filter already made it Markdown."""
+    if value is None:
+        return ""
+    if isinstance(value, Markup):
+        return value
+    return md_inline(value)
 
 
-def _short(value: Any, n: int = 12) -> str:
-    s = str(value or "")
-    return s.removeprefix("sha256:")[:n]
+# ---------------------------------------------------------------------------
+# Environments
+# ---------------------------------------------------------------------------
 
 
-def make_environment(folders: list[Path]) -> SandboxedEnvironment:
-    env = SandboxedEnvironment(
+class ReportSandbox(SandboxedEnvironment):
+    """The sandbox for report templates; also refuses arithmetic that would exhaust
+    memory or time (``9**9**9``, ``"x" * 10**9``)."""
+
+    intercepted_binops = frozenset({"**", "*"})
+
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        if operator == "**" and isinstance(right, int | float) and abs(right) > 256:
+            raise SecurityError("exponent too large in a report template")
+        if operator == "*":
+            for seq, count in ((left, right), (right, left)):
+                if (
+                    isinstance(seq, str | list | tuple)
+                    and isinstance(count, int)
+                    and len(seq) * count > 1_000_000
+                ):
+                    raise SecurityError("repetition too large in a report template")
+        return super().call_binop(context, operator, left, right)
+
+
+def make_environment(folders: list[Path]) -> ReportSandbox:
+    """A sandboxed environment over template folders (first folder wins)."""
+    env = ReportSandbox(
         loader=ChoiceLoader([FileSystemLoader(str(f)) for f in folders]),
         undefined=ChainableUndefined,
         finalize=_finalize,
@@ -86,43 +179,105 @@ def make_environment(folders: list[Path]) -> SandboxedEnvironment:
         keep_trailing_newline=True,
         autoescape=False,
     )
-    env.filters.update(md=md_inline, block=md_block, link=md_link, short=_short)
+    env.filters.update(md=md_inline, lines=md_lines, block=md_block, code=md_code, link=md_link)
+    env.filters["short"] = short
     return env
 
 
+_environments: dict[tuple[str, ...], ReportSandbox] = {}
+
+
+def environment(folders: list[Path]) -> ReportSandbox:
+    """A cached environment per folder list (compiled templates are reused; an edited
+    override file is reloaded because the loaders check modification times)."""
+    key = tuple(str(f) for f in folders)
+    env = _environments.get(key)
+    if env is None:
+        if len(_environments) > 16:
+            _environments.clear()
+        env = _environments[key] = make_environment(folders)
+    return env
+
+
+def _render_bounded(env: ReportSandbox, name: str, context: dict[str, Any]) -> str:
+    """Render an override, giving up when it grows too large or takes too long."""
+    started = time.monotonic()
+    size = 0
+    parts = []
+    for chunk in env.get_template(name).generate(**context):
+        size += len(chunk)
+        parts.append(chunk)
+        if size > OVERRIDE_MAX_CHARS:
+            raise SecurityError(f"the output grew beyond {OVERRIDE_MAX_CHARS:,} characters")
+        if time.monotonic() - started > OVERRIDE_MAX_SECONDS:
+            raise SecurityError(f"rendering took longer than {OVERRIDE_MAX_SECONDS:g} s")
+    return "".join(parts)
+
+
 def render(
-    kind: str, data: dict[str, Any], workspace_templates: Path | None
+    kind: str,
+    context: dict[str, Any],
+    workspace_templates: Path | None = None,
 ) -> tuple[str, list[str]]:
-    """Render one view; a broken workspace override falls back to the built-in template."""
+    """Render one view; a broken workspace override falls back to the built-in template
+    with a warning (never a crash)."""
     warnings: list[str] = []
     name = TEMPLATE_FOR[kind]
     if workspace_templates is not None and workspace_templates.is_dir():
         try:
-            env = make_environment([workspace_templates, builtin_templates()])
-            return env.get_template(name).render(**data), warnings
-        except (TemplateError, TypeError, ValueError, AttributeError, KeyError) as exc:
+            env = environment([workspace_templates, builtin_templates()])
+            return _render_bounded(env, name, context), warnings
+        except Exception as exc:  # a broken override must never break the report
             msg = (
-                f"The template override in {workspace_templates} failed ({type(exc).__name__}: "
-                f"{exc}); the built-in template was used."
+                f"The template override in {workspace_templates} failed "
+                f"({type(exc).__name__}: {one_line_error(exc)}); the built-in template was used."
             )
             log.warning(msg)
             warnings.append(msg)
-    env = make_environment([builtin_templates()])
-    return env.get_template(name).render(**data), warnings
+    env = environment([builtin_templates()])
+    return env.get_template(name).render(**context), warnings
+
+
+def one_line_error(exc: BaseException) -> str:
+    return projections.one_line(str(exc) or type(exc).__name__, 300)
+
+
+# ---------------------------------------------------------------------------
+# The views
+# ---------------------------------------------------------------------------
+
+
+def _malformed_revision(ref: str) -> HandoffError:
+    return HandoffError(
+        "invalid_prepared",
+        f"Revision {ref} is malformed in the state file (written by hand or by another "
+        "version); the history report skips it.",
+        revision=ref,
+    )
 
 
 def handoff_view(service: HandoffService, p: ReportParams, scope: str) -> dict[str, Any]:
-    """One handoff (a revision or a prepared value) with its evidence re-checked."""
+    """One handoff (a committed revision or a prepared value), its evidence re-checked."""
     ledger = service.ledger()
+    current = ledger.head(scope)
+    view: dict[str, Any]
     if p.prepared is not None:
         prepared = lc.check_prepared(p.prepared, scope)
-        selected = None
+        view = {
+            "revision": None,
+            "committed": False,
+            "target": f"prepared:{prepared['digest']}",
+            "content": prepared["content"],
+            "citations": prepared["evidence"],
+            "boundary": prepared.get("boundary"),
+            "base": prepared.get("base"),
+        }
     else:
-        ref = p.revision or ledger.head(scope)
+        ref = p.revision or current
         if ref is None:
             raise HandoffError(
                 "revision_not_found",
-                f"Scope {scope!r} has no committed revision; pass 'revision' or 'prepared'.",
+                f"Scope {scope!r} has no committed revision yet; pass 'revision' or 'prepared'.",
                 scope=scope,
             )
         lc.parse_revision(ref)
@@ -138,40 +293,127 @@ def handoff_view(service: HandoffService, p: ReportParams, scope: str) -> dict[s
                 expected=scope,
                 actual=rec["scope"],
             )
-        prepared, selected = rec["prepared"], ref
-    return {
-        "scope": scope,
-        "trust": "untrusted_history",
-        "revision": selected,
-        "prepared": selected is None,
-        "digest": prepared["digest"],
-        "base": prepared.get("base"),
-        "boundary": prepared.get("boundary"),
-        "preparedAt": prepared.get("preparedAt"),
-        "current": ledger.head(scope),
-        "content": prepared["content"],
-        "citations": prepared["evidence"],
-        "unreadableEvidence": lc.evidence_chain(prepared, ledger, service.workspace),
+        revision = projections.revision_view(ledger.data, scope, ref)
+        if revision is None:
+            raise _malformed_revision(ref)
+        prepared = rec["prepared"]
+        view = {**revision, "committed": True, "target": ref}
+    view.update(
+        scope=scope,
+        trust="untrusted_history",
+        prepared=not view["committed"],
+        digest=prepared["digest"],
+        preparedAt=prepared.get("preparedAt"),
+        current=current,
+        unreadableEvidence=lc.evidence_chain(prepared, ledger, service.workspace),
+        citedSources=cited_sources(ledger.data, scope, [prepared["content"]]),
+    )
+    return view
+
+
+def cited_sources(
+    data: dict[str, Any], scope: str, contents: list[dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """For each Source cited by these contents: its kind and one-line summary."""
+    refs = {
+        c["ref"]
+        for content in contents
+        for fact in [content["state"], *content["nextActions"]]
+        for c in fact["citations"]
+        if c.get("kind") == "source"
     }
+    if not refs:
+        return {}
+    log_ = projections.ScopeLog(data, scope)
+    out = {}
+    for ref in sorted(refs):
+        rec = log_.by_id.get(ref.removeprefix("source/"))
+        if rec is not None:
+            event = projections._source_event(rec, log_)
+            out[ref] = {"kind": rec["kind"], "summary": event["summary"]}
+    return out
+
+
+def _store_stamp(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def _templates_stamp(folder: Path) -> tuple[Any, ...] | None:
+    """What the override folder looks like now (names, mtimes, sizes), for the cache."""
+    if not folder.is_dir():
+        return None
+    found = []
+    for root, _dirs, files in os.walk(folder):
+        for name in files:
+            try:
+                st = os.stat(os.path.join(root, name))
+            except OSError:
+                continue
+            found.append((root, name, st.st_mtime_ns, st.st_size))
+    return tuple(sorted(found))
+
+
+def _projection(kind: str, data: dict[str, Any], scope: str) -> dict[str, Any]:
+    if kind == "continuity":
+        return projections.continuity(data, scope)
+    view = projections.history(data, scope)
+    view["citedSources"] = cited_sources(data, scope, [r["content"] for r in view["revisions"]])
+    return view
+
+
+def _result_copy(result: dict[str, Any]) -> dict[str, Any]:
+    out = dict(result)
+    out["data"] = dict(result["data"])
+    if "warnings" in result:
+        out["warnings"] = list(result["warnings"])
+    return out
 
 
 def run_report(
     service: HandoffService, p: ReportParams, scope: str, ctx: CallContext
 ) -> dict[str, Any]:
+    """``handoff.report``: ``{markdown, data}`` for one view; reads, never writes."""
     if p.kind not in REPORT_KINDS:
         raise HandoffError(
-            "invalid_params", f"Report kind {p.kind!r} is not one of {', '.join(REPORT_KINDS)}."
+            "invalid_params",
+            f"Report kind {p.kind!r} is not one of {', '.join(REPORT_KINDS)}.",
+            kind=p.kind,
         )
+    if p.kind != "handoff" and (p.revision is not None or p.prepared is not None):
+        raise HandoffError(
+            "invalid_params",
+            f"'revision' and 'prepared' select one handoff: they belong to kind 'handoff', "
+            f"not {p.kind!r}.",
+        )
+    if p.revision is not None and p.prepared is not None:
+        raise HandoffError("invalid_params", "Pass 'revision' or 'prepared', not both.")
+    overrides = service.store.folder / OVERRIDE_FOLDER
+    cache: dict[tuple[Any, ...], dict[str, Any]] | None = getattr(service, "report_cache", None)
+    key = None
+    if p.kind != "handoff" and cache is not None:
+        # Stamped before the read: a write in between only causes a miss, never staleness.
+        key = (p.kind, scope, _store_stamp(service.store.path), _templates_stamp(overrides))
+        hit = cache.get(key)
+        if hit is not None:
+            return _result_copy(hit)
     ctx.report(f"Projecting the {p.kind} view of {scope}", None)
-    if p.kind == "continuity":
-        data = projections.continuity(service.store.read(), scope)
-    elif p.kind == "history":
-        data = projections.history(service.store.read(), scope)
-    else:
+    if p.kind == "handoff":
         data = handoff_view(service, p, scope)
+    else:
+        data = _projection(p.kind, service.store.read(), scope)
     ctx.cancel.raise_if_cancelled()
-    markdown, warnings = render(p.kind, {"view": data}, service.store.folder / "templates")
-    result = {"scope": scope, "kind": p.kind, "markdown": markdown, "data": data}
+    context = {"view": data, "kind": p.kind, "workspaceUri": service.workspace.as_uri()}
+    markdown, warnings = render(p.kind, context, overrides)
+    result: dict[str, Any] = {"scope": scope, "kind": p.kind, "markdown": markdown, "data": data}
     if warnings:
         result["warnings"] = warnings
+    if key is not None and cache is not None:
+        if len(cache) >= CACHE_SIZE:
+            cache.clear()
+        cache[key] = result
+        return _result_copy(result)
     return result

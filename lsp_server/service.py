@@ -130,6 +130,8 @@ class HandoffService:
         self.store = StateStore(self.workspace / self.config.state_folder)
         self._ledger_key: int | None = None
         self._ledger: lc.Ledger | None = None
+        #: Rendered continuity/history reports (see ``reports.run_report``).
+        self.report_cache: dict[tuple[Any, ...], dict[str, Any]] = {}
 
     # -- plumbing --------------------------------------------------------------
 
@@ -417,6 +419,7 @@ class HandoffService:
                     "unreadableEvidence": unreadable,
                     "note": p.note,
                     "actor": p.actor,
+                    "boundary": prepared.get("boundary"),
                 },
             )
         return {
