@@ -1,0 +1,215 @@
+/** The connection to the language server: finds its Python, starts/stops/restarts it, and
+ * runs `workspace/executeCommand` with cancellation and work-done progress. */
+
+import { randomUUID } from 'crypto';
+import * as vscode from 'vscode';
+import {
+  DidChangeConfigurationNotification,
+  ExecuteCommandParams,
+  ExecuteCommandRequest,
+  LanguageClient,
+  LanguageClientOptions,
+  RevealOutputChannelOn,
+  ServerOptions,
+  State,
+  TransportKind,
+  WorkDoneProgress,
+  WorkDoneProgressBegin,
+  WorkDoneProgressReport,
+} from 'vscode-languageclient/node';
+import type { ExecuteOptions, HandoffServer } from './commands';
+import { HandoffCommandError, toCommandError } from './errors';
+import { DID_CHANGE_NOTIFICATION, DidChangeParams, ServerCommandId } from './protocol';
+import { expandPythonSetting, findCheckout, resolveServerLaunch, ServerLaunch, ServerNotFoundError } from './python';
+import { SETTINGS_SECTION, serverSettings } from './settings';
+
+/** The Python extension's active interpreter for ``resource``, when that extension is installed. */
+async function pythonExtensionInterpreter(resource: vscode.Uri | undefined): Promise<string | undefined> {
+  const extension = vscode.extensions.getExtension('ms-python.python');
+  if (!extension) {
+    return undefined;
+  }
+  const api = extension.isActive ? extension.exports : await extension.activate();
+  const environments = api?.environments;
+  const envPath = environments?.getActiveEnvironmentPath?.(resource);
+  if (!envPath) {
+    return undefined;
+  }
+  const resolved = await environments.resolveEnvironment?.(envPath);
+  return resolved?.executable?.uri?.fsPath ?? envPath.path;
+}
+
+export class HandoffClient implements HandoffServer, vscode.Disposable {
+  private client: LanguageClient | undefined;
+  private starting: Promise<LanguageClient> | undefined;
+  private restarting: Promise<void> | undefined;
+  private readonly didChangeEmitter = new vscode.EventEmitter<DidChangeParams>();
+  private readonly stateEmitter = new vscode.EventEmitter<'starting' | 'running' | 'stopped' | 'failed'>();
+  /** Fired on the server's `handoff/didChange` notification. */
+  readonly onDidChange = this.didChangeEmitter.event;
+  readonly onDidChangeState = this.stateEmitter.event;
+  launch: ServerLaunch | undefined;
+
+  constructor(
+    private readonly extensionPath: string,
+    private readonly log: vscode.LogOutputChannel,
+  ) {}
+
+  private folder(): vscode.WorkspaceFolder {
+    const folder = vscode.workspace.workspaceFolders?.[0];
+    if (!folder) {
+      throw new HandoffCommandError('no_workspace', 'Handoff works on a workspace folder: open a folder first.');
+    }
+    return folder;
+  }
+
+  private settings() {
+    const config = vscode.workspace.getConfiguration(SETTINGS_SECTION, this.folder().uri);
+    return serverSettings((key) => config.get(key));
+  }
+
+  get running(): boolean {
+    return this.client?.state === State.Running;
+  }
+
+  /** Starts the server (once; concurrent callers share the start). */
+  start(): Promise<LanguageClient> {
+    if (this.client && this.client.state === State.Running) {
+      return Promise.resolve(this.client);
+    }
+    this.starting ??= this.doStart().finally(() => {
+      this.starting = undefined;
+    });
+    return this.starting;
+  }
+
+  private async doStart(): Promise<LanguageClient> {
+    this.stateEmitter.fire('starting');
+    if (this.client) {
+      await this.stop();
+    }
+    try {
+      const folder = this.folder();
+      const config = vscode.workspace.getConfiguration(SETTINGS_SECTION, folder.uri);
+      const launch = await resolveServerLaunch({
+        settingPython: expandPythonSetting(config.get<string>('server.python') ?? '', folder.uri.fsPath),
+        pythonExtension: () => pythonExtensionInterpreter(folder.uri),
+        checkout: findCheckout(this.extensionPath),
+      });
+      this.launch = launch;
+      this.log.info(`Starting ${launch.command} ${launch.args.join(' ')} (interpreter from ${launch.origin}, lsp_server ${launch.version} from the ${launch.packageFrom})`);
+      const serverOptions: ServerOptions = {
+        command: launch.command,
+        args: launch.args,
+        transport: TransportKind.stdio,
+        options: { env: launch.env, cwd: folder.uri.fsPath },
+      };
+      const clientOptions: LanguageClientOptions = {
+        documentSelector: [],
+        workspaceFolder: folder,
+        outputChannel: this.log,
+        traceOutputChannel: this.log,
+        revealOutputChannelOn: RevealOutputChannelOn.Never,
+        initializationOptions: () => this.settings(),
+        initializationFailedHandler: (error) => {
+          this.log.error(`The server failed to initialise: ${error instanceof Error ? error.message : String(error)}`);
+          return false;
+        },
+      };
+      const client = new LanguageClient('handoff', 'Handoff', serverOptions, clientOptions);
+      client.onNotification(DID_CHANGE_NOTIFICATION, (params: DidChangeParams) => this.didChangeEmitter.fire(params));
+      client.onDidChangeState((event) => {
+        if (event.newState === State.Stopped) {
+          this.stateEmitter.fire('stopped');
+        } else if (event.newState === State.Running) {
+          this.stateEmitter.fire('running');
+        }
+      });
+      this.client = client;
+      await client.start();
+      this.stateEmitter.fire('running');
+      return client;
+    } catch (error) {
+      this.stateEmitter.fire('failed');
+      if (error instanceof ServerNotFoundError) {
+        this.log.error(error.message);
+        throw new HandoffCommandError('server_not_found', error.message, { attempts: error.attempts });
+      }
+      if (error instanceof HandoffCommandError) {
+        throw error;
+      }
+      const message = error instanceof Error ? error.message : String(error);
+      this.log.error(`The Handoff server did not start: ${message}`);
+      throw new HandoffCommandError('server_unavailable', `The Handoff language server did not start: ${message}. See the "Handoff" log.`);
+    }
+  }
+
+  async stop(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    if (client && client.state !== State.Stopped) {
+      try {
+        await client.stop(5000);
+      } catch (error) {
+        this.log.warn(`Stopping the server: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    }
+  }
+
+  /** Stops and starts again with fresh settings; concurrent restarts collapse into one. */
+  restart(): Promise<void> {
+    this.restarting ??= (async () => {
+      try {
+        await this.starting?.catch(() => undefined);
+        await this.stop();
+        await this.start();
+      } finally {
+        this.restarting = undefined;
+      }
+    })();
+    return this.restarting;
+  }
+
+  /** Pushes the `handoff` settings to a running server. */
+  async pushSettings(): Promise<void> {
+    if (this.client && this.running) {
+      await this.client.sendNotification(DidChangeConfigurationNotification.type, { settings: { [SETTINGS_SECTION]: this.settings() } });
+    }
+  }
+
+  async execute<R>(command: ServerCommandId, params: object, options: ExecuteOptions = {}): Promise<R> {
+    await this.restarting;
+    const client = await this.start();
+    const workDoneToken = options.progress ? `handoff-${randomUUID()}` : undefined;
+    const progress = options.progress;
+    const subscription =
+      workDoneToken && progress
+        ? client.onProgress(WorkDoneProgress.type, workDoneToken, (value) => {
+            if (value.kind === 'begin') {
+              const begin = value as WorkDoneProgressBegin;
+              progress(begin.message ?? begin.title, begin.percentage);
+            } else if (value.kind === 'report') {
+              const report = value as WorkDoneProgressReport;
+              progress(report.message, report.percentage);
+            }
+          })
+        : undefined;
+    const request: ExecuteCommandParams = { command, arguments: [params], ...(workDoneToken ? { workDoneToken } : {}) };
+    this.log.debug(`→ ${command}`);
+    try {
+      return (await client.sendRequest(ExecuteCommandRequest.type, request, options.token as vscode.CancellationToken | undefined)) as R;
+    } catch (error) {
+      const failure = toCommandError(error);
+      this.log.info(`${command} refused: ${failure.code}: ${failure.message}`);
+      throw failure;
+    } finally {
+      subscription?.dispose();
+    }
+  }
+
+  dispose(): void {
+    void this.stop();
+    this.didChangeEmitter.dispose();
+    this.stateEmitter.dispose();
+  }
+}

@@ -1,0 +1,117 @@
+/** Entry point: wires the server connection, the palette commands, the preview pane and
+ * the status bar together. */
+
+import * as vscode from 'vscode';
+import { HandoffClient } from './client';
+import { HandoffCommands, PaletteCommand } from './commands';
+import { showCommandError, toCommandError } from './errors';
+import { RESTART_SETTINGS, SETTINGS_SECTION } from './settings';
+import { PREVIEW_SCHEME } from './preview';
+import { VscodeUi } from './vscodeUi';
+import { HandoffPreviewProvider, HandoffStatusBar, VscodeViews } from './vscodeViews';
+
+export interface HandoffExtensionApi {
+  client: HandoffClient;
+  commands: HandoffCommands;
+}
+
+export function activate(context: vscode.ExtensionContext): HandoffExtensionApi {
+  const log = vscode.window.createOutputChannel('Handoff', { log: true });
+  const ui = new VscodeUi();
+  const client = new HandoffClient(context.extensionPath, log);
+  let commands: HandoffCommands | undefined;
+  const preview = new HandoffPreviewProvider(client, (digest) => commands?.shelf.get(digest));
+  const views = new VscodeViews(preview);
+  commands = new HandoffCommands(ui, client, views);
+  const status = new HandoffStatusBar(client);
+  const palette = commands;
+
+  context.subscriptions.push(
+    log,
+    client,
+    preview,
+    status,
+    vscode.workspace.registerTextDocumentContentProvider(PREVIEW_SCHEME, preview),
+    vscode.window.onDidChangeActiveTextEditor((editor) => views.track(editor)),
+  );
+  views.track(vscode.window.activeTextEditor);
+
+  const register = (id: string, run: () => Promise<unknown>) =>
+    context.subscriptions.push(vscode.commands.registerCommand(id, () => run()));
+  register(PaletteCommand.generate, () => palette.generate());
+  register(PaletteCommand.recordContract, () => palette.recordContract());
+  register(PaletteCommand.recordWork, () => palette.recordWork());
+  register(PaletteCommand.handoffCurrentWork, () => palette.handoffCurrentWork());
+  register(PaletteCommand.prepareFromDraft, () => palette.prepareFromDraft());
+  register(PaletteCommand.commit, () => palette.commit());
+  register(PaletteCommand.continue, () => palette.continue());
+  register(PaletteCommand.acknowledge, () => palette.acknowledge());
+  register(PaletteCommand.recordOutcome, () => palette.recordOutcome());
+  register(PaletteCommand.showContinuity, () => palette.showContinuity());
+  register(PaletteCommand.showHistory, () => palette.showHistory());
+  register(PaletteCommand.showHandoff, () => palette.showHandoff());
+  register(PaletteCommand.savePrepared, () => palette.savePrepared());
+  register(PaletteCommand.loadPrepared, () => palette.loadPrepared());
+  register(PaletteCommand.showLog, async () => log.show(true));
+  register(PaletteCommand.restartServer, async () => {
+    status.starting();
+    try {
+      await client.restart();
+      log.info('Server restarted.');
+      await status.refresh();
+    } catch (error) {
+      status.failed(toCommandError(error).message);
+      await showCommandError(ui, error);
+    }
+  });
+
+  context.subscriptions.push(
+    client.onDidChange((change) => {
+      log.debug(`handoff/didChange: ${change.command} in ${change.scope}`);
+      void preview.refresh();
+      void status.refresh();
+    }),
+    client.onDidChangeState((state) => {
+      if (state === 'starting') {
+        status.starting();
+      } else if (state === 'running') {
+        void status.refresh();
+      }
+    }),
+  );
+
+  let restartTimer: NodeJS.Timeout | undefined;
+  context.subscriptions.push(
+    vscode.workspace.onDidChangeConfiguration((event) => {
+      if (!event.affectsConfiguration(SETTINGS_SECTION)) {
+        return;
+      }
+      if (RESTART_SETTINGS.some((key) => event.affectsConfiguration(key))) {
+        clearTimeout(restartTimer);
+        restartTimer = setTimeout(() => void vscode.commands.executeCommand(PaletteCommand.restartServer), 500);
+        return;
+      }
+      void client
+        .pushSettings()
+        .then(() => Promise.all([status.refresh(), preview.refresh()]))
+        .catch((error) => log.warn(`Pushing settings: ${toCommandError(error).message}`));
+    }),
+    { dispose: () => clearTimeout(restartTimer) },
+  );
+
+  if (vscode.workspace.workspaceFolders?.length) {
+    status.starting();
+    client.start().then(
+      () => status.refresh(),
+      (error) => {
+        status.failed(toCommandError(error).message);
+        void showCommandError(ui, error);
+      },
+    );
+  }
+  return { client, commands };
+}
+
+export function deactivate(): void {
+  // The client is disposed with the extension's subscriptions.
+}

@@ -1,0 +1,460 @@
+/** Input collection for the palette commands: quick picks and input boxes that build one
+ * params object per server command. Returns undefined whenever the user dismisses a step. */
+
+import {
+  ACCEPTANCE_CHECKS,
+  ACK_STATUSES,
+  AckStatus,
+  AcceptanceChecks,
+  CHECK_STATUSES,
+  Citation,
+  DISPOSITIONS,
+  Disposition,
+  Fact,
+  HandoffDraft,
+  OUTCOME_STATUSES,
+  OutcomeStatus,
+  PreparedHandoff,
+  REVISION_RE,
+  SOURCE_RE,
+} from './protocol';
+import type { PickItem, Ui } from './ui';
+
+/** What Continue / Acknowledge / Show Handoff point at. */
+export type HandoffTarget =
+  | { kind: 'revision'; revision: string }
+  | { kind: 'prepared'; prepared: PreparedHandoff }
+  | { kind: 'latest' };
+
+export function describeTarget(target: HandoffTarget): string {
+  switch (target.kind) {
+    case 'revision':
+      return target.revision;
+    case 'prepared':
+      return `prepared ${shortDigest(target.prepared.digest)}`;
+    case 'latest':
+      return 'the latest revision';
+  }
+}
+
+export function shortDigest(digest: string): string {
+  return digest.replace(/^sha256:/, '').slice(0, 12);
+}
+
+/** The params keys that select a target: ``mode`` plus ``revision`` or ``prepared``. */
+export function targetParams(target: HandoffTarget): {
+  mode: 'exact' | 'prepared' | 'latest';
+  revision?: string;
+  prepared?: PreparedHandoff;
+} {
+  switch (target.kind) {
+    case 'revision':
+      return { mode: 'exact', revision: target.revision };
+    case 'prepared':
+      return { mode: 'prepared', prepared: target.prepared };
+    case 'latest':
+      return { mode: 'latest' };
+  }
+}
+
+// -- facts and citations --------------------------------------------------------------
+
+/** ``source/<id>`` → a source citation; anything else → a workspace-relative artifact. */
+export function parseCitation(spec: string): Citation {
+  const text = spec.trim();
+  if (text.startsWith('source/')) {
+    return { kind: 'source', ref: text };
+  }
+  return { kind: 'artifact', path: text.replace(/^\.\//, '') };
+}
+
+/** Why a comma-separated evidence list is not acceptable, or undefined when it is. */
+export function validateCitations(value: string): string | undefined {
+  const parts = value.split(',').map((p) => p.trim()).filter((p) => p.length > 0);
+  if (parts.length === 0) {
+    return 'Cite at least one piece of evidence: a workspace path or source/<id>.';
+  }
+  for (const part of parts) {
+    if (part.startsWith('source/') && !SOURCE_RE.test(part)) {
+      return `${part} is not a source reference (source/<id>).`;
+    }
+    if (part.startsWith('/') || /^[A-Za-z]:[\\/]/.test(part)) {
+      return `${part} is absolute: cite a path relative to the workspace.`;
+    }
+    if (part.split(/[\\/]/).includes('..')) {
+      return `${part} leaves the workspace: cite a path inside it.`;
+    }
+  }
+  return undefined;
+}
+
+export function parseCitations(value: string): Citation[] {
+  return value
+    .split(',')
+    .map((p) => p.trim())
+    .filter((p) => p.length > 0)
+    .map(parseCitation);
+}
+
+/** ``"text :: cite, cite"`` (the CLI's spelling) → a Fact. */
+export function parseFactSpec(spec: string): Fact | undefined {
+  const at = spec.indexOf('::');
+  if (at < 0) {
+    return undefined;
+  }
+  const text = spec.slice(0, at).trim();
+  const cites = spec.slice(at + 2);
+  if (!text || validateCitations(cites) !== undefined) {
+    return undefined;
+  }
+  return { text, citations: parseCitations(cites) };
+}
+
+export function validateFactSpec(spec: string): string | undefined {
+  const at = spec.indexOf('::');
+  if (at < 0) {
+    return "Write the action and its evidence: 'text :: path/or/source-ref[, more]'.";
+  }
+  if (!spec.slice(0, at).trim()) {
+    return 'Describe the action before the ::.';
+  }
+  return validateCitations(spec.slice(at + 2));
+}
+
+const required = (what: string) => (value: string) =>
+  value.trim() ? undefined : `${what} cannot be empty.`;
+
+// -- generic steps ----------------------------------------------------------------------
+
+/** Repeated input boxes until an empty entry; at least ``min`` items. */
+export async function collectList(
+  ui: Ui,
+  options: { title: string; prompt: string; min: number; validate?: (v: string) => string | undefined },
+): Promise<string[] | undefined> {
+  const items: string[] = [];
+  for (;;) {
+    const done = items.length >= options.min;
+    const value = await ui.input({
+      title: `${options.title} (${items.length} so far)`,
+      prompt: done ? `${options.prompt} Leave empty and press Enter to finish.` : options.prompt,
+      validate: (v) => {
+        if (!v.trim()) {
+          return done ? undefined : `Enter at least ${options.min} item${options.min === 1 ? '' : 's'}.`;
+        }
+        return options.validate?.(v);
+      },
+    });
+    if (value === undefined) {
+      return undefined;
+    }
+    if (!value.trim()) {
+      return items;
+    }
+    items.push(value.trim());
+  }
+}
+
+/** A Fact as two steps: what is true, then the evidence for it. */
+export async function collectFact(ui: Ui, title: string, prompt: string): Promise<Fact | undefined> {
+  const text = await ui.input({ title, prompt, validate: required('The statement') });
+  if (text === undefined) {
+    return undefined;
+  }
+  const cites = await ui.input({
+    title: `${title}: evidence`,
+    prompt: 'Evidence for it: workspace paths or source/<id>, comma-separated.',
+    placeholder: 'src/client.ts, source/6ea103d664ad4374bf75',
+    validate: validateCitations,
+  });
+  if (cites === undefined) {
+    return undefined;
+  }
+  return { text: text.trim(), citations: parseCitations(cites) };
+}
+
+export async function pickDisposition(ui: Ui, title: string): Promise<Disposition | undefined> {
+  const detail: Record<Disposition, string> = {
+    continuable: 'Another session can pick the work up and carry on.',
+    blocked: 'The work cannot go on until something outside it changes.',
+    done: 'The objective is met; only checking remains.',
+  };
+  return ui.pick(
+    DISPOSITIONS.map((d) => ({ label: d, detail: detail[d], value: d })),
+    { title, placeholder: 'Where does the work stand?' },
+  );
+}
+
+// -- per command ------------------------------------------------------------------------
+
+export interface ContractInput {
+  objective: string;
+  inScope: string[];
+  outOfScope: string[];
+  acceptance: string[];
+}
+
+export async function collectContract(ui: Ui): Promise<ContractInput | undefined> {
+  const title = 'Record Work Contract';
+  const objective = await ui.input({
+    title: `${title}: objective`,
+    prompt: 'What should the work achieve?',
+    validate: required('The objective'),
+  });
+  if (objective === undefined) {
+    return undefined;
+  }
+  const inScope = await collectList(ui, { title: `${title}: in scope`, prompt: 'Something the work covers.', min: 1 });
+  if (inScope === undefined) {
+    return undefined;
+  }
+  const outOfScope = await collectList(ui, { title: `${title}: out of scope`, prompt: 'Something the work must not touch (optional).', min: 0 });
+  if (outOfScope === undefined) {
+    return undefined;
+  }
+  const acceptance = await collectList(ui, { title: `${title}: acceptance`, prompt: 'A criterion that shows the work is done.', min: 1 });
+  if (acceptance === undefined) {
+    return undefined;
+  }
+  return { objective: objective.trim(), inScope, outOfScope, acceptance };
+}
+
+export interface WorkStateInput {
+  state: Fact;
+  disposition: Disposition;
+  nextActions: Fact[];
+}
+
+async function collectNextActions(ui: Ui, title: string): Promise<Fact[] | undefined> {
+  const specs = await collectList(ui, {
+    title: `${title}: next actions`,
+    prompt: "A next action and its evidence: 'text :: path/or/source-ref[, more]'.",
+    min: 0,
+    validate: validateFactSpec,
+  });
+  return specs?.map((s) => parseFactSpec(s) as Fact);
+}
+
+export async function collectWorkState(ui: Ui): Promise<WorkStateInput | undefined> {
+  const title = 'Record Work State';
+  const state = await collectFact(ui, `${title}: state`, 'Where does the work stand right now?');
+  if (!state) {
+    return undefined;
+  }
+  const disposition = await pickDisposition(ui, `${title}: disposition`);
+  if (!disposition) {
+    return undefined;
+  }
+  const nextActions = await collectNextActions(ui, title);
+  if (!nextActions) {
+    return undefined;
+  }
+  return { state, disposition, nextActions };
+}
+
+/** A whole draft typed in (for a Markdown document that did not come from Generate). */
+export async function collectDraft(ui: Ui, document: string | undefined): Promise<HandoffDraft | undefined> {
+  const title = 'Prepare from Draft';
+  const objective = await ui.input({ title: `${title}: objective`, prompt: 'The objective this handoff serves.', validate: required('The objective') });
+  if (objective === undefined) {
+    return undefined;
+  }
+  const state = await collectFact(ui, `${title}: state`, 'Where does the work stand right now?');
+  if (!state) {
+    return undefined;
+  }
+  const disposition = await pickDisposition(ui, `${title}: disposition`);
+  if (!disposition) {
+    return undefined;
+  }
+  const nextActions = await collectNextActions(ui, title);
+  if (!nextActions) {
+    return undefined;
+  }
+  return { objective: objective.trim(), state, disposition, nextActions, ...(document !== undefined ? { document } : {}) };
+}
+
+/** The choices offered wherever a handoff must be picked. */
+export interface TargetChoices {
+  /** The head revision of the scope, when known. */
+  head?: string | null;
+  /** Committed revisions (newest first) with a one-line description. */
+  revisions?: { revision: string; description?: string }[];
+  /** Prepared handoffs kept in this session. */
+  prepared?: PreparedHandoff[];
+  /** The target the last Continue selected. */
+  lastContinued?: HandoffTarget;
+  allowLatest?: boolean;
+  allowLoad?: boolean;
+}
+
+export const LOAD_FROM_FILE = Symbol('load-from-file');
+export const TYPE_REVISION = Symbol('type-revision');
+type TargetChoice = HandoffTarget | typeof LOAD_FROM_FILE | typeof TYPE_REVISION;
+
+export function validateRevision(value: string): string | undefined {
+  return REVISION_RE.test(value.trim()) ? undefined : 'A revision looks like handoff/<id>@<n>.';
+}
+
+export function preparedLabel(prepared: PreparedHandoff): PickItem<TargetChoice> {
+  const objective = prepared.content?.objective ?? '';
+  return {
+    label: `$(file-text) Prepared ${shortDigest(prepared.digest)}`,
+    description: `${prepared.scope} · not committed`,
+    detail: objective,
+    value: { kind: 'prepared', prepared },
+  };
+}
+
+/**
+ * Picks a handoff to act on. ``loadPrepared`` is called for "Load from file…".
+ * Returns undefined when dismissed.
+ */
+export async function pickTarget(
+  ui: Ui,
+  title: string,
+  choices: TargetChoices,
+  loadPrepared?: () => Promise<PreparedHandoff | undefined>,
+): Promise<HandoffTarget | undefined> {
+  const items: PickItem<TargetChoice>[] = [];
+  const seen = new Set<string>();
+  const last = choices.lastContinued;
+  if (last && last.kind !== 'latest') {
+    items.push({ label: `$(debug-continue) ${describeTarget(last)}`, description: 'the handoff you continued from', value: last });
+    seen.add(last.kind === 'revision' ? last.revision : last.prepared.digest);
+  }
+  if (choices.allowLatest) {
+    items.push({
+      label: '$(arrow-up) Latest revision',
+      description: choices.head ? `currently ${choices.head}` : 'none committed yet',
+      value: { kind: 'latest' },
+    });
+  }
+  if (choices.head && !seen.has(choices.head)) {
+    items.push({ label: `$(git-commit) ${choices.head}`, description: 'head revision', value: { kind: 'revision', revision: choices.head } });
+    seen.add(choices.head);
+  }
+  for (const rev of choices.revisions ?? []) {
+    if (!seen.has(rev.revision)) {
+      items.push({ label: `$(git-commit) ${rev.revision}`, description: rev.description, value: { kind: 'revision', revision: rev.revision } });
+      seen.add(rev.revision);
+    }
+  }
+  for (const prepared of choices.prepared ?? []) {
+    if (!seen.has(prepared.digest)) {
+      items.push(preparedLabel(prepared));
+      seen.add(prepared.digest);
+    }
+  }
+  items.push({ label: '$(edit) Another revision…', description: 'type handoff/<id>@<n>', value: TYPE_REVISION });
+  if (choices.allowLoad && loadPrepared) {
+    items.push({ label: '$(folder-opened) Load prepared handoff from file…', value: LOAD_FROM_FILE });
+  }
+  const choice = await ui.pick(items, { title, placeholder: 'Which handoff?' });
+  if (choice === undefined) {
+    return undefined;
+  }
+  if (choice === TYPE_REVISION) {
+    const revision = await ui.input({ title, prompt: 'The exact revision.', placeholder: 'handoff/<id>@<n>', validate: validateRevision });
+    return revision === undefined ? undefined : { kind: 'revision', revision: revision.trim() };
+  }
+  if (choice === LOAD_FROM_FILE) {
+    const prepared = await loadPrepared?.();
+    return prepared ? { kind: 'prepared', prepared } : undefined;
+  }
+  return choice;
+}
+
+export interface AcknowledgeInput {
+  status: AckStatus;
+  checks: AcceptanceChecks;
+  note?: string;
+}
+
+/** Status, the four checks as a multi-select, and an optional note. */
+export async function collectAcknowledgement(ui: Ui, target: HandoffTarget): Promise<AcknowledgeInput | undefined> {
+  const title = `Acknowledge ${describeTarget(target)}`;
+  const detail: Record<AckStatus, string> = {
+    accepted: 'I take the work over; all four checks must hold.',
+    needs_clarification: 'I need answers before I can take it over.',
+    declined: 'I will not take this work over.',
+  };
+  const status = await ui.pick(
+    ACK_STATUSES.map((s) => ({ label: s, detail: detail[s], value: s })),
+    { title: `${title} (1/3): status`, placeholder: 'How do you receive this handoff?' },
+  );
+  if (!status) {
+    return undefined;
+  }
+  const confirmed = await ui.pickMany(
+    ACCEPTANCE_CHECKS.map((c) => ({ label: c.label, description: c.name, detail: c.detail, value: c.key })),
+    { title: `${title} (2/3): checks`, placeholder: 'Tick each check you have confirmed, then press Enter.' },
+  );
+  if (!confirmed) {
+    return undefined;
+  }
+  const checks = Object.fromEntries(ACCEPTANCE_CHECKS.map((c) => [c.key, confirmed.includes(c.key)])) as AcceptanceChecks;
+  const note = await ui.input({ title: `${title} (3/3): note`, prompt: 'A note for the record (optional). Press Enter to skip.' });
+  if (note === undefined) {
+    return undefined;
+  }
+  return { status, checks, ...(note.trim() ? { note: note.trim() } : {}) };
+}
+
+export interface OutcomeInput {
+  status: OutcomeStatus;
+  summary: string;
+  checks: { name: string; status: string }[];
+  receipt?: string;
+}
+
+export function parseCheckSpec(spec: string): { name: string; status: string } | undefined {
+  const m = /^(.+?)\s*[=:]\s*([a-z_]+)\s*$/.exec(spec.trim());
+  if (!m || !(CHECK_STATUSES as readonly string[]).includes(m[2])) {
+    return undefined;
+  }
+  return { name: m[1].trim(), status: m[2] };
+}
+
+export async function collectOutcome(ui: Ui, receipts: { receipt: string; description: string }[]): Promise<OutcomeInput | undefined> {
+  const title = 'Record Outcome';
+  const status = await ui.pick(
+    OUTCOME_STATUSES.map((s) => ({ label: s, value: s })),
+    { title: `${title}: status`, placeholder: 'How did the task end?' },
+  );
+  if (!status) {
+    return undefined;
+  }
+  const summary = await ui.input({ title: `${title}: summary`, prompt: 'One line on what happened.', validate: required('The summary') });
+  if (summary === undefined) {
+    return undefined;
+  }
+  const checkSpecs = await collectList(ui, {
+    title: `${title}: checks`,
+    prompt: `A check and its status, e.g. 'contract tests = passed' (${CHECK_STATUSES.join(', ')}).`,
+    min: 0,
+    validate: (v) => (parseCheckSpec(v) ? undefined : `Write 'name = status' with a status of ${CHECK_STATUSES.join(', ')}.`),
+  });
+  if (!checkSpecs) {
+    return undefined;
+  }
+  let receipt: string | undefined;
+  if (receipts.length > 0) {
+    const picked = await ui.pick<string | null>(
+      [
+        ...receipts.map((r) => ({ label: r.receipt, description: r.description, value: r.receipt })),
+        { label: 'No receipt', description: 'the outcome does not follow an acknowledged handoff', value: null },
+      ],
+      { title: `${title}: acknowledgement`, placeholder: 'Which acknowledgement does this outcome follow?' },
+    );
+    if (picked === undefined) {
+      return undefined;
+    }
+    receipt = picked ?? undefined;
+  }
+  return {
+    status,
+    summary: summary.trim(),
+    checks: checkSpecs.map((s) => parseCheckSpec(s) as { name: string; status: string }),
+    ...(receipt ? { receipt } : {}),
+  };
+}

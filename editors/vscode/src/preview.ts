@@ -1,0 +1,106 @@
+/** The preview pane's documents: `handoff-preview:` paths ending in `.md`, each naming one
+ * `handoff.report`, and the Markdown rendered for them (server refusals included). */
+
+import type { HandoffServer, ReportView } from './commands';
+import { toCommandError } from './errors';
+import { shortDigest } from './inputs';
+import { ContinuityData, PreparedHandoff, REVISION_RE, ReportResult, ServerCommand } from './protocol';
+import type { CancellationTokenLike } from './ui';
+
+export const PREVIEW_SCHEME = 'handoff-preview';
+
+/** The path of a preview document; the file name becomes the editor tab's title. */
+export function previewPath(view: ReportView): string {
+  if (view.kind !== 'handoff') {
+    return `/${view.kind}.md`;
+  }
+  if ('revision' in view) {
+    const m = REVISION_RE.exec(view.revision);
+    return m ? `/handoff/${m[1]}@${m[2]}.md` : `/handoff/${encodeURIComponent(view.revision)}.md`;
+  }
+  return `/prepared/${view.prepared.digest.replace(/^sha256:/, '')}.md`;
+}
+
+/** Back from a path to the report it shows; prepared handoffs are looked up by digest. */
+export function viewFromPath(
+  p: string,
+  lookupPrepared: (digest: string) => PreparedHandoff | undefined,
+): ReportView | { missingPrepared: string } | undefined {
+  if (p === '/continuity.md') {
+    return { kind: 'continuity' };
+  }
+  if (p === '/history.md') {
+    return { kind: 'history' };
+  }
+  let m = /^\/handoff\/([A-Za-z0-9_-]{1,64})@([1-9][0-9]{0,8})\.md$/.exec(p);
+  if (m) {
+    return { kind: 'handoff', revision: `handoff/${m[1]}@${m[2]}` };
+  }
+  m = /^\/prepared\/([0-9a-f]{64})\.md$/.exec(p);
+  if (m) {
+    const digest = `sha256:${m[1]}`;
+    const prepared = lookupPrepared(digest);
+    return prepared ? { kind: 'handoff', prepared } : { missingPrepared: digest };
+  }
+  return undefined;
+}
+
+/** The `handoff.report` params for a view. */
+export function reportParams(view: ReportView): Record<string, unknown> {
+  if (view.kind !== 'handoff') {
+    return { kind: view.kind };
+  }
+  return 'revision' in view
+    ? { kind: 'handoff', revision: view.revision }
+    : { kind: 'handoff', prepared: view.prepared, scope: view.prepared.scope };
+}
+
+/** A refusal rendered into the pane instead of the report. */
+export function failureMarkdown(title: string, message: string, code: string): string {
+  return `# ${title}\n\n> **The Handoff server could not render this view** (\`${code}\`)\n>\n> ${message.replace(/\n/g, '\n> ')}\n`;
+}
+
+/** The Markdown for one preview path; never rejects (failures become Markdown). */
+export async function renderPreview(
+  server: HandoffServer,
+  p: string,
+  lookupPrepared: (digest: string) => PreparedHandoff | undefined,
+  token?: CancellationTokenLike,
+): Promise<string> {
+  const view = viewFromPath(p, lookupPrepared);
+  if (view === undefined) {
+    return failureMarkdown('Handoff', `There is no Handoff view at ${p}.`, 'invalid_params');
+  }
+  if ('missingPrepared' in view) {
+    return failureMarkdown(
+      `Prepared ${shortDigest(view.missingPrepared)}`,
+      'This prepared handoff is no longer kept in this editor session (it was committed, or the window was reloaded). Load it again from its file with "Handoff: Load Prepared Handoff".',
+      'invalid_prepared',
+    );
+  }
+  try {
+    const result = await server.execute<ReportResult>(ServerCommand.report, reportParams(view), { token });
+    return result.markdown;
+  } catch (error) {
+    const failure = toCommandError(error);
+    const title = view.kind === 'handoff' ? ('revision' in view ? view.revision : `Prepared ${shortDigest(view.prepared.digest)}`) : `Handoff ${view.kind}`;
+    return failureMarkdown(title, failure.message, failure.code);
+  }
+}
+
+/** The status bar's text and tooltip for a scope's continuity. */
+export function statusText(scope: string, data: Pick<ContinuityData, 'head' | 'transfer' | 'outcome'>): { text: string; tooltip: string } {
+  const head = data.head ? data.head.replace(/^handoff\/[^@]*/, '') : 'no revision';
+  const transfer = data.transfer === 'none' ? '' : ` · ${data.transfer.replace(/_/g, ' ')}`;
+  return {
+    text: `$(arrow-swap) ${scope} · ${head}${transfer}`,
+    tooltip: [
+      `Handoff scope: ${scope}`,
+      `Head: ${data.head ?? 'none committed'}`,
+      `Transfer: ${data.transfer.replace(/_/g, ' ')}`,
+      `Outcome: ${data.outcome}`,
+      '',
+      'Click to show the continuity report.',
+    ].join('\n'),
+  };
+}

@@ -1,0 +1,193 @@
+/** The server's command contract (spec/commands.md) as TypeScript types and constants. */
+
+export const ServerCommand = {
+  contract: 'handoff.contract',
+  recordWork: 'handoff.recordWork',
+  prepare: 'handoff.prepare',
+  handoffCurrentWork: 'handoff.handoffCurrentWork',
+  commit: 'handoff.commit',
+  continue: 'handoff.continue',
+  acknowledge: 'handoff.acknowledge',
+  recordOutcome: 'handoff.recordOutcome',
+  report: 'handoff.report',
+  generate: 'handoff.generate',
+  sessions: 'handoff.sessions',
+  ping: 'handoff.ping',
+} as const;
+export type ServerCommandId = (typeof ServerCommand)[keyof typeof ServerCommand];
+
+/** The notification the server sends after every successful mutation. */
+export const DID_CHANGE_NOTIFICATION = 'handoff/didChange';
+export interface DidChangeParams {
+  workspace: string;
+  scope: string;
+  command: string;
+}
+
+export const DISPOSITIONS = ['continuable', 'blocked', 'done'] as const;
+export type Disposition = (typeof DISPOSITIONS)[number];
+
+export const ACK_STATUSES = ['accepted', 'needs_clarification', 'declined'] as const;
+export type AckStatus = (typeof ACK_STATUSES)[number];
+
+export const OUTCOME_STATUSES = ['succeeded', 'partial', 'blocked', 'failed', 'cancelled', 'unknown'] as const;
+export type OutcomeStatus = (typeof OUTCOME_STATUSES)[number];
+
+export const CHECK_STATUSES = ['passed', 'failed', 'skipped', 'timed_out'] as const;
+export type CheckStatus = (typeof CHECK_STATUSES)[number];
+
+/** The four acceptance checks: wire key (camelCase) and the name refusals use (snake_case). */
+export const ACCEPTANCE_CHECKS = [
+  { key: 'evidenceAvailable', name: 'evidence_available', label: 'Evidence available', detail: 'I can read every cited source and artifact.' },
+  { key: 'liveStateConfirmed', name: 'live_state_confirmed', label: 'Live state confirmed', detail: 'The workspace really is in the state the handoff describes.' },
+  { key: 'capabilityConfirmed', name: 'capability_confirmed', label: 'Capability confirmed', detail: 'I have the tools and access the next actions need.' },
+  { key: 'authorizationConfirmed', name: 'authorization_confirmed', label: 'Authorization confirmed', detail: 'The user has authorised me to carry on with this work.' },
+] as const;
+export type AcceptanceCheckKey = (typeof ACCEPTANCE_CHECKS)[number]['key'];
+export type AcceptanceChecks = Record<AcceptanceCheckKey, boolean>;
+
+export const SCOPE_RE = /^(?![/.])(?!.*\.\.)[A-Za-z0-9._/-]{1,128}$/;
+export const REVISION_RE = /^handoff\/([A-Za-z0-9_-]{1,64})@([1-9][0-9]{0,8})$/;
+export const SOURCE_RE = /^source\/([A-Za-z0-9_-]{1,64})$/;
+
+export type Citation =
+  | { kind: 'source'; ref: string }
+  | { kind: 'artifact'; path: string; sha256?: string; lines?: [number, number] };
+
+export interface Fact {
+  text: string;
+  citations: Citation[];
+}
+
+export interface HandoffDraft {
+  objective: string;
+  state: Fact;
+  disposition: Disposition | string;
+  nextActions: Fact[];
+  document?: string;
+}
+
+/** Opaque to the client apart from these keys; passed back unchanged. */
+export interface PreparedHandoff {
+  scope: string;
+  base: string | null;
+  content: HandoffDraft;
+  evidence: Citation[];
+  boundary: string | null;
+  preparedAt: string;
+  digest: string;
+  [key: string]: unknown;
+}
+
+export interface SourceResult {
+  scope: string;
+  source: string;
+  seq?: number;
+}
+
+export interface PrepareResult {
+  scope: string;
+  prepared: PreparedHandoff;
+}
+
+export interface HandoffCurrentWorkResult extends PrepareResult {
+  boundary: string;
+}
+
+export interface CommitResult {
+  scope: string;
+  revision: string;
+  handoffId: string;
+  number: number;
+  idempotent: boolean;
+}
+
+export interface UnreadableEvidence {
+  citation: Citation;
+  reason: string;
+}
+
+export interface ContinueResult {
+  scope: string;
+  trust: 'untrusted_history';
+  mode: 'prepared' | 'exact' | 'latest';
+  found: boolean;
+  selected: string | null;
+  current: string | null;
+  content: HandoffDraft | null;
+  citations: Citation[];
+  unreadableEvidence: UnreadableEvidence[];
+  requiredChecks: string[];
+  digest?: string;
+}
+
+export interface AcknowledgeResult {
+  scope: string;
+  receipt: string;
+  status: AckStatus;
+  target: string;
+}
+
+export type ReportKind = 'continuity' | 'history' | 'handoff';
+
+export interface ContinuityData {
+  scope?: string;
+  head: string | null;
+  transfer: 'none' | 'pending' | 'accepted' | 'needs_clarification' | 'declined';
+  outcome: 'none' | 'covered' | 'uncovered';
+  totalEvents: number;
+  events: { seq: number; kind: string; at: string; summary: string }[];
+}
+
+export interface HistoryRevision {
+  revision: string;
+  number: number;
+  content?: Partial<HandoffDraft>;
+  committedAt?: string;
+  covered?: boolean;
+}
+
+export interface ReportResult<D = unknown> {
+  scope: string;
+  kind: ReportKind;
+  markdown: string;
+  data: D;
+}
+
+export interface AgentSession {
+  path: string;
+  format: string;
+  title?: string;
+  updatedAt: string;
+  messageCount: number;
+}
+
+export interface SessionsResult {
+  sessions: AgentSession[];
+}
+
+export interface GenerateResult {
+  scope?: string;
+  document: string;
+  missingSections: string[];
+  draft: HandoffDraft;
+  provider: string;
+  sourceSession: { path: string; format: string; id?: string };
+  newSession: null | { path: string; id: string; parentSession: string };
+  continueCommand?: string;
+}
+
+/** Is ``value`` shaped like a PreparedHandoff (enough to hand back to the server)? */
+export function isPreparedHandoff(value: unknown): value is PreparedHandoff {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return false;
+  }
+  const v = value as Record<string, unknown>;
+  return (
+    typeof v.scope === 'string' &&
+    typeof v.digest === 'string' &&
+    v.digest.startsWith('sha256:') &&
+    typeof v.content === 'object' &&
+    v.content !== null
+  );
+}

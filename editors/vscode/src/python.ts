@@ -1,0 +1,158 @@
+/** Finds the Python that runs the server: the `handoff.server.python` setting, else the
+ * Python extension's active environment, else `python3` on PATH; the `lsp_server` package
+ * from that environment or, for development, from the repository checkout. */
+
+import { execFile } from 'child_process';
+import { existsSync } from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+
+export type InterpreterOrigin = 'setting' | 'pythonExtension' | 'path' | 'checkoutVenv';
+
+export interface Interpreter {
+  python: string;
+  origin: InterpreterOrigin;
+}
+
+/** How to start the server: `<command> -m lsp_server` with this environment. */
+export interface ServerLaunch {
+  command: string;
+  args: string[];
+  env: NodeJS.ProcessEnv;
+  origin: InterpreterOrigin;
+  /** Where `lsp_server` came from: the environment itself or the checkout (PYTHONPATH). */
+  packageFrom: 'environment' | 'checkout';
+  version: string;
+}
+
+/** Runs `python -c <code>`; resolves to stdout, rejects with a one-line reason. */
+export type Probe = (python: string, env: NodeJS.ProcessEnv) => Promise<string>;
+
+const PROBE_CODE = 'import sys, lsp_server; sys.stdout.write(getattr(lsp_server, "__version__", "unknown"))';
+
+export const probeServerPackage: Probe = (python, env) =>
+  new Promise((resolve, reject) => {
+    execFile(python, ['-c', PROBE_CODE], { env, timeout: 30_000, windowsHide: true }, (error, stdout, stderr) => {
+      if (!error) {
+        resolve(stdout.trim());
+        return;
+      }
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') {
+        reject(new Error(`${python} was not found`));
+      } else if (code === 'EACCES') {
+        reject(new Error(`${python} is not executable`));
+      } else if (/No module named '?lsp_server/.test(stderr)) {
+        reject(new Error(`${python} cannot import lsp_server`));
+      } else {
+        const last = stderr.trim().split('\n').pop() || error.message;
+        reject(new Error(`${python} failed: ${last}`));
+      }
+    });
+  });
+
+/** Expands `${workspaceFolder}`, `${userHome}`, `~` and `${env:NAME}` in a configured path. */
+export function expandPythonSetting(value: string, workspaceFolder: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
+  let result = value.trim();
+  if (result === '~' || result.startsWith('~/')) {
+    result = os.homedir() + result.slice(1);
+  }
+  result = result
+    .replace(/\$\{userHome\}/g, os.homedir())
+    .replace(/\$\{env:([^}]+)\}/g, (_m, name: string) => env[name] ?? '');
+  if (workspaceFolder) {
+    result = result.replace(/\$\{workspaceFolder\}/g, workspaceFolder);
+    if (!path.isAbsolute(result) && (result.includes('/') || result.includes('\\'))) {
+      result = path.join(workspaceFolder, result);
+    }
+  }
+  return result;
+}
+
+/** The repository checkout an unpackaged extension runs from (`<repo>/editors/vscode`). */
+export function findCheckout(extensionPath: string): string | undefined {
+  const repo = path.resolve(extensionPath, '..', '..');
+  return existsSync(path.join(repo, 'lsp_server', '__init__.py')) && existsSync(path.join(repo, 'pyproject.toml')) ? repo : undefined;
+}
+
+function venvPython(dir: string): string {
+  return process.platform === 'win32' ? path.join(dir, '.venv', 'Scripts', 'python.exe') : path.join(dir, '.venv', 'bin', 'python');
+}
+
+export interface ResolveOptions {
+  /** The `handoff.server.python` setting, already expanded; empty when unset. */
+  settingPython?: string;
+  /** The Python extension's active interpreter, if that extension is installed. */
+  pythonExtension?: () => Promise<string | undefined>;
+  /** The repository checkout, for development. */
+  checkout?: string;
+  env?: NodeJS.ProcessEnv;
+  probe?: Probe;
+}
+
+/** Raised when no interpreter can run the server; lists everything that was tried. */
+export class ServerNotFoundError extends Error {
+  constructor(readonly attempts: string[]) {
+    super(
+      'Handoff cannot start its language server: ' +
+        attempts.join('; ') +
+        '. Set "handoff.server.python" to a Python where handoff-lsp is installed (pip install handoff-lsp).',
+    );
+    this.name = 'ServerNotFoundError';
+  }
+}
+
+/** The interpreter the settings and the Python extension point at, in that order. */
+export async function chooseInterpreter(options: ResolveOptions, attempts: string[]): Promise<Interpreter> {
+  if (options.settingPython && options.settingPython.trim()) {
+    return { python: options.settingPython.trim(), origin: 'setting' };
+  }
+  if (options.pythonExtension) {
+    try {
+      const python = await options.pythonExtension();
+      if (python) {
+        return { python, origin: 'pythonExtension' };
+      }
+    } catch (error) {
+      attempts.push(`the Python extension gave no interpreter (${(error as Error).message})`);
+    }
+  }
+  return { python: process.platform === 'win32' ? 'python' : 'python3', origin: 'path' };
+}
+
+/** Picks the first interpreter/package combination that imports `lsp_server`. */
+export async function resolveServerLaunch(options: ResolveOptions): Promise<ServerLaunch> {
+  const env = options.env ?? process.env;
+  const probe = options.probe ?? probeServerPackage;
+  const attempts: string[] = [];
+  const interpreter = await chooseInterpreter(options, attempts);
+
+  const candidates: { python: string; origin: InterpreterOrigin; env: NodeJS.ProcessEnv; packageFrom: ServerLaunch['packageFrom'] }[] = [
+    { ...interpreter, env, packageFrom: 'environment' },
+  ];
+  if (options.checkout) {
+    const pythonPath = [options.checkout, env.PYTHONPATH].filter(Boolean).join(path.delimiter);
+    candidates.push({ ...interpreter, env: { ...env, PYTHONPATH: pythonPath }, packageFrom: 'checkout' });
+    const venv = venvPython(options.checkout);
+    if (interpreter.origin !== 'setting' && existsSync(venv) && venv !== interpreter.python) {
+      candidates.push({ python: venv, origin: 'checkoutVenv', env, packageFrom: 'environment' });
+    }
+  }
+  for (const candidate of candidates) {
+    try {
+      const version = await probe(candidate.python, candidate.env);
+      return {
+        command: candidate.python,
+        args: ['-m', 'lsp_server'],
+        env: candidate.env,
+        origin: candidate.origin,
+        packageFrom: candidate.packageFrom,
+        version,
+      };
+    } catch (error) {
+      const reason = (error as Error).message;
+      attempts.push(candidate.packageFrom === 'checkout' ? `${reason} with the checkout ${options.checkout} on PYTHONPATH` : reason);
+    }
+  }
+  throw new ServerNotFoundError(attempts);
+}

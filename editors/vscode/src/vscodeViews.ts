@@ -1,0 +1,131 @@
+/** What the user sees in VS Code: the Markdown preview pane (a content provider on the
+ * `handoff-preview:` scheme), editable drafts, and the status bar item. */
+
+import * as path from 'path';
+import * as vscode from 'vscode';
+import type { DraftDocument, HandoffServer, ReportView, Views } from './commands';
+import { PaletteCommand } from './commands';
+import { toCommandError } from './errors';
+import { ContinuityData, HandoffDraft, PreparedHandoff, ReportResult, ServerCommand } from './protocol';
+import { PREVIEW_SCHEME, previewPath, renderPreview, statusText } from './preview';
+
+export class HandoffPreviewProvider implements vscode.TextDocumentContentProvider, vscode.Disposable {
+  private readonly changeEmitter = new vscode.EventEmitter<vscode.Uri>();
+  readonly onDidChange = this.changeEmitter.event;
+  /** Previews opened in this window, refreshed on every server change. */
+  private readonly opened = new Map<string, vscode.Uri>();
+
+  constructor(
+    private readonly server: HandoffServer,
+    private readonly lookupPrepared: (digest: string) => PreparedHandoff | undefined,
+  ) {}
+
+  provideTextDocumentContent(uri: vscode.Uri, token: vscode.CancellationToken): Promise<string> {
+    this.opened.set(uri.toString(), uri);
+    return renderPreview(this.server, uri.path, this.lookupPrepared, token);
+  }
+
+  uriFor(view: ReportView): vscode.Uri {
+    return vscode.Uri.from({ scheme: PREVIEW_SCHEME, path: previewPath(view) });
+  }
+
+  /** Re-renders every open preview (the server reported a change). */
+  async refresh(): Promise<void> {
+    for (const uri of this.opened.values()) {
+      this.changeEmitter.fire(uri);
+    }
+    if (this.opened.size > 0) {
+      await vscode.commands.executeCommand('markdown.preview.refresh');
+    }
+  }
+
+  async show(view: ReportView): Promise<void> {
+    const uri = this.uriFor(view);
+    if (this.opened.has(uri.toString())) {
+      this.changeEmitter.fire(uri);
+    }
+    await vscode.workspace.openTextDocument(uri);
+    await vscode.commands.executeCommand('markdown.showPreviewToSide', uri);
+  }
+
+  dispose(): void {
+    this.changeEmitter.dispose();
+  }
+}
+
+export class VscodeViews implements Views {
+  /** Structured drafts from Generate, by the URI of the Markdown document they opened in. */
+  private readonly drafts = new Map<string, HandoffDraft>();
+  private lastMarkdown: vscode.TextDocument | undefined;
+
+  constructor(private readonly preview: HandoffPreviewProvider) {}
+
+  /** Remembers the last Markdown editor, for commands run while the preview has focus. */
+  track(editor: vscode.TextEditor | undefined): void {
+    if (editor && editor.document.languageId === 'markdown' && editor.document.uri.scheme !== PREVIEW_SCHEME) {
+      this.lastMarkdown = editor.document;
+    }
+  }
+
+  showReport(view: ReportView): Promise<void> {
+    return this.preview.show(view);
+  }
+
+  async openDraft(document: string, draft: HandoffDraft): Promise<void> {
+    const doc = await vscode.workspace.openTextDocument({ language: 'markdown', content: document });
+    this.drafts.set(doc.uri.toString(), draft);
+    const editor = await vscode.window.showTextDocument(doc, { preview: false });
+    this.track(editor);
+  }
+
+  activeDraft(): DraftDocument | undefined {
+    const active = vscode.window.activeTextEditor?.document;
+    const doc = active && active.languageId === 'markdown' && active.uri.scheme !== PREVIEW_SCHEME ? active : this.lastMarkdown;
+    if (!doc || doc.isClosed) {
+      return undefined;
+    }
+    const name = doc.isUntitled ? doc.uri.path : path.basename(doc.uri.fsPath);
+    return { name, text: doc.getText(), draft: this.drafts.get(doc.uri.toString()) };
+  }
+}
+
+/** Scope, head revision and transfer state; click → continuity view. */
+export class HandoffStatusBar implements vscode.Disposable {
+  private readonly item = vscode.window.createStatusBarItem('handoff.status', vscode.StatusBarAlignment.Left, 50);
+
+  constructor(private readonly server: HandoffServer) {
+    this.item.name = 'Handoff';
+    this.item.command = PaletteCommand.showContinuity;
+  }
+
+  starting(): void {
+    this.item.text = '$(sync~spin) Handoff';
+    this.item.tooltip = 'Starting the Handoff language server…';
+    this.item.backgroundColor = undefined;
+    this.item.show();
+  }
+
+  failed(message: string): void {
+    this.item.text = '$(warning) Handoff';
+    this.item.tooltip = `${message}\n\nClick to show the continuity report, or run "Handoff: Restart Server".`;
+    this.item.backgroundColor = new vscode.ThemeColor('statusBarItem.warningBackground');
+    this.item.show();
+  }
+
+  async refresh(): Promise<void> {
+    try {
+      const report = await this.server.execute<ReportResult<ContinuityData>>(ServerCommand.report, { kind: 'continuity' });
+      const { text, tooltip } = statusText(report.scope, report.data);
+      this.item.text = text;
+      this.item.tooltip = tooltip;
+      this.item.backgroundColor = undefined;
+      this.item.show();
+    } catch (error) {
+      this.failed(toCommandError(error).message);
+    }
+  }
+
+  dispose(): void {
+    this.item.dispose();
+  }
+}
