@@ -232,3 +232,39 @@ def test_handoff_cancel_stops_a_slow_generation(run_nvim, workspace, tmp_path):
     # A second cancel finds nothing running.
     assert r["cancel_again"]["ok"] and r["cancel_again"]["result"]["cancelled"] == 0
     assert "No handoff generation is running." in run.notes_at(INFO)
+
+
+def test_settings_refusals_and_checkhealth(run_nvim, workspace, tmp_path):
+    run = run_nvim("misc", workspace, {"scope": "from-settings"})
+    r = run.results
+
+    # Usage errors name the problem; they reach no server.
+    assert r["usage_notes"][0]["level"] == ERROR
+    assert 'unknown subcommand "frobnicate"' in r["usage_notes"][0]["msg"]
+    assert r["usage_notes"][1]["msg"] == "Handoff report: unknown option --bogus."
+
+    # A dismissed prompt ends quietly: no notification, nothing recorded.
+    assert (r["dismissed"]["ok"], r["dismissed"]["kind"]) == (False, "aborted")
+    assert r["dismissed_notes"] == []
+
+    # The server's refusal of a bad status, with its message.
+    bad = r["bad_outcome"]
+    assert (bad["ok"], bad["code"]) == (False, "invalid_status")
+    assert "'finished'" in bad["message"]
+    assert f"Handoff outcome: {bad['message']}" in run.notes_at(ERROR)
+
+    # Started on demand for the current directory (no root marker), with vim.g.handoff.
+    assert Path(r["root_dir"]).resolve() == workspace.resolve()
+    assert r["preview_first"].startswith("# Work continuity: from-settings")
+    assert r["report_second"]["ok"]
+    assert r["preview_second"].startswith("# Work continuity: from-vim-g")
+    assert r["settings_sent"] == {"scope": "from-vim-g"}
+
+    health = r["health"]
+    assert "handoff: language server" in health
+    assert f"Server binary: {sys.executable}" in health
+    assert re.search(r"Server version: handoff-lsp \d+\.\d+", health), health
+    assert re.search(r"handoff.ping answered: version \d+\.\d+", health), health
+    assert f"Client 1 running for {workspace}" in health
+    assert "State folder" in health
+    assert "ERROR" not in health, health

@@ -1,0 +1,39 @@
+-- Health, settings through vim.g.handoff, refusals of bad input, dismissed prompts.
+
+local H = dofile(os.getenv("HANDOFF_HARNESS"))
+
+H.main(function()
+  local R = H.record
+
+  -- Bad command lines never reach the server.
+  local n = #H.notes
+  vim.cmd("Handoff frobnicate")
+  vim.cmd("Handoff report --bogus")
+  R("usage_notes", vim.list_slice(H.notes, n + 1))
+
+  -- A dismissed prompt ends the subcommand quietly.
+  n = #H.notes
+  H.answer(vim.NIL)
+  R("dismissed", H.handoff("contract"))
+  R("dismissed_notes", vim.list_slice(H.notes, n + 1))
+
+  -- A server refusal of malformed input (invalid status) is shown with its message.
+  R("bad_outcome", H.handoff("outcome finished 'it went well'"))
+
+  -- The client was started on demand for the current directory.
+  local client = vim.lsp.get_clients({ name = "handoff" })[1]
+  R("root_dir", client.root_dir)
+
+  -- The configured scope comes from vim.g.handoff; changing it reaches the server
+  -- at the next :Handoff (didChangeConfiguration).
+  R("report_first", H.handoff("report continuity"))
+  R("preview_first", H.preview())
+  vim.g.handoff = { scope = "from-vim-g" }
+  R("report_second", H.handoff("report continuity"))
+  R("preview_second", H.preview())
+  R("settings_sent", client.settings.handoff)
+
+  -- :checkhealth handoff.
+  vim.cmd("checkhealth handoff")
+  R("health", table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n"))
+end)
