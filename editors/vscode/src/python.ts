@@ -28,7 +28,9 @@ export interface ServerLaunch {
 /** Runs `python -c <code>`; resolves to stdout, rejects with a one-line reason. */
 export type Probe = (python: string, env: NodeJS.ProcessEnv) => Promise<string>;
 
-const PROBE_CODE = 'import sys, lsp_server; sys.stdout.write(getattr(lsp_server, "__version__", "unknown"))';
+// Imports the server module (and so pygls), not just the package, so a half-installed
+// environment is caught here with its reason rather than as a crash after start.
+const PROBE_CODE = 'import sys, lsp_server, lsp_server.server; sys.stdout.write(getattr(lsp_server, "__version__", "unknown"))';
 
 export const probeServerPackage: Probe = (python, env) =>
   new Promise((resolve, reject) => {
@@ -42,8 +44,11 @@ export const probeServerPackage: Probe = (python, env) =>
         reject(new Error(`${python} was not found`));
       } else if (code === 'EACCES') {
         reject(new Error(`${python} is not executable`));
-      } else if (/No module named '?lsp_server/.test(stderr)) {
+      } else if (/No module named '?lsp_server'?$/m.test(stderr)) {
         reject(new Error(`${python} cannot import lsp_server`));
+      } else if (/No module named '?([\w.]+)/.test(stderr)) {
+        const missing = /No module named '?([\w.]+)/.exec(stderr)?.[1];
+        reject(new Error(`${python} has lsp_server but not its dependency ${missing}`));
       } else {
         const last = stderr.trim().split('\n').pop() || error.message;
         reject(new Error(`${python} failed: ${last}`));

@@ -1,0 +1,301 @@
+import { strict as assert } from 'assert';
+import { promises as fs } from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { ResponseError } from 'vscode-jsonrpc';
+import { HandoffCommands } from '../../src/commands';
+import { historyReport, preparedFixture, RecordingServer, RecordingViews, REVISION, ScriptedUi } from './fakes';
+
+const flush = () => new Promise((resolve) => setImmediate(resolve));
+
+function refusal(code: string, message: string, data: Record<string, unknown> = {}) {
+  return new ResponseError(code === 'invalid_params' ? -32602 : -32803, message, { code, ...data });
+}
+
+describe('palette commands', () => {
+  describe('Acknowledge', () => {
+    it('sends the exact head revision, the status and the ticked checks; a refusal shows the server message', async () => {
+      const message = `Cannot record 'accepted' for ${REVISION}: not confirmed: live_state_confirmed, capability_confirmed. Record needs_clarification or declined instead, or confirm the checks.`;
+      const server = new RecordingServer({
+        'handoff.report': () => historyReport(),
+        'handoff.acknowledge': () => {
+          throw refusal('acceptance_checks_failed', message, { failed: ['live_state_confirmed', 'capability_confirmed'] });
+        },
+      });
+      const ui = new ScriptedUi([
+        { pick: REVISION },
+        { pick: 'accepted' },
+        { pickMany: ['Evidence available', 'Authorization confirmed'] },
+        { type: '' },
+      ]);
+      const commands = new HandoffCommands(ui, server, new RecordingViews());
+      const result = await commands.acknowledge();
+      assert.equal(result, undefined);
+      assert.deepEqual(server.paramsOf('handoff.acknowledge'), {
+        mode: 'exact',
+        revision: REVISION,
+        status: 'accepted',
+        checks: { evidenceAvailable: true, liveStateConfirmed: false, capabilityConfirmed: false, authorizationConfirmed: true },
+      });
+      assert.deepEqual(ui.errors(), [message]);
+      assert.deepEqual(commands.receipts, []);
+    });
+
+    it('records the receipt and offers it to Record Outcome', async () => {
+      const server = new RecordingServer({
+        'handoff.report': () => historyReport(),
+        'handoff.acknowledge': (p) => ({ scope: 'openapi-client', receipt: 'source/r1', status: p.status, target: p.revision }),
+        'handoff.recordOutcome': () => ({ scope: 'openapi-client', source: 'source/o1' }),
+      });
+      const ui = new ScriptedUi([
+        { pick: REVISION },
+        { pick: 'needs_clarification' },
+        { pickMany: [] },
+        { type: 'which API version?' },
+      ]);
+      const commands = new HandoffCommands(ui, server, new RecordingViews());
+      const ack = await commands.acknowledge();
+      assert.equal(ack?.receipt, 'source/r1');
+      assert.equal(server.paramsOf('handoff.acknowledge').note, 'which API version?');
+
+      ui.answer({ pick: 'blocked' }, { type: 'waiting for the API owner' }, { type: '' }, { pick: 'source/r1' });
+      await commands.recordOutcome();
+      assert.deepEqual(server.paramsOf('handoff.recordOutcome'), {
+        status: 'blocked',
+        summary: 'waiting for the API owner',
+        checks: [],
+        receipt: 'source/r1',
+      });
+      const receiptStep = ui.steps[ui.steps.length - 1];
+      assert.deepEqual(receiptStep.items, ['source/r1', 'source/ack1', 'No receipt']);
+    });
+
+    it('sends nothing when the user dismisses a step', async () => {
+      const server = new RecordingServer({ 'handoff.report': () => historyReport() });
+      const ui = new ScriptedUi([{ pick: REVISION }, { dismiss: true }]);
+      await new HandoffCommands(ui, server, new RecordingViews()).acknowledge();
+      assert.deepEqual(server.calls.map((c) => c.command), ['handoff.report']);
+      assert.deepEqual(ui.shown, []);
+    });
+  });
+
+  describe('Continue', () => {
+    it('continues from latest, opens the selected revision and remembers it for Acknowledge', async () => {
+      const server = new RecordingServer({
+        'handoff.report': () => historyReport(),
+        'handoff.continue': () => ({
+          scope: 'openapi-client',
+          trust: 'untrusted_history',
+          mode: 'latest',
+          found: true,
+          selected: REVISION,
+          current: REVISION,
+          content: { objective: 'x' },
+          citations: [],
+          unreadableEvidence: [{ citation: { kind: 'artifact', path: 'client/pets_client.py' }, reason: 'changed' }],
+          requiredChecks: [],
+        }),
+      });
+      const ui = new ScriptedUi([{ pick: 'Latest revision' }]);
+      const views = new RecordingViews();
+      const commands = new HandoffCommands(ui, server, views);
+      await commands.continue();
+      assert.deepEqual(server.paramsOf('handoff.continue'), { mode: 'latest' });
+      assert.deepEqual(views.reports, [{ kind: 'handoff', revision: REVISION }]);
+      assert.deepEqual(commands.lastContinued, { kind: 'revision', revision: REVISION });
+      assert.equal(ui.shown[0].kind, 'warn');
+      assert.match(ui.shown[0].message, /untrusted history/);
+      assert.match(ui.shown[0].message, /1 cited item is unreadable/);
+      assert.deepEqual(ui.shown[0].actions, ['Acknowledge…']);
+    });
+
+    it('says so when nothing is committed yet', async () => {
+      const server = new RecordingServer({
+        'handoff.report': () => historyReport([]),
+        'handoff.continue': () => ({ scope: 'default', found: false, selected: null, current: null, unreadableEvidence: [] }),
+      });
+      const ui = new ScriptedUi([{ pick: 'Latest revision' }]);
+      const views = new RecordingViews();
+      await new HandoffCommands(ui, server, views).continue();
+      assert.deepEqual(views.reports, []);
+      assert.match(ui.shown[0].message, /No committed revision in default yet/);
+    });
+  });
+
+  describe('drafts, prepare and commit', () => {
+    it('prepares the edited text of a generated draft, keeps it, and commits it with its scope', async () => {
+      const prepared = preparedFixture();
+      const server = new RecordingServer({
+        'handoff.prepare': () => ({ scope: 'openapi-client', prepared }),
+        'handoff.commit': () => ({ scope: 'openapi-client', revision: REVISION, handoffId: 'ec6bd8c4c24e', number: 1, idempotent: false }),
+      });
+      const ui = new ScriptedUi();
+      const views = new RecordingViews();
+      const draft = preparedFixture().content;
+      views.active = { name: 'Untitled-1', text: '## Goal\nedited by the user', draft };
+      const commands = new HandoffCommands(ui, server, views);
+
+      await commands.prepareFromDraft();
+      assert.deepEqual(server.paramsOf('handoff.prepare'), { draft: { ...draft, document: '## Goal\nedited by the user' } });
+      assert.deepEqual(commands.shelf.list(), [prepared]);
+      assert.deepEqual(views.reports, [{ kind: 'handoff', prepared }]);
+      assert.deepEqual(ui.shown[0].actions, ['Commit', 'Save…']);
+
+      ui.answer({ pick: 'Prepared 5b370b11276f' });
+      const commit = await commands.commit();
+      assert.equal(commit?.revision, REVISION);
+      assert.deepEqual(server.paramsOf('handoff.commit'), { scope: 'openapi-client', prepared });
+      assert.equal(commands.shelf.size, 0, 'a committed handoff leaves the shelf');
+    });
+
+    it('asks for the whole draft when the Markdown document did not come from Generate', async () => {
+      const prepared = preparedFixture();
+      const server = new RecordingServer({ 'handoff.prepare': () => ({ scope: 'openapi-client', prepared }) });
+      const ui = new ScriptedUi([
+        { type: 'ship v2' },
+        { type: 'v2 schema merged' },
+        { type: 'openapi.yaml' },
+        { pick: 'continuable' },
+        { type: '' },
+      ]);
+      const views = new RecordingViews();
+      views.active = { name: 'notes.md', text: '# Notes' };
+      await new HandoffCommands(ui, server, views).prepareFromDraft();
+      assert.deepEqual(server.paramsOf('handoff.prepare'), {
+        draft: {
+          objective: 'ship v2',
+          state: { text: 'v2 schema merged', citations: [{ kind: 'artifact', path: 'openapi.yaml' }] },
+          disposition: 'continuable',
+          nextActions: [],
+          document: '# Notes',
+        },
+      });
+    });
+
+    it('commits straight from the notification action', async () => {
+      const prepared = preparedFixture();
+      const server = new RecordingServer({
+        'handoff.handoffCurrentWork': () => ({ scope: 'openapi-client', prepared, boundary: 'source/b1' }),
+        'handoff.commit': () => ({ scope: 'openapi-client', revision: REVISION, handoffId: 'x', number: 1, idempotent: false }),
+      });
+      const ui = new ScriptedUi();
+      ui.clickAction = 'Commit';
+      await new HandoffCommands(ui, server, new RecordingViews()).handoffCurrentWork();
+      await flush();
+      assert.deepEqual(server.paramsOf('handoff.handoffCurrentWork'), {});
+      assert.deepEqual(server.paramsOf('handoff.commit'), { scope: 'openapi-client', prepared });
+      assert.match(ui.shown[1].message, /Committed handoff\/ec6bd8c4c24e@1 in openapi-client/);
+    });
+
+    it('saves a prepared handoff unchanged and loads it back for Commit', async () => {
+      const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'handoff-vscode-'));
+      const prepared = preparedFixture();
+      const server = new RecordingServer({
+        'handoff.report': () => ({ markdown: '', data: {} }),
+        'handoff.commit': () => ({ scope: 'openapi-client', revision: REVISION, handoffId: 'x', number: 1, idempotent: true }),
+      });
+      const ui = new ScriptedUi();
+      const first = new HandoffCommands(ui, server, new RecordingViews());
+      first.shelf.add(prepared);
+      ui.saveTo = path.join(dir, 'p.json');
+      await first.savePrepared(prepared);
+      assert.deepEqual(JSON.parse(await fs.readFile(ui.saveTo, 'utf8')), prepared);
+
+      const second = new HandoffCommands(ui, server, new RecordingViews());
+      ui.openFrom = ui.saveTo;
+      ui.answer({ pick: 'Load prepared handoff from file' });
+      const commit = await second.commit();
+      assert.equal(commit?.idempotent, true);
+      assert.deepEqual(server.paramsOf('handoff.commit').prepared, prepared);
+      assert.match(ui.shown[ui.shown.length - 1].message, /Already committed as/);
+    });
+
+    it('shows a clear error for a file that is not a prepared handoff', async () => {
+      const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'handoff-vscode-'));
+      await fs.writeFile(path.join(dir, 'bad.json'), '{"scope": "x"}');
+      const ui = new ScriptedUi();
+      ui.openFrom = path.join(dir, 'bad.json');
+      const server = new RecordingServer({});
+      await new HandoffCommands(ui, server, new RecordingViews()).loadPrepared();
+      assert.equal(server.calls.length, 0);
+      assert.match(ui.errors()[0], /does not hold a prepared handoff/);
+    });
+  });
+
+  describe('Generate', () => {
+    it('forwards progress, opens the draft, and warns about missing sections', async () => {
+      const server = new RecordingServer({
+        'handoff.sessions': () => ({
+          sessions: [{ path: '/home/u/.pi/agent/sessions/--w--/s1.jsonl', format: 'pi', title: 'fix the client', updatedAt: '2026-12-01T07:00:00Z', messageCount: 42 }],
+        }),
+        'handoff.generate': (_p, options) => {
+          options.progress?.('Reading the session', 10);
+          options.progress?.('Writing the handoff', 60);
+          return {
+            document: '## Goal\nfix the client',
+            missingSections: ['Key Decisions'],
+            draft: preparedFixture().content,
+            provider: 'extractive',
+            sourceSession: { path: 's1', format: 'pi' },
+            newSession: { path: '/home/u/.pi/agent/sessions/--w--/s2.jsonl', id: 's2', parentSession: 's1' },
+          };
+        },
+      });
+      const ui = new ScriptedUi([{ pick: 'fix the client' }, { type: 'the failing test' }]);
+      const views = new RecordingViews();
+      await new HandoffCommands(ui, server, views).generate();
+      assert.deepEqual(server.paramsOf('handoff.generate'), {
+        session: '/home/u/.pi/agent/sessions/--w--/s1.jsonl',
+        format: 'pi',
+        focus: 'the failing test',
+      });
+      assert.deepEqual(ui.progress, [
+        { title: 'Generating handoff…', reports: [['Reading the session', 10], ['Writing the handoff', 60]] },
+      ]);
+      assert.equal(views.drafts[0].document, '## Goal\nfix the client');
+      assert.equal(ui.shown[0].kind, 'warn');
+      assert.match(ui.shown[0].message, /missing sections: Key Decisions; new session .*s2\.jsonl/);
+    });
+
+    it('Cancel aborts the request through its token: information, no draft', async () => {
+      const server = new RecordingServer({
+        'handoff.sessions': () => ({ sessions: [{ path: 's1.jsonl', format: 'claude', updatedAt: 'now', messageCount: 3 }] }),
+        'handoff.generate': (_p, options) =>
+          new Promise((_resolve, reject) => {
+            options.token?.onCancellationRequested(() =>
+              reject(new ResponseError(-32800, 'Generation was cancelled; nothing was written.', { code: 'cancelled' })),
+            );
+          }),
+      });
+      const ui = new ScriptedUi([{ pick: 's1.jsonl' }, { type: '' }]);
+      ui.onProgress = (cancel) => setTimeout(cancel, 5);
+      const views = new RecordingViews();
+      const result = await new HandoffCommands(ui, server, views).generate();
+      assert.equal(result, undefined);
+      assert.deepEqual(server.paramsOf('handoff.generate'), { session: 's1.jsonl', format: 'claude' });
+      assert.deepEqual(views.drafts, []);
+      assert.deepEqual(ui.errors(), []);
+      assert.deepEqual(ui.shown, [{ kind: 'info', message: 'Generation was cancelled; nothing was written.', actions: [] }]);
+    });
+
+    it('shows the guard refusal for an empty session', async () => {
+      const server = new RecordingServer({
+        'handoff.sessions': () => ({ sessions: [{ path: 's1.jsonl', format: 'pi', updatedAt: 'now', messageCount: 1 }] }),
+        'handoff.generate': () => {
+          throw refusal('nothing_to_hand_off', 'Nothing to hand off (no messages yet).');
+        },
+      });
+      const ui = new ScriptedUi([{ pick: 's1.jsonl' }, { type: '' }]);
+      await new HandoffCommands(ui, server, new RecordingViews()).generate();
+      assert.deepEqual(ui.errors(), ['Nothing to hand off (no messages yet).']);
+    });
+  });
+
+  it('Record Work Contract shows the recorded source', async () => {
+    const server = new RecordingServer({ 'handoff.contract': () => ({ scope: 'main', source: 'source/c1' }) });
+    const ui = new ScriptedUi([{ type: 'ship it' }, { type: 'a' }, { type: '' }, { type: '' }, { type: 'b' }, { type: '' }]);
+    await new HandoffCommands(ui, server, new RecordingViews()).recordContract();
+    assert.deepEqual(server.paramsOf('handoff.contract'), { objective: 'ship it', inScope: ['a'], outOfScope: [], acceptance: ['b'] });
+    assert.deepEqual(ui.shown, [{ kind: 'info', message: 'Work Contract recorded as source/c1 in main.', actions: [] }]);
+  });
+});

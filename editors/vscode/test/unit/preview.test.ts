@@ -1,0 +1,91 @@
+import { strict as assert } from 'assert';
+import { ResponseError } from 'vscode-jsonrpc';
+import { previewPath, renderPreview, reportParams, statusText, viewFromPath } from '../../src/preview';
+import { serverSettings } from '../../src/settings';
+import { preparedFixture, RecordingServer, REVISION } from './fakes';
+
+describe('preview pane documents', () => {
+  it('names every view with a .md path and maps it back', () => {
+    const prepared = preparedFixture();
+    const lookup = (digest: string) => (digest === prepared.digest ? prepared : undefined);
+    for (const view of [
+      { kind: 'continuity' as const },
+      { kind: 'history' as const },
+      { kind: 'handoff' as const, revision: REVISION },
+      { kind: 'handoff' as const, prepared },
+    ]) {
+      const p = previewPath(view);
+      assert.match(p, /\.md$/);
+      assert.deepEqual(viewFromPath(p, lookup), view);
+    }
+    assert.equal(previewPath({ kind: 'handoff', revision: REVISION }), '/handoff/ec6bd8c4c24e@1.md');
+  });
+
+  it('asks the server for the report of the view', () => {
+    const prepared = preparedFixture();
+    assert.deepEqual(reportParams({ kind: 'continuity' }), { kind: 'continuity' });
+    assert.deepEqual(reportParams({ kind: 'handoff', revision: REVISION }), { kind: 'handoff', revision: REVISION });
+    assert.deepEqual(reportParams({ kind: 'handoff', prepared }), { kind: 'handoff', prepared, scope: 'openapi-client' });
+  });
+
+  it('renders the server Markdown, and a refusal as Markdown instead of failing', async () => {
+    const server = new RecordingServer({
+      'handoff.report': (p) => {
+        if (p.kind === 'continuity') {
+          return { markdown: '# Work continuity: openapi-client\n' };
+        }
+        throw new ResponseError(-32803, `There is no committed revision ${p.revision}.`, { code: 'revision_not_found' });
+      },
+    });
+    assert.equal(await renderPreview(server, '/continuity.md', () => undefined), '# Work continuity: openapi-client\n');
+    const refused = await renderPreview(server, '/handoff/gone@9.md', () => undefined);
+    assert.match(refused, /^# handoff\/gone@9/);
+    assert.match(refused, /`revision_not_found`/);
+    assert.match(refused, /There is no committed revision handoff\/gone@9\./);
+  });
+
+  it('explains a prepared preview that is no longer kept', async () => {
+    const server = new RecordingServer({});
+    const text = await renderPreview(server, `/prepared/${'a'.repeat(64)}.md`, () => undefined);
+    assert.match(text, /no longer kept/);
+    assert.equal(server.calls.length, 0);
+  });
+
+  it('puts scope, head and transfer in the status bar', () => {
+    const s = statusText('openapi-client', { head: REVISION, transfer: 'needs_clarification', outcome: 'none' });
+    assert.equal(s.text, '$(arrow-swap) openapi-client · @1 · needs clarification');
+    assert.match(s.tooltip, /Head: handoff\/ec6bd8c4c24e@1/);
+    assert.equal(statusText('main', { head: null, transfer: 'none', outcome: 'none' }).text, '$(arrow-swap) main · no revision');
+  });
+});
+
+describe('server settings', () => {
+  it('sends only what is set, in the shape the server reads', () => {
+    const values: Record<string, unknown> = {
+      scope: '',
+      stateFolder: '.handoff',
+      logLevel: 'debug',
+      'generation.provider': 'openai',
+      'generation.startSession': null,
+      'generation.maxPromptTokens': 8000,
+      'generation.openai.baseUrl': 'http://127.0.0.1:11434/v1',
+      'generation.openai.apiKeyEnv': 'OLLAMA_KEY',
+      'generation.command.argv': [],
+      'server.python': '/usr/bin/python3',
+    };
+    assert.deepEqual(
+      serverSettings((key) => values[key] as never),
+      {
+        stateFolder: '.handoff',
+        logLevel: 'debug',
+        generation: {
+          provider: 'openai',
+          maxPromptTokens: 8000,
+          openai: { baseUrl: 'http://127.0.0.1:11434/v1', apiKeyEnv: 'OLLAMA_KEY' },
+          anthropic: {},
+          command: {},
+        },
+      },
+    );
+  });
+});

@@ -1,0 +1,104 @@
+import { strict as assert } from 'assert';
+import { existsSync, promises as fs } from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { expandPythonSetting, findCheckout, probeServerPackage, resolveServerLaunch, ServerNotFoundError } from '../../src/python';
+
+const extensionRoot = path.resolve(__dirname, '..', '..', '..');
+const checkout = findCheckout(extensionRoot);
+const venvPython = checkout ? path.join(checkout, '.venv', 'bin', 'python') : '';
+
+describe('server interpreter resolution', function () {
+  this.timeout(60_000);
+
+  it('finds the repository checkout the extension is built in', () => {
+    assert.ok(checkout, `no lsp_server checkout above ${extensionRoot}`);
+    assert.ok(existsSync(path.join(checkout, 'lsp_server', '__init__.py')));
+  });
+
+  it('prefers the setting, then the Python extension, then python3 on PATH', async () => {
+    const tried: string[] = [];
+    const probe = async (python: string) => {
+      tried.push(python);
+      return '9.9.9';
+    };
+    const fromSetting = await resolveServerLaunch({ settingPython: '/opt/py/bin/python', pythonExtension: async () => '/ext/python', probe });
+    assert.equal(fromSetting.command, '/opt/py/bin/python');
+    assert.equal(fromSetting.origin, 'setting');
+    assert.deepEqual(fromSetting.args, ['-m', 'lsp_server']);
+    const fromExtension = await resolveServerLaunch({ settingPython: '', pythonExtension: async () => '/ext/python', probe });
+    assert.equal(fromExtension.origin, 'pythonExtension');
+    assert.equal(fromExtension.command, '/ext/python');
+    const fromPath = await resolveServerLaunch({ pythonExtension: async () => undefined, probe });
+    assert.equal(fromPath.origin, 'path');
+    assert.equal(fromPath.command, process.platform === 'win32' ? 'python' : 'python3');
+    assert.deepEqual(tried, ['/opt/py/bin/python', '/ext/python', fromPath.command]);
+  });
+
+  it('falls back to the checkout on PYTHONPATH, then to its .venv, when the interpreter lacks the package', async () => {
+    const seen: { python: string; pythonPath?: string }[] = [];
+    const probe = async (python: string, env: NodeJS.ProcessEnv) => {
+      seen.push({ python, pythonPath: env.PYTHONPATH });
+      if (python === venvPython) {
+        return '0.1.0';
+      }
+      throw new Error(`${python} cannot import lsp_server`);
+    };
+    const launch = await resolveServerLaunch({ checkout, env: { PATH: process.env.PATH }, probe });
+    assert.equal(launch.origin, 'checkoutVenv');
+    assert.equal(launch.command, venvPython);
+    assert.deepEqual(
+      seen.map((s) => s.pythonPath),
+      [undefined, checkout, undefined],
+    );
+  });
+
+  it('runs the real server module with the repository .venv', async function () {
+    if (!existsSync(venvPython)) {
+      this.skip(); // `uv sync` has not run in this checkout
+    }
+    const launch = await resolveServerLaunch({ settingPython: venvPython, checkout });
+    assert.equal(launch.packageFrom, 'environment');
+    assert.match(launch.version, /^\d+\.\d+/);
+  });
+
+  it('explains every failed attempt when nothing can run the server', async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'handoff-py-'));
+    const fake = path.join(dir, 'python');
+    await fs.writeFile(fake, "#!/bin/sh\necho \"ModuleNotFoundError: No module named 'lsp_server'\" >&2\nexit 1\n", { mode: 0o755 });
+    await assert.rejects(
+      resolveServerLaunch({ settingPython: path.join(dir, 'missing-python') }),
+      (error: unknown) => {
+        assert.ok(error instanceof ServerNotFoundError);
+        assert.match(error.message, /missing-python was not found/);
+        assert.match(error.message, /handoff\.server\.python/);
+        return true;
+      },
+    );
+    await assert.rejects(resolveServerLaunch({ settingPython: fake, checkout: dir }), (error: unknown) => {
+      assert.ok(error instanceof ServerNotFoundError);
+      assert.equal(error.attempts.length, 2, error.attempts.join('\n'));
+      assert.match(error.attempts[0], /cannot import lsp_server$/);
+      assert.match(error.attempts[1], /on PYTHONPATH/);
+      return true;
+    });
+  });
+
+  it('names a missing dependency of the package', async function () {
+    if (!checkout) {
+      this.skip();
+    }
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'handoff-py-'));
+    const fake = path.join(dir, 'python');
+    await fs.writeFile(fake, "#!/bin/sh\necho \"ModuleNotFoundError: No module named 'pygls'\" >&2\nexit 1\n", { mode: 0o755 });
+    await assert.rejects(probeServerPackage(fake, process.env), /has lsp_server but not its dependency pygls/);
+  });
+
+  it('expands variables in the configured path', () => {
+    assert.equal(expandPythonSetting('${workspaceFolder}/.venv/bin/python', '/w'), '/w/.venv/bin/python');
+    assert.equal(expandPythonSetting('.venv/bin/python', '/w'), path.join('/w', '.venv/bin/python'));
+    assert.equal(expandPythonSetting('~/py/bin/python', undefined), path.join(os.homedir(), 'py/bin/python'));
+    assert.equal(expandPythonSetting('${env:PYROOT}/bin/python', '/w', { PYROOT: '/opt/py' }), '/opt/py/bin/python');
+    assert.equal(expandPythonSetting('python3.11', '/w'), 'python3.11');
+  });
+});
