@@ -16,7 +16,7 @@ import orjson
 from .errors import HandoffError
 from .evidence import OutsideWorkspace, normalise_rel, resolve_artifact, sha256_file
 from .params import Citation, Fact, HandoffDraftParams, camel
-from .store import Transaction
+from .store import History, Transaction, revision_shape, source_shape
 
 SOURCE_KINDS = (
     "work_contract",
@@ -97,29 +97,17 @@ def revision_ref(handoff_id: str, number: int) -> str:
 
 
 def _is_source(rec: Any) -> bool:
-    return (
-        isinstance(rec, dict)
-        and isinstance(rec.get("id"), str)
-        and isinstance(rec.get("scope"), str)
-        and rec.get("kind") in SOURCE_KINDS
-        and type(rec.get("seq")) is int
-        and isinstance(rec.get("payload"), dict)
-    )
+    return source_shape(rec) and rec["kind"] in SOURCE_KINDS
 
 
 def _is_revision(rec: Any) -> bool:
-    return (
-        isinstance(rec, dict)
-        and isinstance(rec.get("ref"), str)
-        and isinstance(rec.get("scope"), str)
-        and type(rec.get("number")) is int
-        and type(rec.get("seq")) is int
-        and isinstance(rec.get("prepared"), dict)
-    )
+    return revision_shape(rec)
 
 
 class Ledger:
-    """Indexes over the Source log and the committed history of one snapshot."""
+    """Indexes over the Source log and the committed history of one full snapshot
+    (``store.read()``). The rules use only its accessor methods, which
+    ``StoreLedger`` provides without reading all history."""
 
     def __init__(self, data: dict[str, Any]) -> None:
         self.data = data
@@ -157,10 +145,17 @@ class Ledger:
         m = SOURCE_RE.match(ref) if isinstance(ref, str) else None
         return self.sources.get(m.group(1)) if m else None
 
+    def source_info(self, ref: str) -> dict[str, Any] | None:
+        """At least ``id``, ``scope``, ``kind`` and ``seq`` of a Source."""
+        return self.source(ref)
+
     def head(self, scope: str) -> str | None:
         rec = self.scopes.get(scope)
         head = rec.get("head") if rec else None
         return head if isinstance(head, str) else None
+
+    def scope_record(self, scope: str) -> dict[str, Any] | None:
+        return self.scopes.get(scope)
 
     def latest(self, scope: str, kind: str) -> dict[str, Any] | None:
         for rec in reversed(self.by_scope.get(scope, [])):
@@ -170,6 +165,91 @@ class Ledger:
 
     def known_scope(self, scope: str) -> bool:
         return scope in self.by_scope or scope in self.scopes
+
+    def revision(self, ref: str) -> dict[str, Any] | None:
+        return self.revisions.get(ref)
+
+    def revision_by_digest(self, digest: str) -> dict[str, Any] | None:
+        return self.by_digest.get(digest)
+
+
+class _Lookup:
+    """Read-only ``get``/``[]``/``in`` over one accessor (no iteration: that would read
+    all history)."""
+
+    def __init__(self, fetch: Any) -> None:
+        self._fetch = fetch
+
+    def get(self, key: str, default: Any = None) -> Any:
+        found = self._fetch(key) if isinstance(key, str) else None
+        return default if found is None else found
+
+    def __getitem__(self, key: str) -> Any:
+        found = self.get(key)
+        if found is None:
+            raise KeyError(key)
+        return found
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self._fetch(key) is not None
+
+
+class StoreLedger:
+    """The accessors of ``Ledger`` over a store snapshot: the live tail plus the sealed
+    segments' indexes, reading only the records a rule asks for."""
+
+    def __init__(self, history: History) -> None:
+        self.history = history
+        self.sources = _Lookup(lambda sid: self.source(f"source/{sid}"))
+        self.revisions = _Lookup(self.revision)
+        self.by_digest = _Lookup(self.revision_by_digest)
+        self.scopes = _Lookup(self.scope_record)
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """Every record of the snapshot (reads all history; projections only)."""
+        return self.history.full()
+
+    def source(self, ref: str) -> dict[str, Any] | None:
+        m = SOURCE_RE.match(ref) if isinstance(ref, str) else None
+        rec = self.history.source(m.group(1)) if m else None
+        return rec if _is_source(rec) else None
+
+    def source_info(self, ref: str) -> dict[str, Any] | None:
+        m = SOURCE_RE.match(ref) if isinstance(ref, str) else None
+        info = self.history.source_info(m.group(1)) if m else None
+        return info if info is not None and info["kind"] in SOURCE_KINDS else None
+
+    def head(self, scope: str) -> str | None:
+        rec = self.history.scope_record(scope)
+        head = rec.get("head") if rec else None
+        return head if isinstance(head, str) else None
+
+    def scope_record(self, scope: str) -> dict[str, Any] | None:
+        return self.history.scope_record(scope)
+
+    def latest(self, scope: str, kind: str) -> dict[str, Any] | None:
+        rec = self.history.latest_source(scope, kind)
+        return rec if _is_source(rec) else None
+
+    def known_scope(self, scope: str) -> bool:
+        return self.history.has_scope(scope)
+
+    def revision(self, ref: str) -> dict[str, Any] | None:
+        rec = self.history.revision(ref) if isinstance(ref, str) else None
+        return rec if _is_revision(rec) else None
+
+    def revision_by_digest(self, digest: str) -> dict[str, Any] | None:
+        rec = self.history.revision_by_digest(digest) if isinstance(digest, str) else None
+        return rec if _is_revision(rec) else None
+
+
+AnyLedger = Ledger | StoreLedger
+
+
+def ledger_of(tx: Transaction) -> StoreLedger:
+    """The ledger of a transaction's snapshot (sees the transaction's own writes)."""
+    return StoreLedger(tx.history())
 
 
 # ---------------------------------------------------------------------------
@@ -255,11 +335,11 @@ def check_disposition(disposition: str) -> None:
 
 
 def unreadable_reason(
-    citation: dict[str, Any], scope: str, ledger: Ledger, workspace: Path
+    citation: dict[str, Any], scope: str, ledger: AnyLedger, workspace: Path
 ) -> str | None:
     """Why a recorded citation can no longer be read, or ``None`` when it can."""
     if citation.get("kind") == "source":
-        rec = ledger.source(citation.get("ref", ""))
+        rec = ledger.source_info(citation.get("ref", ""))
         return None if rec is not None and rec["scope"] == scope else "unknown_source"
     path = citation.get("path")
     if not isinstance(path, str):
@@ -281,12 +361,12 @@ def unreadable_reason(
 
 
 def finalize_citation(
-    c: Citation, where: str, scope: str, ledger: Ledger, workspace: Path
+    c: Citation, where: str, scope: str, ledger: AnyLedger, workspace: Path
 ) -> dict[str, Any]:
     """Validate one direct citation now and record the artifact's hash."""
     out = citation_json(c)
     if c.kind == "source":
-        rec = ledger.source(c.ref or "")
+        rec = ledger.source_info(c.ref or "")
         if rec is None or rec["scope"] != scope:
             other = f" (it belongs to scope {rec['scope']!r})" if rec else ""
             raise HandoffError(
@@ -331,7 +411,7 @@ def finalize_citation(
     return out
 
 
-def finalize_fact(f: Fact, where: str, scope: str, ledger: Ledger, workspace: Path) -> dict:
+def finalize_fact(f: Fact, where: str, scope: str, ledger: AnyLedger, workspace: Path) -> dict:
     check_fact(f, where)
     return {
         "text": f.text,
@@ -357,7 +437,7 @@ def collect_evidence(content: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def unreadable_evidence(
-    evidence: Iterable[dict[str, Any]], scope: str, ledger: Ledger, workspace: Path
+    evidence: Iterable[dict[str, Any]], scope: str, ledger: AnyLedger, workspace: Path
 ) -> list[dict[str, Any]]:
     out = []
     for c in evidence:
@@ -375,7 +455,7 @@ def unreadable_evidence(
 def finalize_draft(
     draft: HandoffDraftParams,
     scope: str,
-    ledger: Ledger,
+    ledger: AnyLedger,
     workspace: Path,
     boundary: str | None = None,
 ) -> dict[str, Any]:
@@ -518,7 +598,7 @@ def check_prepared(prepared: Any, scope: str) -> dict[str, Any]:
     return prepared
 
 
-def evidence_chain(prepared: dict[str, Any], ledger: Ledger, workspace: Path) -> list[dict]:
+def evidence_chain(prepared: dict[str, Any], ledger: AnyLedger, workspace: Path) -> list[dict]:
     """Everything a prepared handoff stands on that can no longer be read."""
     evidence = list(prepared["evidence"])
     if prepared.get("boundary"):
@@ -554,8 +634,8 @@ def commit_prepared(
 ) -> dict[str, Any]:
     """The three commit checks, idempotent retry, then revision n+1 and the new head."""
     check_prepared(prepared, scope)
-    ledger = Ledger(tx.data)
-    done = ledger.by_digest.get(prepared["digest"])
+    ledger = ledger_of(tx)
+    done = ledger.revision_by_digest(prepared["digest"])
     if done is not None and done["scope"] == scope:
         return {
             "revision": done["ref"],
@@ -581,7 +661,7 @@ def commit_prepared(
             f"({', '.join(sorted({u['reason'] for u in unreadable}))}); prepare again.",
             unreadableEvidence=unreadable,
         )
-    scope_rec = ledger.scopes.get(scope)
+    scope_rec = ledger.scope_record(scope)
     if scope_rec is None:
         handoff_id = uuid.uuid4().hex[:12]
         number = 1

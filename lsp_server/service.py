@@ -128,8 +128,7 @@ class HandoffService:
         self.workspace = Path(workspace).resolve()
         self.config = config or ServiceConfig()
         self.store = StateStore(self.workspace / self.config.state_folder)
-        self._ledger_key: int | None = None
-        self._ledger: lc.Ledger | None = None
+        self._ledger: lc.StoreLedger | None = None
         #: Rendered continuity/history reports (see ``reports.run_report``).
         self.report_cache: dict[tuple[Any, ...], dict[str, Any]] = {}
 
@@ -146,11 +145,12 @@ class HandoffService:
             )
         return getattr(self, method)(params, ctx or CallContext())
 
-    def ledger(self) -> lc.Ledger:
-        """The ledger of the current state (rebuilt only when the file changed)."""
-        data = self.store.read()
-        if self._ledger is None or self._ledger_key != id(data) or self._ledger.data is not data:
-            self._ledger, self._ledger_key = lc.Ledger(data), id(data)
+    def ledger(self) -> lc.StoreLedger:
+        """The ledger of the current state: narrow lookups over the live file and the
+        sealed segments' indexes (kept until the live file changes)."""
+        history = self.store.snapshot()
+        if self._ledger is None or self._ledger.history is not history:
+            self._ledger = lc.StoreLedger(history)
         return self._ledger
 
     def resolve_scope(self, scope: str | None) -> str:
@@ -194,7 +194,7 @@ class HandoffService:
         lc.check_disposition(p.disposition)
         ctx.cancel.raise_if_cancelled()
         with self.store.transaction() as tx:
-            ledger = lc.Ledger(tx.data)
+            ledger = lc.ledger_of(tx)
             payload = {
                 "state": lc.finalize_fact(p.state, "state", scope, ledger, self.workspace),
                 "disposition": p.disposition,
@@ -221,7 +221,7 @@ class HandoffService:
         scope = self.resolve_scope(p.scope)
         ctx.cancel.raise_if_cancelled()
         with self.store.transaction() as tx:
-            ledger = lc.Ledger(tx.data)
+            ledger = lc.ledger_of(tx)
             if not ledger.known_scope(scope):
                 raise HandoffError(
                     "unknown_scope",
@@ -297,7 +297,7 @@ class HandoffService:
     # -- continue / acknowledge ----------------------------------------------
 
     def _target(
-        self, mode: str, prepared: Any, revision: str | None, scope: str, ledger: lc.Ledger
+        self, mode: str, prepared: Any, revision: str | None, scope: str, ledger: lc.AnyLedger
     ) -> tuple[dict[str, Any], str | None]:
         """The PreparedHandoff a continue/acknowledge reads, and the selected revision."""
         if mode == "prepared":
@@ -309,7 +309,7 @@ class HandoffService:
                 "invalid_params", "Mode 'exact' needs 'revision' (handoff/<id>@<n>)."
             )
         lc.parse_revision(revision)
-        rec = ledger.revisions.get(revision)
+        rec = ledger.revision(revision)
         if rec is None:
             raise HandoffError(
                 "revision_not_found",
@@ -349,10 +349,11 @@ class HandoffService:
             "capabilities and the user's authorisation before acting.",
         }
         if p.mode == "latest":
-            if current is None:
+            head = ledger.revision(current) if current is not None else None
+            if head is None:
                 result["found"] = False
                 return result
-            prepared, selected = ledger.revisions[current]["prepared"], current
+            prepared, selected = head["prepared"], current
         else:
             prepared, selected = self._target(p.mode, p.prepared, p.revision, scope, ledger)
         result.update(
@@ -389,7 +390,7 @@ class HandoffService:
                 raise HandoffError("invalid_params", f"{key} is too long.")
         ctx.cancel.raise_if_cancelled()
         with self.store.transaction() as tx:
-            ledger = lc.Ledger(tx.data)
+            ledger = lc.ledger_of(tx)
             prepared, selected = self._target(p.mode, p.prepared, p.revision, scope, ledger)
             unreadable = lc.evidence_chain(prepared, ledger, self.workspace)
             target = selected or f"prepared:{prepared['digest']}"
@@ -463,9 +464,9 @@ class HandoffService:
             raise HandoffError("invalid_params", "The Task Outcome needs a summary.")
         ctx.cancel.raise_if_cancelled()
         with self.store.transaction() as tx:
-            ledger = lc.Ledger(tx.data)
+            ledger = lc.ledger_of(tx)
             if p.receipt is not None:
-                rec = ledger.source(p.receipt)
+                rec = ledger.source_info(p.receipt)
                 if rec is None or rec["kind"] != "acknowledgement":
                     raise HandoffError(
                         "invalid_evidence",

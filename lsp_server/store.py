@@ -1,14 +1,33 @@
-"""The state store: TinyDB over an atomic orjson storage, one cross-process lock,
-one transaction (one atomic write) per operation, loud corruption handling."""
+"""The state store: a small live TinyDB file plus sealed, immutable segments.
+
+Layout of ``.handoff/`` (schema 2)::
+
+    state.json       the live TinyDB file: ``_meta`` (schema, nextSeq, storeId, the
+                     segment manifest, document-id floors), ``scopes`` (the heads), the
+                     unsealed tail of the log tables and any other table
+    segments/        sealed segments ``seg-<storeId>-<n>.json``, written once, never changed:
+                     line 1 a header with the index of its records, line 2 the records
+    state.lock       the one cross-process lock (never deleted)
+
+Every operation is one transaction: lock, read the live file, apply, one atomic write.
+When the log tail in the live file grows past ``seal_bytes`` the transaction first seals
+it into segments (each written atomically and fsync'd) and then writes the live file
+whose manifest lists them; that rename is the commit point, so a crash leaves either the
+old live file (the new segments are unreferenced and get swept) or the new one. The cost
+of a write therefore depends on the tail, not on the history. Schema-1 files (one TinyDB
+file holding everything) migrate forward on their first write.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import logging
 import os
+import re
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,22 +36,35 @@ import orjson
 from filelock import FileLock, Timeout
 from tinydb import TinyDB
 from tinydb.storages import Storage
+from tinydb.table import Table
 
 from .errors import HandoffError
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+SEGMENT_FORMAT = 1
 STATE_FILE = "state.json"
 LOCK_FILE = "state.lock"
+SEGMENT_DIR = "segments"
 DEFAULT_LOCK_TIMEOUT = 10.0
+#: Seal the log tail once the live file is larger than this (bytes).
+DEFAULT_SEAL_BYTES = 256 * 1024
+#: How often a waiting writer retries the lock (seconds).
+LOCK_POLL_INTERVAL = 0.002
+#: Parsed segment records kept for lookups (the full view keeps its own references).
+RECORDS_CACHE_SEGMENTS = 32
 
 TABLES = ("_meta", "sources", "revisions", "scopes", "generations")
+#: Append-only tables whose records move into segments when sealed.
+SEALED_TABLES = ("sources", "revisions", "generations")
 
 GITIGNORE = "# written by handoff: lock and temporary files stay out of git\nstate.lock\n*.tmp-*\n"
 
+SEGMENT_NAME_RE = re.compile(r"^seg-([0-9a-f]{12})-([0-9]{6})\.json$")
 
-def atomic_write(path: Path, data: bytes) -> None:
+
+def atomic_write(path: Path, data: bytes, *, sync_dir: bool = True) -> None:
     """Write ``data`` to ``path`` so a crash leaves either the old or the new file."""
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
     try:
@@ -50,7 +82,8 @@ def atomic_write(path: Path, data: bytes) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
-    fsync_dir(path.parent)
+    if sync_dir:
+        fsync_dir(path.parent)
 
 
 def fsync_dir(folder: Path) -> None:
@@ -62,11 +95,78 @@ def fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+def new_store_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
 def empty_state() -> dict[str, Any]:
     """The tables of a store that has never been written."""
     state: dict[str, Any] = {name: {} for name in TABLES}
-    state["_meta"] = {"1": {"schema": SCHEMA_VERSION, "nextSeq": 1}}
+    state["_meta"] = {"1": {"schema": SCHEMA_VERSION, "nextSeq": 1, "segments": [], "idFloor": {}}}
     return state
+
+
+# ---------------------------------------------------------------------------
+# Record shapes the indexes rely on (the domain adds its own rules on top)
+# ---------------------------------------------------------------------------
+
+
+def source_shape(rec: Any) -> bool:
+    """A Source record with the fields the indexes use."""
+    return (
+        isinstance(rec, dict)
+        and isinstance(rec.get("id"), str)
+        and isinstance(rec.get("scope"), str)
+        and isinstance(rec.get("kind"), str)
+        and type(rec.get("seq")) is int
+        and isinstance(rec.get("payload"), dict)
+    )
+
+
+def revision_shape(rec: Any) -> bool:
+    """A committed revision record with the fields the indexes use."""
+    return (
+        isinstance(rec, dict)
+        and isinstance(rec.get("ref"), str)
+        and isinstance(rec.get("scope"), str)
+        and type(rec.get("number")) is int
+        and type(rec.get("seq")) is int
+        and isinstance(rec.get("prepared"), dict)
+    )
+
+
+def build_index(tables: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The lookup index of a group of records (a segment, or the live tail).
+
+    ``sources``: id → [docId, scope, kind, seq]; ``latest``: scope → kind → [seq, id];
+    ``revisions``: ref → docId; ``digests``: digest → ref. Later documents win, as in a
+    full scan in document order.
+    """
+    sources: dict[str, list[Any]] = {}
+    latest: dict[str, dict[str, list[Any]]] = {}
+    for doc_id, rec in tables.get("sources", {}).items():
+        if not source_shape(rec):
+            continue
+        sid, scope, kind, seq = rec["id"], rec["scope"], rec["kind"], rec["seq"]
+        sources[sid] = [doc_id, scope, kind, seq]
+        kinds = latest.setdefault(scope, {})
+        best = kinds.get(kind)
+        if best is None or seq > best[0]:
+            kinds[kind] = [seq, sid]
+    revisions: dict[str, str] = {}
+    digests: dict[str, str] = {}
+    for doc_id, rec in tables.get("revisions", {}).items():
+        if not revision_shape(rec):
+            continue
+        revisions[rec["ref"]] = doc_id
+        if isinstance(rec.get("digest"), str):
+            digests[rec["digest"]] = rec["ref"]
+    return {"sources": sources, "latest": latest, "revisions": revisions, "digests": digests}
+
+
+# ---------------------------------------------------------------------------
+# TinyDB plumbing
+# ---------------------------------------------------------------------------
 
 
 class AtomicOrjsonStorage(Storage):
@@ -101,19 +201,49 @@ class SnapshotStorage(Storage):
         self.dirty = True
 
 
-class Transaction:
-    """A fresh snapshot under the lock; changes land in one atomic write at the end."""
+class LiveTable(Table):
+    """A table of the live file whose new document ids never reuse a sealed one."""
 
-    def __init__(self, data: dict[str, Any]) -> None:
+    def _get_next_id(self) -> int:
+        if self._next_id is None:
+            tables = self._storage.read() or {}
+            floor = tables.get("_meta", {}).get("1", {}).get("idFloor", {}).get(self.name, 0)
+            live = tables.get(self.name) or {}
+            top = max((int(k) for k in live), default=0)
+            self._next_id = max(top, int(floor)) + 1
+        next_id = self._next_id
+        self._next_id = next_id + 1
+        return next_id
+
+
+class Transaction:
+    """A fresh snapshot of the live file under the lock; one atomic write at the end.
+
+    ``tx.table(name)`` is the TinyDB table of the live file: for the log tables that is
+    the unsealed tail only. Read history through ``tx.history()``.
+    """
+
+    def __init__(self, store: StateStore, data: dict[str, Any], migrated: bool = False) -> None:
+        self.store = store
         self.db = TinyDB(data, storage=SnapshotStorage)
+        self.db.table_class = LiveTable
         self.storage: SnapshotStorage = self.db.storage
+        self.storage.dirty = migrated
+        self._history: History | None = None
 
     @property
     def data(self) -> dict[str, Any]:
+        """The live snapshot (heads, the unsealed tail, the manifest)."""
         return self.storage.data
 
     def table(self, name: str):
         return self.db.table(name, cache_size=0)
+
+    def history(self) -> History:
+        """Narrow accessors over this snapshot: the live tail plus the sealed segments."""
+        if self._history is None or self._history.live is not self.data:
+            self._history = History(self.store, self.data)
+        return self._history
 
     def next_seq(self) -> int:
         """Hand out the next log sequence number (only ever under the lock)."""
@@ -124,6 +254,150 @@ class Transaction:
         return seq
 
 
+# ---------------------------------------------------------------------------
+# Sealed segments
+# ---------------------------------------------------------------------------
+
+
+class Segment:
+    """One sealed segment: its header (with the index) now, its records on demand."""
+
+    def __init__(self, path: Path, header: dict[str, Any], records_offset: int, size: int) -> None:
+        self.path = path
+        self.name = path.name
+        self.size = size
+        self.header = header
+        self.index: dict[str, Any] = header["index"]
+        self.records_offset = records_offset
+
+
+class History:
+    """Narrow read accessors over one snapshot of the live file and its segments.
+
+    Lookups check the live tail first, then the segments newest first; nothing here
+    parses history it does not need (a long-lived process keeps the segment indexes).
+    """
+
+    def __init__(self, store: StateStore, live: dict[str, Any]) -> None:
+        self.store = store
+        self.live = live
+        self._segments: list[Segment] | None = None
+        self._tail_of: tuple[Any, Any] | None = None
+        self._tail: dict[str, Any] = {}
+
+    # -- plumbing ------------------------------------------------------------
+
+    def segments(self) -> list[Segment]:
+        if self._segments is None:
+            self._segments = [
+                self.store._segment(entry) for entry in self.live["_meta"]["1"]["segments"]
+            ]
+        return self._segments
+
+    def _tail_index(self) -> dict[str, Any]:
+        """The index of the live tail (rebuilt when a table of the snapshot changed)."""
+        sources, revisions = self.live.get("sources", {}), self.live.get("revisions", {})
+        # TinyDB replaces a table's dict on every change, so identity tells us (we hold
+        # the objects, so their ids cannot be reused).
+        of = self._tail_of
+        if of is None or of[0] is not sources or of[1] is not revisions:
+            self._tail = build_index({"sources": sources, "revisions": revisions})
+            self._tail_of = (sources, revisions)
+        return self._tail
+
+    def _record(self, seg: Segment | None, table: str, doc_id: str) -> dict[str, Any] | None:
+        if seg is None:
+            return self.live.get(table, {}).get(doc_id)
+        return self.store._segment_records(seg)[table].get(doc_id)
+
+    def _find_source(self, sid: str) -> tuple[Segment | None, list[Any]] | None:
+        hit = self._tail_index()["sources"].get(sid)
+        if hit is not None:
+            return None, hit
+        for seg in reversed(self.segments()):
+            hit = seg.index["sources"].get(sid)
+            if hit is not None:
+                return seg, hit
+        return None
+
+    def full(self) -> dict[str, Any]:
+        """Every record of this snapshot, as ``store.read()`` returns them (reads all
+        history: for projections, not for the hot paths)."""
+        return self.store.assemble(self.live)
+
+    # -- accessors -----------------------------------------------------------
+
+    def source_info(self, sid: str) -> dict[str, Any] | None:
+        """``{id, scope, kind, seq}`` of a Source, from the indexes only."""
+        found = self._find_source(sid)
+        if found is None:
+            return None
+        _, (_, scope, kind, seq) = found
+        return {"id": sid, "scope": scope, "kind": kind, "seq": seq}
+
+    def source(self, sid: str) -> dict[str, Any] | None:
+        """The full Source record with this id."""
+        found = self._find_source(sid)
+        return None if found is None else self._record(found[0], "sources", found[1][0])
+
+    def latest_source(self, scope: str, kind: str) -> dict[str, Any] | None:
+        """The Source of this scope and kind with the highest sequence number."""
+        best: tuple[int, Segment | None, str] | None = None
+        hit = self._tail_index()["latest"].get(scope, {}).get(kind)
+        if hit is not None:
+            best = (hit[0], None, hit[1])
+        for seg in self.segments():
+            hit = seg.index["latest"].get(scope, {}).get(kind)
+            if hit is not None and (best is None or hit[0] > best[0]):
+                best = (hit[0], seg, hit[1])
+        if best is None:
+            return None
+        _, seg, sid = best
+        where = (
+            self._tail_index()["sources"].get(sid) if seg is None else seg.index["sources"].get(sid)
+        )
+        return self._record(seg, "sources", where[0]) if where else None
+
+    def has_scope(self, scope: str) -> bool:
+        """Whether any Source or head exists for the scope."""
+        if self.scope_record(scope) is not None or scope in self._tail_index()["latest"]:
+            return True
+        return any(scope in seg.index["latest"] for seg in self.segments())
+
+    def revision(self, ref: str) -> dict[str, Any] | None:
+        doc_id = self._tail_index()["revisions"].get(ref)
+        if doc_id is not None:
+            return self._record(None, "revisions", doc_id)
+        for seg in reversed(self.segments()):
+            doc_id = seg.index["revisions"].get(ref)
+            if doc_id is not None:
+                return self._record(seg, "revisions", doc_id)
+        return None
+
+    def revision_by_digest(self, digest: str) -> dict[str, Any] | None:
+        """The committed revision of a prepared handoff's digest (the idempotency key)."""
+        ref = self._tail_index()["digests"].get(digest)
+        if ref is None:
+            for seg in reversed(self.segments()):
+                ref = seg.index["digests"].get(digest)
+                if ref is not None:
+                    break
+        return None if ref is None else self.revision(ref)
+
+    def scope_record(self, scope: str) -> dict[str, Any] | None:
+        """The head record of a scope (heads always live in the live file)."""
+        found = None
+        for rec in self.live.get("scopes", {}).values():
+            if isinstance(rec, dict) and rec.get("scope") == scope:
+                found = rec
+        return found
+
+
+# ---------------------------------------------------------------------------
+# The store
+# ---------------------------------------------------------------------------
+
+
 class StateStore:
     """The ``.handoff/`` folder of one workspace."""
 
@@ -132,19 +406,32 @@ class StateStore:
         folder: str | os.PathLike[str],
         *,
         lock_timeout: float | None = None,
+        seal_bytes: int | None = None,
     ) -> None:
         self.folder = Path(folder)
         self.path = self.folder / STATE_FILE
         self.lock_path = self.folder / LOCK_FILE
+        self.segment_dir = self.folder / SEGMENT_DIR
         if lock_timeout is None:
             lock_timeout = float(os.environ.get("HANDOFF_LOCK_TIMEOUT", DEFAULT_LOCK_TIMEOUT))
+        if seal_bytes is None:
+            seal_bytes = int(os.environ.get("HANDOFF_SEAL_BYTES", DEFAULT_SEAL_BYTES))
         self.lock_timeout = lock_timeout
+        self.seal_bytes = seal_bytes
         self._thread_lock = threading.RLock()
-        self._file_lock = FileLock(str(self.lock_path), timeout=self.lock_timeout)
-        self._cache_key: tuple[int, int, int] | None = None
-        self._cache: dict[str, Any] | None = None
+        self._file_lock = FileLock(
+            str(self.lock_path), timeout=self.lock_timeout, poll_interval=LOCK_POLL_INTERVAL
+        )
+        self._live_key: tuple[int, int, int] | None = None
+        self._live: dict[str, Any] | None = None
+        self._history: History | None = None
+        self._full_of: dict[str, Any] | None = None
+        self._full: dict[str, Any] | None = None
+        self._cache_lock = threading.Lock()
+        self._segments: dict[str, Segment] = {}
+        self._records: OrderedDict[str, dict[str, Any]] = OrderedDict()
 
-    # -- reading -------------------------------------------------------------
+    # -- reading the live file -------------------------------------------------
 
     def _stat_key(self) -> tuple[int, int, int] | None:
         try:
@@ -153,29 +440,57 @@ class StateStore:
             return None
         return (st.st_ino, st.st_mtime_ns, st.st_size)
 
-    def read(self) -> dict[str, Any]:
-        """The current state, parsed; cached on the file's (inode, mtime, size).
-
-        Callers must not mutate the returned value.
-        """
+    def _read_live(self) -> dict[str, Any]:
+        """The live file, parsed; cached on its (inode, mtime, size). Do not mutate."""
         key = self._stat_key()
         if key is None:
-            return empty_state()
-        if key == self._cache_key and self._cache is not None:
-            return self._cache
-        try:
-            data = self._load()
-        except HandoffError:
-            raise
-        self._cache_key, self._cache = key, data
+            self._live_key = None
+            self._live = empty_state()
+            return self._live
+        if key == self._live_key and self._live is not None:
+            return self._live
+        data, _ = self._load()
+        self._live_key, self._live = key, data
         return data
 
-    def _load(self) -> dict[str, Any]:
-        """Parse and check the file; quarantine it when it is not a state file."""
+    def snapshot(self) -> History:
+        """Narrow read accessors over the current state (no lock; a consistent snapshot)."""
+        live = self._read_live()
+        if self._history is None or self._history.live is not live:
+            self._history = History(self, live)
+        return self._history
+
+    def read(self) -> dict[str, Any]:
+        """Every record, as ``{table: {docId: record}}`` with ``_meta``: the segments and
+        the live file assembled, cached until the live file changes. Do not mutate."""
+        return self.assemble(self._read_live())
+
+    def assemble(self, live: dict[str, Any]) -> dict[str, Any]:
+        """The full view of one live snapshot (cached for the current live file)."""
+        if self._full is not None and self._full_of is live:
+            return self._full
+        full: dict[str, Any] = {}
+        segments = [self._segment(e) for e in live["_meta"]["1"]["segments"]]
+        for name, table in live.items():
+            if name in SEALED_TABLES and segments:
+                merged: dict[str, Any] = {}
+                for seg in segments:
+                    merged.update(self._segment_records(seg, cache=False)[name])
+                merged.update(table)
+                full[name] = merged
+            else:
+                full[name] = table
+        if live is self._live:
+            self._full_of, self._full = live, full
+        return full
+
+    def _load(self) -> tuple[dict[str, Any], bool]:
+        """Parse and check the live file (quarantined when it is not a state file);
+        schema-1 files are upgraded in memory. Returns (data, migrated)."""
         try:
             raw = self.path.read_bytes()
         except FileNotFoundError:
-            return empty_state()
+            return empty_state(), False
         except OSError as exc:
             raise HandoffError(
                 "store_corrupt",
@@ -192,7 +507,8 @@ class StateStore:
             problem = self._shape_problem(data)
         if problem is not None:
             self._quarantine(problem)
-        schema = data["_meta"]["1"]["schema"]
+        meta = data["_meta"]["1"]
+        schema = meta["schema"]
         if schema > SCHEMA_VERSION:
             raise HandoffError(
                 "store_corrupt",
@@ -205,7 +521,14 @@ class StateStore:
             )
         for name in TABLES:
             data.setdefault(name, {})
-        return data
+        migrated = schema < SCHEMA_VERSION
+        if migrated:
+            # Schema 1: one file held everything; it becomes the live file of schema 2
+            # with an empty manifest, and its first write seals the history.
+            meta["schema"] = SCHEMA_VERSION
+            meta["segments"] = []
+            meta["idFloor"] = {}
+        return data, migrated
 
     @staticmethod
     def _shape_problem(data: Any) -> str | None:
@@ -214,14 +537,30 @@ class StateStore:
         meta = data.get("_meta")
         if not isinstance(meta, dict) or not isinstance(meta.get("1"), dict):
             return "it has no handoff metadata (is it a handoff state file?)"
-        schema = meta["1"].get("schema")
+        meta = meta["1"]
+        schema = meta.get("schema")
         if type(schema) is not int or schema < 1:
             return "its schema version is missing or not a number"
-        if type(meta["1"].get("nextSeq")) is not int:
+        if type(meta.get("nextSeq")) is not int:
             return "its sequence counter is missing"
         for name in TABLES:
             if name in data and not isinstance(data[name], dict):
                 return f"its table {name!r} is not an object"
+        if schema == SCHEMA_VERSION:
+            segments = meta.get("segments")
+            if not isinstance(segments, list) or not all(
+                isinstance(e, dict)
+                and isinstance(e.get("name"), str)
+                and SEGMENT_NAME_RE.match(e["name"])
+                and type(e.get("bytes")) is int
+                for e in segments
+            ):
+                return "its segment manifest is malformed"
+            if segments and not isinstance(meta.get("storeId"), str):
+                return "it lists segments but has no store id"
+            floor = meta.get("idFloor")
+            if not isinstance(floor, dict) or not all(type(v) is int for v in floor.values()):
+                return "its document-id floors are malformed"
         return None
 
     def _quarantine(self, problem: str) -> None:
@@ -235,7 +574,7 @@ class StateStore:
                 fsync_dir(self.folder)
             except FileNotFoundError:
                 moved = None
-        self._cache_key = self._cache = None
+        self._live_key = self._live = None
         where = f"; it was moved to {moved}" if moved else ""
         raise HandoffError(
             "store_corrupt",
@@ -246,7 +585,91 @@ class StateStore:
             reason=problem,
         )
 
-    # -- writing -------------------------------------------------------------
+    # -- reading segments ------------------------------------------------------
+
+    def _segment_error(self, path: Path, problem: str) -> HandoffError:
+        return HandoffError(
+            "store_corrupt",
+            f"The sealed segment {path} listed by {self.path} {problem}. Nothing was "
+            "changed; restore the segment from a backup (the log needs it) and run the "
+            "command again.",
+            stateFile=str(self.path),
+            segmentFile=str(path),
+            reason=problem,
+        )
+
+    def _segment(self, entry: dict[str, Any]) -> Segment:
+        """The segment a manifest entry names, its header read once per process."""
+        name = entry["name"]
+        seg = self._segments.get(name)
+        if seg is not None and seg.size == entry["bytes"]:
+            return seg
+        path = self.segment_dir / name
+        try:
+            with open(path, "rb") as fh:
+                size = os.fstat(fh.fileno()).st_size
+                line = fh.readline()
+        except FileNotFoundError:
+            raise self._segment_error(path, "is missing") from None
+        except OSError as exc:
+            raise self._segment_error(path, f"cannot be read ({exc.strerror})") from None
+        if size != entry["bytes"]:
+            raise self._segment_error(
+                path, f"has {size} bytes where the manifest records {entry['bytes']}"
+            )
+        try:
+            header = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            raise self._segment_error(path, "has a header that does not parse") from None
+        m = SEGMENT_NAME_RE.match(name)
+        if (
+            not isinstance(header, dict)
+            or header.get("type") != "handoff_segment"
+            or not isinstance(header.get("index"), dict)
+        ):
+            raise self._segment_error(path, "is not a handoff segment")
+        if type(header.get("format")) is not int or header["format"] > SEGMENT_FORMAT:
+            raise self._segment_error(
+                path, f"was written by a newer handoff (segment format {header.get('format')})"
+            )
+        if m is None or header.get("storeId") != m.group(1):
+            raise self._segment_error(path, "belongs to another store")
+        seg = Segment(path, header, len(line), size)
+        with self._cache_lock:
+            self._segments[name] = seg
+        return seg
+
+    def _segment_records(self, seg: Segment, *, cache: bool = True) -> dict[str, Any]:
+        """The records of a segment (a small LRU keeps recently used ones)."""
+        with self._cache_lock:
+            records = self._records.get(seg.name)
+            if records is not None:
+                self._records.move_to_end(seg.name)
+                return records
+        try:
+            with open(seg.path, "rb") as fh:
+                fh.seek(seg.records_offset)
+                raw = fh.read()
+        except OSError as exc:
+            raise self._segment_error(seg.path, f"cannot be read ({exc.strerror})") from None
+        if len(raw) != seg.header.get("recordsBytes"):
+            raise self._segment_error(seg.path, "is truncated")
+        try:
+            records = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            raise self._segment_error(seg.path, "has records that do not parse") from None
+        if not isinstance(records, dict) or not all(
+            isinstance(records.get(t), dict) for t in SEALED_TABLES
+        ):
+            raise self._segment_error(seg.path, "has malformed record tables")
+        if cache:
+            with self._cache_lock:
+                self._records[seg.name] = records
+                while len(self._records) > RECORDS_CACHE_SEGMENTS:
+                    self._records.popitem(last=False)
+        return records
+
+    # -- writing ---------------------------------------------------------------
 
     def ensure_folder(self) -> None:
         """Create ``.handoff/`` with its ``.gitignore`` (idempotent)."""
@@ -284,7 +707,10 @@ class StateStore:
 
     def _sweep_temp_files(self) -> None:
         """Remove temp files of writers that died mid-write (only ever under the lock)."""
-        for leftover in self.folder.glob(f".{STATE_FILE}.tmp-*"):
+        leftovers = list(self.folder.glob(f".{STATE_FILE}.tmp-*"))
+        if self.segment_dir.is_dir():
+            leftovers += self.segment_dir.glob(".seg-*.tmp-*")
+        for leftover in leftovers:
             with contextlib.suppress(OSError):
                 leftover.unlink()
 
@@ -294,12 +720,15 @@ class StateStore:
         self.ensure_folder()
         with self._locked():
             self._sweep_temp_files()
-            data = self._load()
-            tx = Transaction(data)
+            data, migrated = self._load()
+            tx = Transaction(self, data, migrated)
             yield tx
             if tx.storage.dirty:
-                payload = orjson.dumps(tx.storage.data)
+                data = tx.storage.data
                 try:
+                    payload = orjson.dumps(data)
+                    if len(payload) > self.seal_bytes and self._seal(data):
+                        payload = orjson.dumps(data)
                     atomic_write(self.path, payload)
                 except OSError as exc:
                     raise HandoffError(
@@ -309,5 +738,85 @@ class StateStore:
                         stateFile=str(self.path),
                         errno=exc.errno,
                     ) from None
-                # The snapshot we wrote is the new current state.
-                self._cache_key, self._cache = self._stat_key(), tx.storage.data
+                # The snapshot we wrote is the new current state (we still hold the lock).
+                self._live_key, self._live = self._stat_key(), data
+
+    # -- sealing ---------------------------------------------------------------
+
+    def _seal(self, data: dict[str, Any]) -> bool:
+        """Move the log tail of ``data`` into new segment files (written and fsync'd
+        here); the caller's write of the live file then commits the seal."""
+        tail = {name: data.get(name) or {} for name in SEALED_TABLES}
+        tail_bytes = len(orjson.dumps(tail))
+        if tail_bytes * 2 < self.seal_bytes:
+            return False  # the live file is big for other reasons; nothing worth sealing
+        meta = data["_meta"]["1"]
+        if not isinstance(meta.get("storeId"), str):
+            meta["storeId"] = new_store_id()
+        store_id = meta["storeId"]
+        manifest = list(meta["segments"])
+        self.segment_dir.mkdir(exist_ok=True)
+        self._sweep_orphans(store_id, {e["name"] for e in manifest})
+        floors = dict(meta.get("idFloor") or {})
+        groups = self._chunk(tail)
+        for group in groups:
+            number = len(manifest) + 1
+            manifest.append(self._write_segment(store_id, number, group))
+        fsync_dir(self.segment_dir)
+        for name in SEALED_TABLES:
+            ids = [int(k) for k in tail[name]]
+            if ids:
+                floors[name] = max(ids + [int(floors.get(name, 0))])
+            data[name] = {}
+        meta["segments"] = manifest
+        meta["idFloor"] = floors
+        return True
+
+    def _chunk(self, tail: dict[str, dict[str, Any]]) -> list[dict[str, dict[str, Any]]]:
+        """Split the tail into segment-sized groups, each table in document order."""
+        groups: list[dict[str, dict[str, Any]]] = []
+        group: dict[str, dict[str, Any]] = {name: {} for name in SEALED_TABLES}
+        size = 0
+        for name in SEALED_TABLES:
+            for doc_id in sorted(tail[name], key=int):
+                rec = tail[name][doc_id]
+                group[name][doc_id] = rec
+                size += len(orjson.dumps(rec)) + len(doc_id) + 4
+                if size >= self.seal_bytes:
+                    groups.append(group)
+                    group, size = {n: {} for n in SEALED_TABLES}, 0
+        if any(group.values()):
+            groups.append(group)
+        return groups
+
+    def _write_segment(
+        self, store_id: str, number: int, group: dict[str, dict[str, Any]]
+    ) -> dict[str, Any]:
+        """Write one sealed segment atomically; returns its manifest entry."""
+        records = orjson.dumps(group)
+        seqs = [r["seq"] for t in group.values() for r in t.values() if type(r.get("seq")) is int]
+        header = {
+            "type": "handoff_segment",
+            "format": SEGMENT_FORMAT,
+            "storeId": store_id,
+            "number": number,
+            "counts": {name: len(group[name]) for name in SEALED_TABLES},
+            "seqRange": [min(seqs), max(seqs)] if seqs else None,
+            "recordsBytes": len(records),
+            "index": build_index(group),
+        }
+        blob = orjson.dumps(header) + b"\n" + records
+        name = f"seg-{store_id}-{number:06d}.json"
+        atomic_write(self.segment_dir / name, blob, sync_dir=False)
+        return {"name": name, "bytes": len(blob)}
+
+    def _sweep_orphans(self, store_id: str, listed: set[str]) -> None:
+        """Remove this store's segments that no manifest lists: left by a seal whose
+        live-file write never happened (only ever under the lock)."""
+        for path in self.segment_dir.glob(f"seg-{store_id}-*.json"):
+            if path.name not in listed:
+                with self._cache_lock:
+                    self._segments.pop(path.name, None)
+                    self._records.pop(path.name, None)
+                with contextlib.suppress(OSError):
+                    path.unlink()
