@@ -188,25 +188,93 @@ def verb_sessions(args, svc):
     return svc.call("handoff.sessions", {})
 
 
+def _generation_settings(args, current: dict[str, Any]) -> dict[str, Any]:
+    """The server's ``generation`` settings with the command-line flags laid over them."""
+    import shlex
+
+    settings = {k: (dict(v) if isinstance(v, dict) else v) for k, v in current.items()}
+    provider = args.provider or settings.get("provider") or "extractive"
+    if args.command and not args.provider:
+        provider = "command"
+    section = settings.setdefault(provider, {}) if provider != "extractive" else {}
+    if args.base_url:
+        section["baseUrl"] = args.base_url
+    if args.model:
+        section["model"] = args.model
+    if args.api_key_env is not None:
+        section["apiKeyEnv"] = args.api_key_env or None
+    if args.timeout is not None:
+        section["timeoutSeconds"] = args.timeout
+    if args.max_tokens is not None:
+        section["maxTokens"] = args.max_tokens
+    if args.command:
+        try:
+            settings.setdefault("command", {})["argv"] = shlex.split(args.command)
+        except ValueError as exc:
+            raise UsageError(f"--command: {exc}") from None
+    if args.max_prompt_tokens is not None:
+        settings["maxPromptTokens"] = args.max_prompt_tokens
+    settings["provider"] = provider
+    return settings
+
+
 def verb_generate(args, svc):
     params: dict[str, Any] = {"format": args.format}
     if args.session:
         params["session"] = args.session
-    if args.provider:
-        params["provider"] = args.provider
     if args.focus:
         params["focus"] = " ".join(args.focus)
     if args.no_start:
         params["startSession"] = False
+    svc.config.generation = _generation_settings(args, svc.config.generation or {})
     return svc.call("handoff.generate", _with_scope(args, params))
 
 
 # -- human output ------------------------------------------------------------
 
 
+def _human_sessions(result: dict[str, Any]) -> str:
+    sessions = result["sessions"]
+    if not sessions:
+        return (
+            "No agent sessions recorded for this workspace (looked in "
+            + ", ".join(result.get("searched", []))
+            + ")."
+        )
+    lines = []
+    for s in sessions:
+        title = " ".join((s.get("title") or "(untitled)").split())
+        title = title if len(title) <= 70 else title[:69] + "…"
+        lines.append(
+            f"{s['updatedAt'] or '?':<24}  {s.get('agent', s['format']):<6} "
+            f"{s['messageCount']:>5} msgs  {title}\n    {s['path']}"
+        )
+    return "\n".join(lines)
+
+
+def _human_generate(result: dict[str, Any]) -> str:
+    lines = [result["document"].rstrip(), "", "---"]
+    src = result["sourceSession"]
+    lines.append(f"from {src['format']} session {src['path']} ({result['provider']})")
+    if result["missingSections"]:
+        lines.append("missing sections: " + ", ".join(result["missingSections"]))
+    lines.append(f"saved: {result['documentPath']}")
+    if result.get("newSession"):
+        lines.append(f"new session: {result['newSession']['path']}")
+    if result.get("continueCommand"):
+        lines.append(f"continue with: {result['continueCommand']}")
+    for w in result.get("warnings", []):
+        lines.append(f"warning: {w}")
+    return "\n".join(lines)
+
+
 def _human(verb: str, result: dict[str, Any], args) -> str:
     if verb == "report":
         return result["markdown"]
+    if verb == "sessions":
+        return _human_sessions(result)
+    if verb == "generate":
+        return _human_generate(result)
     if verb in ("current", "prepare") and getattr(args, "out", None):
         Path(args.out).write_bytes(orjson.dumps(result["prepared"], option=orjson.OPT_INDENT_2))
         return f"Prepared handoff for {result['scope']} written to {args.out} (digest {result['prepared']['digest']})."
@@ -323,11 +391,24 @@ def build_parser() -> argparse.ArgumentParser:
     verb("sessions", "list this workspace's agent sessions, newest first", verb_sessions)
 
     p = verb("generate", "generate a handoff document from an agent session", verb_generate)
-    p.add_argument("focus", nargs="*")
-    p.add_argument("--session")
+    p.add_argument("focus", nargs="*", help="focus instructions for the handoff")
+    p.add_argument("--session", metavar="FILE", help="the session file (default: the newest)")
     p.add_argument("--format", default="auto", choices=["auto", "pi", "claude", "codex"])
-    p.add_argument("--provider")
+    p.add_argument(
+        "--provider",
+        choices=["extractive", "openai", "anthropic", "command"],
+        help="default: extractive",
+    )
     p.add_argument("--no-start", action="store_true", help="do not start a new agent session")
+    p.add_argument("--base-url", help="openai/anthropic: the API base URL")
+    p.add_argument("--model", help="openai/anthropic: the model name")
+    p.add_argument(
+        "--api-key-env", metavar="NAME", help="the environment variable holding the API key"
+    )
+    p.add_argument("--max-tokens", type=int, help="anthropic: max_tokens of the answer")
+    p.add_argument("--command", metavar="'PROGRAM ARGS'", help="command: the program to run")
+    p.add_argument("--timeout", type=float, metavar="SECONDS", help="provider timeout")
+    p.add_argument("--max-prompt-tokens", type=int, help="the prompt's token budget")
     return parser
 
 

@@ -1,0 +1,98 @@
+"""From a provider's output to a checked handoff document: text blocks only, the
+required sections checked, the document wrapped for injection into a new session."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from .prompt import SECTIONS
+
+WRAPPER_OPEN = "<handoff-context>"
+WRAPPER_CLOSE = "</handoff-context>"
+_CLOSE_TAG = re.compile(r"<\s*/\s*handoff-context\s*>", re.IGNORECASE)
+_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+def capture_text(blocks: Iterable[Any]) -> str:
+    """The text blocks of an assistant output joined with ``\\n`` (thinking, tool calls
+    and anything else ignored)."""
+    parts = []
+    for block in blocks:
+        if (
+            isinstance(block, dict)
+            and block.get("type") == "text"
+            and isinstance(block.get("text"), str)
+        ):
+            parts.append(block["text"])
+    return "\n".join(parts)
+
+
+def _normal(title: str) -> str:
+    title = title.replace("**", "").replace("__", "").strip().rstrip(":").strip()
+    title = re.sub(r"\s+", " ", title).lower()
+    return title.replace(" and ", " & ")
+
+
+def headings(document: str) -> list[tuple[int, str, int]]:
+    """``(level, title, line number)`` of each Markdown heading outside code fences."""
+    out = []
+    fence: str | None = None
+    for number, line in enumerate(document.splitlines(), start=1):
+        m = _FENCE.match(line)
+        if m:
+            marker = m.group(1)
+            if fence is None:
+                fence = marker[0] * len(marker)
+            elif marker.startswith(fence):
+                fence = None
+            continue
+        if fence is not None:
+            continue
+        h = _HEADING.match(line)
+        if h:
+            out.append((len(h.group(1)), h.group(2), number))
+    return out
+
+
+def missing_sections(document: str) -> list[str]:
+    """The required section headings the document lacks (any heading level counts)."""
+    present = {_normal(title) for _, title, _ in headings(document)}
+    return [s.heading for s in SECTIONS if _normal(s.name) not in present]
+
+
+def section_lines(document: str, name: str) -> tuple[int, int] | None:
+    """The 1-based line range of a section's body (heading excluded), if present."""
+    found = headings(document)
+    total = len(document.splitlines())
+    for i, (level, title, line) in enumerate(found):
+        if _normal(title) == _normal(name):
+            end = total
+            for later_level, _, later_line in found[i + 1 :]:
+                if later_level <= level:
+                    end = later_line - 1
+                    break
+            return (line + 1, end) if end >= line + 1 else None
+    return None
+
+
+def escape_document(document: str) -> str:
+    """The document with any closing wrapper tag defused (it cannot end the wrapper)."""
+    return _CLOSE_TAG.sub("<\\/handoff-context>", document)
+
+
+def continuation_sentence(source: str | None) -> str:
+    where = f" ({source})" if source else ""
+    return (
+        f"This is a handoff from an earlier agent session{where}, written so that you can "
+        "carry on its work: treat it as the state of the task, check it against the live "
+        "workspace, and continue with its Next Steps."
+    )
+
+
+def wrap(document: str, source: str | None = None) -> str:
+    """The new session's context message: wrapper, document, one continuation sentence."""
+    body = escape_document(document.strip("\n"))
+    return f"{WRAPPER_OPEN}\n{body}\n{WRAPPER_CLOSE}\n\n{continuation_sentence(source)}"

@@ -1,0 +1,349 @@
+"""Claude Code sessions: JSONL entries linked by ``uuid``/``parentUuid``.
+
+The current branch is the path from the last conversation entry to the root. Side
+branches that hold only tool calls and tool results (parallel tool use fans out
+into siblings) belong to the branch; a side branch that holds a user prompt was
+abandoned (a rewind) and does not. A ``compact_boundary`` starts the agent's current
+context; ``logicalParentUuid`` carries the history across it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .jsonl import iter_objects
+from .transcript import (
+    MAX_MESSAGE_CHARS,
+    MAX_TOOL_RESULT_CHARS,
+    Message,
+    ReadStats,
+    ToolCall,
+    Transcript,
+    clip,
+    clip_arguments,
+    exit_code_in,
+)
+
+CHAIN_TYPES = frozenset({"user", "assistant", "system", "attachment", "progress"})
+KNOWN_TYPES = CHAIN_TYPES | frozenset(
+    {
+        "summary",
+        "permission-mode",
+        "last-prompt",
+        "file-history-snapshot",
+        "custom-title",
+        "ai-title",
+        "queue-operation",
+        "tag",
+        "agent-name",
+        "pr-link",
+        "mode",
+    }
+)
+WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
+_COMMAND_NOISE = ("<local-command-caveat>", "<local-command-stdout>", "<local-command-stderr>")
+
+
+class _Node:
+    __slots__ = (
+        "parent",
+        "logical",
+        "index",
+        "kind",
+        "messages",
+        "sidechain",
+        "prompt",
+        "boundary",
+    )
+
+    def __init__(self, parent: str | None, index: int) -> None:
+        self.parent = parent
+        self.logical: str | None = None
+        self.index = index
+        self.kind = ""
+        self.messages: list[Message] = []
+        self.sidechain = False
+        self.prompt = False  # a user prompt (text typed by the user)
+        self.boundary = False
+
+
+def _tool_result_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    parts = []
+    for block in content if isinstance(content, list) else []:
+        if isinstance(block, dict):
+            if block.get("type") == "text" and isinstance(block.get("text"), str):
+                parts.append(block["text"])
+            elif block.get("type") == "image":
+                parts.append("[image]")
+    return "\n".join(parts)
+
+
+def _user_messages(
+    obj: dict[str, Any], content: Any, ts: str | None, tool_names: dict[str, str]
+) -> tuple[list[Message], bool]:
+    """The messages of one ``user`` entry, and whether it is a typed prompt."""
+    if obj.get("isCompactSummary") is True:
+        text = _tool_result_text(content)
+        return [
+            Message("summary", clip(text, MAX_MESSAGE_CHARS), kind="compaction", timestamp=ts)
+        ], False
+    if isinstance(content, str):
+        if obj.get("isMeta") is True or content.startswith(_COMMAND_NOISE):
+            return [], False
+        return [Message("user", clip(content, MAX_MESSAGE_CHARS), timestamp=ts)], True
+    out: list[Message] = []
+    texts: list[str] = []
+    for block in content if isinstance(content, list) else []:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "tool_result":
+            text = clip(_tool_result_text(block.get("content")), MAX_TOOL_RESULT_CHARS)
+            call_id = (
+                block.get("tool_use_id") if isinstance(block.get("tool_use_id"), str) else None
+            )
+            is_error = block.get("is_error") is True
+            out.append(
+                Message(
+                    "tool",
+                    text,
+                    tool_name=tool_names.get(call_id or ""),
+                    tool_call_id=call_id,
+                    is_error=is_error,
+                    exit_code=exit_code_in(text) if is_error else None,
+                    timestamp=ts,
+                )
+            )
+        elif kind == "text" and isinstance(block.get("text"), str):
+            texts.append(block["text"])
+        elif kind == "image":
+            texts.append("[image]")
+    prompt = False
+    if texts and obj.get("isMeta") is not True:
+        text = "\n".join(texts)
+        if not text.startswith(_COMMAND_NOISE):
+            out.insert(0, Message("user", clip(text, MAX_MESSAGE_CHARS), timestamp=ts))
+            prompt = True
+    return out, prompt
+
+
+def _assistant_message(
+    message: dict[str, Any], ts: str | None, tool_names: dict[str, str]
+) -> Message | None:
+    content = message.get("content")
+    texts, calls = [], []
+    if isinstance(content, str):
+        texts.append(content)
+    for block in content if isinstance(content, list) else []:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text" and isinstance(block.get("text"), str):
+            texts.append(block["text"])
+        elif kind == "tool_use" and isinstance(block.get("name"), str):
+            call_id = block.get("id") if isinstance(block.get("id"), str) else None
+            if call_id:
+                tool_names[call_id] = block["name"]
+            calls.append(ToolCall(call_id, block["name"], clip_arguments(block.get("input"))))
+    if not texts and not calls:
+        return None
+    stop = message.get("stop_reason")
+    mid = message.get("id")
+    return Message(
+        "assistant",
+        clip("\n".join(texts), MAX_MESSAGE_CHARS),
+        tool_calls=calls,
+        timestamp=ts,
+        stop_reason=stop if isinstance(stop, str) else None,
+        key=mid if isinstance(mid, str) else None,
+    )
+
+
+def read_claude(path: Path, stats: ReadStats | None = None) -> Transcript:
+    """Read one Claude Code session file into a :class:`Transcript`."""
+    stats = stats or ReadStats()
+    nodes: dict[str, _Node] = {}
+    order: list[str] = []
+    tool_names: dict[str, str] = {}
+    summaries: list[tuple[str, str]] = []
+    custom_title: str | None = None
+    session_id = cwd = branch = first_ts = last_ts = model = None
+    leaf_main: str | None = None
+    leaf_any: str | None = None
+    for index, obj in enumerate(iter_objects(path, stats)):
+        etype = obj.get("type")
+        if etype not in KNOWN_TYPES:
+            stats.unknown_entries += 1
+            continue
+        if etype == "summary":
+            if isinstance(obj.get("summary"), str) and isinstance(obj.get("leafUuid"), str):
+                summaries.append((obj["leafUuid"], obj["summary"]))
+            continue
+        if etype in ("custom-title", "ai-title"):
+            value = obj.get("customTitle") or obj.get("aiTitle") or obj.get("title")
+            if (
+                isinstance(value, str)
+                and value.strip()
+                and (etype == "custom-title" or not custom_title)
+            ):
+                custom_title = value.strip()
+            continue
+        uuid = obj.get("uuid")
+        if etype not in CHAIN_TYPES or not isinstance(uuid, str):
+            continue
+        if session_id is None and isinstance(obj.get("sessionId"), str):
+            session_id = obj["sessionId"]
+        if cwd is None and isinstance(obj.get("cwd"), str):
+            cwd = obj["cwd"]
+        if isinstance(obj.get("gitBranch"), str) and obj["gitBranch"]:
+            branch = obj["gitBranch"]
+        ts = obj.get("timestamp") if isinstance(obj.get("timestamp"), str) else None
+        if ts:
+            first_ts = first_ts or ts
+            last_ts = ts
+        parent = obj.get("parentUuid") if isinstance(obj.get("parentUuid"), str) else None
+        node = _Node(parent, index)
+        node.kind = etype
+        node.sidechain = obj.get("isSidechain") is True
+        if isinstance(obj.get("logicalParentUuid"), str):
+            node.logical = obj["logicalParentUuid"]
+        message = obj.get("message") if isinstance(obj.get("message"), dict) else None
+        if etype == "user" and message is not None:
+            node.messages, node.prompt = _user_messages(obj, message.get("content"), ts, tool_names)
+        elif etype == "assistant" and message is not None:
+            m = _assistant_message(message, ts, tool_names)
+            if m is not None:
+                node.messages = [m]
+            if isinstance(message.get("model"), str) and not message["model"].startswith("<"):
+                model = message["model"]
+        elif etype == "system" and obj.get("subtype") == "compact_boundary":
+            node.boundary = True
+        nodes[uuid] = node
+        order.append(uuid)
+        if etype in ("user", "assistant"):
+            leaf_any = uuid
+            if not node.sidechain:
+                leaf_main = uuid
+
+    leaf = leaf_main or leaf_any
+    # The main path, crossing compact boundaries through their logical parent.
+    on_path: dict[str, int] = {}
+    context_start = 0
+    cur = leaf
+    steps = 0
+    chain: list[str] = []
+    while cur is not None and cur in nodes and cur not in on_path:
+        on_path[cur] = steps
+        chain.append(cur)
+        steps += 1
+        node = nodes[cur]
+        cur = node.parent if node.parent is not None or not node.boundary else node.logical
+    chain.reverse()
+    for _i, uid in enumerate(chain):
+        if nodes[uid].boundary:
+            context_start = nodes[uid].index
+
+    # Side branches hanging off the path: keep tool fan-outs, drop abandoned prompts.
+    side_root: dict[str, str | None] = {}
+
+    def root_of(uid: str) -> str | None:
+        """The side branch's first entry below the path (None: not attached)."""
+        trail = []
+        cur_id: str | None = uid
+        found: str | None = None
+        while cur_id is not None and cur_id in nodes and cur_id not in on_path:
+            if cur_id in side_root:
+                found = side_root[cur_id]
+                break
+            trail.append(cur_id)
+            parent = nodes[cur_id].parent
+            if parent is not None and parent in on_path:
+                found = cur_id
+                break
+            cur_id = parent
+        for t in trail:
+            side_root[t] = found
+        return found
+
+    main_sidechain = nodes[leaf].sidechain if leaf in nodes else False
+    abandoned: set[str] = set()
+    members: dict[str, list[str]] = {}
+    for uid in order:
+        if uid in on_path or nodes[uid].sidechain != main_sidechain:
+            continue
+        root = root_of(uid)
+        if root is None:
+            continue
+        members.setdefault(root, []).append(uid)
+        if nodes[uid].prompt:
+            abandoned.add(root)
+    included = set(on_path)
+    for root, uids in members.items():
+        if root not in abandoned:
+            included.update(uids)
+
+    history: list[Message] = []
+    context: list[Message] = []
+    message_count = 0
+    compactions = 0
+    written: list[str] = []
+    for uid in order:
+        if uid not in included:
+            continue
+        node = nodes[uid]
+        if node.boundary:
+            compactions += 1
+        for m in node.messages:
+            last = history[-1] if history else None
+            merged = (
+                m.role == "assistant"
+                and last is not None
+                and last.role == "assistant"
+                and m.key is not None
+                and last.key == m.key
+            )
+            if merged:
+                last.text = "\n".join(t for t in (last.text, m.text) if t)
+                last.tool_calls.extend(m.tool_calls)
+                last.stop_reason = m.stop_reason or last.stop_reason
+            else:
+                history.append(m)
+                if node.index >= context_start:
+                    context.append(m)
+                if m.role in ("user", "assistant", "tool"):
+                    message_count += 1
+            for call in m.tool_calls:
+                if call.name in WRITE_TOOLS and isinstance(call.arguments, dict):
+                    p = call.arguments.get("file_path") or call.arguments.get("notebook_path")
+                    if isinstance(p, str) and p and p not in written:
+                        written.append(p)
+
+    title = custom_title
+    if title is None:
+        for leaf_uuid, text in reversed(summaries):
+            if leaf_uuid in nodes:
+                title = text
+                break
+    if title is None:
+        first = next((m for m in history if m.role == "user" and m.text), None)
+        title = " ".join(first.text.split())[:120] if first else None
+    return Transcript(
+        path=path,
+        format="claude",
+        id=path.stem if session_id is None or path.stem.startswith("agent-") else session_id,
+        cwd=cwd,
+        title=title,
+        started_at=first_ts,
+        updated_at=last_ts,
+        git_branch=branch,
+        model=model,
+        history=history,
+        context=context,
+        message_count=message_count,
+        compactions=compactions,
+        stats=stats,
+        written_paths=written,
+    )

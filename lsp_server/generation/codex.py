@@ -1,0 +1,359 @@
+"""Codex CLI rollouts: JSONL ``{timestamp, type, payload}`` lines, one linear history.
+
+``response_item`` lines are the conversation; a ``compacted`` line replaces the
+agent's context with its ``replacement_history`` (or its summary message). Older
+rollouts whose lines are bare response items load too.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .jsonl import iter_objects
+from .transcript import (
+    MAX_MESSAGE_CHARS,
+    MAX_TOOL_RESULT_CHARS,
+    Message,
+    ReadStats,
+    ToolCall,
+    Transcript,
+    clip,
+    clip_arguments,
+    exit_code_in,
+)
+
+KNOWN_TYPES = frozenset({"session_meta", "turn_context", "response_item", "event_msg", "compacted"})
+ITEM_TYPES = frozenset(
+    {
+        "message",
+        "function_call",
+        "function_call_output",
+        "custom_tool_call",
+        "custom_tool_call_output",
+        "local_shell_call",
+        "local_shell_call_output",
+        "reasoning",
+        "web_search_call",
+        "tool_search_call",
+        "tool_search_output",
+        "image_generation_call",
+        "agent_message",
+        "ghost_snapshot",
+        "compaction",
+        "compaction_summary",
+        "other",
+    }
+)
+CALL_TYPES = (
+    "function_call",
+    "custom_tool_call",
+    "local_shell_call",
+    "web_search_call",
+    "tool_search_call",
+    "image_generation_call",
+)
+OUTPUT_TYPES = (
+    "function_call_output",
+    "custom_tool_call_output",
+    "local_shell_call_output",
+    "tool_search_output",
+)
+#: User-role text Codex injects itself: context, never a request.
+CONTEXT_PREFIXES = (
+    "<environment_context>",
+    "<user_instructions>",
+    "# AGENTS.md instructions",
+    "<permissions instructions>",
+    "<INSTRUCTIONS>",
+    "<turn_aborted>",
+    "<user_shell_command>",
+)
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, dict):
+        content = [content]
+    parts = []
+    for block in content if isinstance(content, list) else []:
+        if isinstance(block, dict):
+            text = block.get("text")
+            if isinstance(text, str):
+                parts.append(text)
+            elif block.get("type") in ("input_image", "output_image") and block.get("image_url"):
+                parts.append("[image]")
+        elif isinstance(block, str):
+            parts.append(block)
+    return "\n".join(parts)
+
+
+def _arguments(raw: Any) -> Any:
+    if isinstance(raw, str):
+        try:
+            return clip_arguments(orjson.loads(raw))
+        except orjson.JSONDecodeError:
+            return clip_arguments(raw)
+    return clip_arguments(raw)
+
+
+def _output(raw: Any) -> tuple[str, int | None]:
+    """A tool output's text and the exit status it carries, if any."""
+    code = None
+    if isinstance(raw, str) and raw.startswith("{"):
+        try:
+            parsed = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            parsed = None
+        if isinstance(parsed, dict) and "output" in parsed:
+            meta = parsed.get("metadata")
+            if isinstance(meta, dict) and type(meta.get("exit_code")) is int:
+                code = meta["exit_code"]
+            raw = parsed["output"]
+    text = _content_text(raw)
+    if code is None:
+        code = exit_code_in(text)
+    return text, code
+
+
+def _patch_paths(patch: str) -> list[str]:
+    out = []
+    for line in patch.splitlines():
+        for marker in ("*** Add File: ", "*** Update File: ", "*** Move to: "):
+            if line.startswith(marker):
+                out.append(line[len(marker) :].strip())
+    return out
+
+
+class _Reader:
+    def __init__(self, path: Path, stats: ReadStats) -> None:
+        self.path = path
+        self.stats = stats
+        self.history: list[Message] = []
+        self.context: list[Message] = []
+        self.meta: dict[str, Any] | None = None
+        self.cwd: str | None = None
+        self.branch: str | None = None
+        self.model: str | None = None
+        self.title: str | None = None
+        self.first_ts: str | None = None
+        self.last_ts: str | None = None
+        self.compactions = 0
+        self.message_count = 0
+        self.exit_codes: dict[str, int] = {}
+        self.written: list[str] = []
+
+    def add(self, m: Message, *, counted: bool) -> None:
+        last = self.history[-1] if self.history else None
+        if (
+            m.role == "assistant"
+            and not m.text
+            and last is not None
+            and last.role == "assistant"
+            and last is (self.context[-1] if self.context else None)
+        ):
+            last.tool_calls.extend(m.tool_calls)
+            return
+        self.history.append(m)
+        self.context.append(m)
+        if counted:
+            self.message_count += 1
+
+    def wrote(self, path: str) -> None:
+        if path and path not in self.written:
+            self.written.append(path)
+
+    def item(self, p: dict[str, Any], ts: str | None, *, replaying: bool = False) -> Message | None:
+        """One response item as a message (added to the transcript unless replaying)."""
+        kind = p.get("type")
+        if kind not in ITEM_TYPES:
+            if not replaying:
+                self.stats.unknown_entries += 1
+            return None
+        m: Message | None = None
+        counted = False
+        if kind == "message":
+            role = p.get("role")
+            text = _content_text(p.get("content"))
+            if role == "assistant":
+                m, counted = Message("assistant", clip(text, MAX_MESSAGE_CHARS), timestamp=ts), True
+            elif role == "user":
+                if text.lstrip().startswith(CONTEXT_PREFIXES):
+                    m = Message(
+                        "context", clip(text, MAX_MESSAGE_CHARS), kind="environment", timestamp=ts
+                    )
+                else:
+                    m, counted = Message("user", clip(text, MAX_MESSAGE_CHARS), timestamp=ts), True
+            elif text:
+                m = Message("context", clip(text, MAX_MESSAGE_CHARS), kind=str(role), timestamp=ts)
+        elif kind in CALL_TYPES:
+            name = p.get("name") if isinstance(p.get("name"), str) else kind.removesuffix("_call")
+            if kind == "local_shell_call":
+                args = clip_arguments(p.get("action"))
+                name = "shell"
+            elif kind == "custom_tool_call":
+                args = _arguments(p.get("input"))
+            elif kind == "web_search_call":
+                args = clip_arguments(p.get("action"))
+            else:
+                args = _arguments(p.get("arguments"))
+            call_id = p.get("call_id") if isinstance(p.get("call_id"), str) else None
+            m = Message("assistant", "", tool_calls=[ToolCall(call_id, name, args)], timestamp=ts)
+            if name == "apply_patch":
+                patch = (
+                    args
+                    if isinstance(args, str)
+                    else (args or {}).get("input")
+                    if isinstance(args, dict)
+                    else None
+                )
+                if isinstance(patch, str) and not replaying:
+                    for path in _patch_paths(patch):
+                        self.wrote(path)
+        elif kind in OUTPUT_TYPES:
+            text, code = _output(p.get("output", p.get("tools")))
+            call_id = p.get("call_id") if isinstance(p.get("call_id"), str) else None
+            m = Message(
+                "tool",
+                clip(text, MAX_TOOL_RESULT_CHARS),
+                tool_call_id=call_id,
+                exit_code=code,
+                is_error=code not in (None, 0),
+                timestamp=ts,
+            )
+            counted = True
+        elif kind == "agent_message":
+            text = _content_text(p.get("content"))
+            if text:
+                m = Message(
+                    "context", clip(text, MAX_MESSAGE_CHARS), kind="agent_message", timestamp=ts
+                )
+        if m is not None and not replaying:
+            self.add(m, counted=counted)
+        return m
+
+    def event(self, p: dict[str, Any]) -> None:
+        kind = p.get("type")
+        if kind == "exec_command_end":
+            if isinstance(p.get("call_id"), str) and type(p.get("exit_code")) is int:
+                self.exit_codes[p["call_id"]] = p["exit_code"]
+        elif kind == "patch_apply_end":
+            changes = p.get("changes")
+            if isinstance(changes, dict) and p.get("success") is not False:
+                for path in changes:
+                    if isinstance(path, str):
+                        self.wrote(path)
+        elif kind == "thread_name_updated":
+            if isinstance(p.get("thread_name"), str) and p["thread_name"].strip():
+                self.title = p["thread_name"].strip()
+        elif kind == "error" and isinstance(p.get("message"), str):
+            m = Message(
+                "tool", clip(p["message"], MAX_TOOL_RESULT_CHARS), tool_name="codex", is_error=True
+            )
+            self.history.append(m)
+            self.context.append(m)
+
+    def compacted(self, p: dict[str, Any], ts: str | None) -> None:
+        self.compactions += 1
+        summary = p.get("message") if isinstance(p.get("message"), str) else ""
+        marker = Message(
+            "summary", clip(summary, MAX_MESSAGE_CHARS), kind="compaction", timestamp=ts
+        )
+        self.history.append(marker)
+        replacement = p.get("replacement_history")
+        self.context = [marker] if summary else []
+        if isinstance(replacement, list):
+            for item in replacement:
+                if isinstance(item, dict):
+                    m = self.item(item, ts, replaying=True)
+                    if m is not None:
+                        self.context.append(m)
+
+    def read(self) -> Transcript:
+        for obj in iter_objects(self.path, self.stats):
+            etype = obj.get("type")
+            ts = obj.get("timestamp") if isinstance(obj.get("timestamp"), str) else None
+            if ts and ts[:1].isdigit():
+                self.first_ts = self.first_ts or ts
+                self.last_ts = ts
+            payload = obj.get("payload")
+            if not isinstance(payload, dict):
+                if etype in ITEM_TYPES and etype != "other":  # an older rollout's bare item
+                    self.item(obj, ts)
+                elif etype is None and self.meta is None and isinstance(obj.get("id"), str):
+                    self.meta = obj  # an older rollout's first line
+                    self.branch = (
+                        (obj.get("git") or {}).get("branch")
+                        if isinstance(obj.get("git"), dict)
+                        else None
+                    )
+                elif etype is None and obj.get("record_type") == "state":
+                    pass
+                else:
+                    self.stats.unknown_entries += 1
+                continue
+            if etype == "response_item":
+                self.item(payload, ts)
+            elif etype == "event_msg":
+                self.event(payload)
+            elif etype == "compacted":
+                self.compacted(payload, ts)
+            elif etype == "session_meta":
+                if self.meta is None:
+                    self.meta = payload
+                    git = payload.get("git")
+                    if isinstance(git, dict) and isinstance(git.get("branch"), str):
+                        self.branch = git["branch"]
+                    if isinstance(payload.get("cwd"), str):
+                        self.cwd = payload["cwd"]
+            elif etype == "turn_context":
+                if self.cwd is None and isinstance(payload.get("cwd"), str):
+                    self.cwd = payload["cwd"]
+                if isinstance(payload.get("model"), str):
+                    self.model = payload["model"]
+            else:
+                self.stats.unknown_entries += 1
+
+        for m in self.history:
+            if m.role == "tool" and m.tool_call_id in self.exit_codes:
+                m.exit_code = self.exit_codes[m.tool_call_id]
+                m.is_error = m.exit_code != 0
+        names = {c.id: c.name for m in self.history for c in m.tool_calls if c.id}
+        for m in self.history:
+            if m.role == "tool" and m.tool_name is None and m.tool_call_id in names:
+                m.tool_name = names[m.tool_call_id]
+        meta = self.meta or {}
+        title = self.title
+        if title is None:
+            first = next((m for m in self.history if m.role == "user" and m.text), None)
+            title = " ".join(first.text.split())[:120] if first else None
+        return Transcript(
+            path=self.path,
+            format="codex",
+            id=meta["id"] if isinstance(meta.get("id"), str) else self.path.stem,
+            cwd=self.cwd or (meta.get("cwd") if isinstance(meta.get("cwd"), str) else None),
+            title=title,
+            started_at=meta.get("timestamp")
+            if isinstance(meta.get("timestamp"), str)
+            else self.first_ts,
+            updated_at=self.last_ts,
+            parent_session=meta.get("forked_from_id")
+            if isinstance(meta.get("forked_from_id"), str)
+            else None,
+            git_branch=self.branch,
+            model=self.model,
+            history=self.history,
+            context=self.context,
+            message_count=self.message_count,
+            compactions=self.compactions,
+            stats=self.stats,
+            written_paths=self.written,
+        )
+
+
+def read_codex(path: Path, stats: ReadStats | None = None) -> Transcript:
+    """Read one Codex rollout file into a :class:`Transcript`."""
+    return _Reader(path, stats or ReadStats()).read()

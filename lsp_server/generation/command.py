@@ -1,0 +1,254 @@
+"""``handoff.generate`` and ``handoff.sessions``: the pipeline of ``spec/generation.md``
+(guard, prompt, provider, capture, validate, cancel, new session, record) over the
+service's workspace and store."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shlex
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .. import lifecycle as lc
+from ..errors import HandoffError
+from ..params import GenerateParams, SessionsParams, structure
+from . import discovery
+from .capture import capture_text, missing_sections, wrap
+from .draft import build_draft
+from .newsession import save_document, write_pi_session
+from .prompt import build_prompt
+from .readers import read_session
+from .redact import redact
+from .settings import PROVIDERS, GenerationSettings
+from .transcript import FORMATS, Transcript
+
+if TYPE_CHECKING:
+    from ..service import CallContext, HandoffService
+
+log = logging.getLogger(__name__)
+
+MAX_FOCUS = 4_000
+AGENT_COMMAND = {"pi": "pi", "omp": "omp", "claude": "claude", "codex": "codex"}
+
+
+def run_sessions(service: HandoffService, params: Any, ctx: CallContext) -> dict[str, Any]:
+    """The workspace's agent sessions, newest first."""
+    structure(params, SessionsParams, "handoff.sessions")
+    sessions = discovery.list_sessions(service.workspace, should_stop=lambda: ctx.cancel.cancelled)
+    ctx.cancel.raise_if_cancelled()
+    return {
+        "sessions": sessions,
+        "searched": [str(h.root) for h in discovery.agent_homes()],
+    }
+
+
+def _settings(service: HandoffService) -> GenerationSettings:
+    settings = GenerationSettings.parse(getattr(service.config, "generation", None))
+    for warning in settings.warnings:
+        log.warning("%s", warning)
+    return settings
+
+
+def _session_path(service: HandoffService, p: GenerateParams, ctx: CallContext) -> tuple[Path, str]:
+    """The session to read and its agent: the named file, else the newest one."""
+    if p.session is not None:
+        if not p.session.strip():
+            raise HandoffError("invalid_params", "session is empty: name a session file.")
+        path = Path(os.path.expanduser(p.session))
+        if not path.is_absolute():
+            path = service.workspace / path
+        agent = "omp" if ".omp" in path.parts else p.format if p.format != "auto" else "?"
+        return path, agent
+    listed = [
+        item
+        for item in discovery.list_sessions(
+            service.workspace, should_stop=lambda: ctx.cancel.cancelled
+        )
+        if p.format in ("auto", item["format"])
+    ]
+    ctx.cancel.raise_if_cancelled()
+    # The newest session with something to hand off (a fresh handoff session has none).
+    for item in sorted(listed, key=lambda i: i["messageCount"] < 2):
+        return Path(item["path"]), item.get("agent", item["format"])
+    homes = ", ".join(str(h.root) for h in discovery.agent_homes())
+    raise HandoffError(
+        "session_not_found",
+        f"No agent session recorded for {service.workspace} was found (looked in {homes}); "
+        "pass session to name a file.",
+        workspace=str(service.workspace),
+    )
+
+
+def _check_params(p: GenerateParams) -> None:
+    if p.format not in ("auto", *FORMATS):
+        raise HandoffError(
+            "invalid_params",
+            f"format {p.format!r} is not one of auto, {', '.join(FORMATS)}.",
+            format=p.format,
+        )
+    if p.provider is not None and p.provider not in PROVIDERS:
+        raise HandoffError(
+            "invalid_params",
+            f"provider {p.provider!r} is not one of {', '.join(PROVIDERS)}.",
+            provider=p.provider,
+            allowed=list(PROVIDERS),
+        )
+    if p.focus is not None and len(p.focus) > MAX_FOCUS:
+        raise HandoffError("invalid_params", f"focus is longer than {MAX_FOCUS} characters.")
+
+
+def guard(t: Transcript) -> None:
+    """At least two messages on the branch, or there is nothing to hand off."""
+    if t.message_count < 2:
+        raise HandoffError(
+            "nothing_to_hand_off",
+            "Nothing to hand off (no messages yet).",
+            session=str(t.path),
+            messageCount=t.message_count,
+        )
+
+
+def run_generate(service: HandoffService, params: Any, ctx: CallContext) -> dict[str, Any]:
+    """Turn one agent session into a handoff document, a draft, and (optionally) a new
+    agent session whose context is that document."""
+    p: GenerateParams = structure(params, GenerateParams, "handoff.generate")
+    _check_params(p)
+    settings = _settings(service)
+    provider_name = p.provider or settings.provider
+    settings.check(provider_name)
+    scope = service.resolve_scope(p.scope)
+    focus = " ".join(p.focus.split()) if p.focus and p.focus.strip() else None
+    started = time.monotonic()
+
+    ctx.report("Reading the agent session…", 0)
+    path, agent = _session_path(service, p, ctx)
+    transcript = read_session(path, p.format)
+    if agent == "?":
+        agent = transcript.format
+    ctx.cancel.raise_if_cancelled()
+    guard(transcript)
+
+    prompt = build_prompt(transcript, focus, settings.max_prompt_tokens)
+    from .providers import GenerationRequest, load
+
+    provider = load(provider_name, settings)
+    ctx.report("Generating handoff…", 10)
+    output = provider.generate(
+        GenerationRequest(transcript, prompt, focus, service.workspace, settings), ctx
+    )
+    ctx.cancel.raise_if_cancelled()
+
+    document, redactions = redact(capture_text(output.blocks).strip("\n"))
+    if not document.strip():
+        raise HandoffError(
+            "generation_failed",
+            "Handoff generation failed: the model returned no handoff text.",
+            provider=provider_name,
+        )
+    document = document.rstrip() + "\n"
+    missing = missing_sections(document)
+    start = p.start_session
+    if start is None:
+        start = settings.start_session if settings.start_session is not None else True
+
+    # The last point a cancel is honoured: from here on the result is written.
+    ctx.cancel.raise_if_cancelled()
+    ctx.report("Writing the handoff…", 90)
+    generation_id = lc.new_id()
+    content = wrap(document, str(transcript.path))
+    written: list[Path] = []
+    try:
+        saved = save_document(service.store.folder, generation_id, content)
+        written.append(saved)
+        new_session = None
+        if start and transcript.format == "pi":
+            new_session = write_pi_session(transcript, content, service.workspace)
+            written.append(Path(new_session["path"]))
+        duration_ms = int((time.monotonic() - started) * 1000)
+        record = {
+            "id": generation_id,
+            "scope": scope,
+            "createdAt": lc.now_iso(),
+            "provider": provider_name,
+            "sourceSession": transcript.source_json(),
+            "newSession": new_session,
+            "missingSections": missing,
+            "durationMs": duration_ms,
+            "document": saved.relative_to(service.workspace).as_posix(),
+        }
+        if redactions:
+            record["redactions"] = redactions
+        if focus:
+            record["focus"] = focus
+        with service.store.transaction() as tx:
+            record["seq"] = tx.next_seq()
+            tx.table("generations").insert(record)
+    except BaseException as exc:
+        for path_written in written:
+            with contextlib.suppress(OSError):
+                path_written.unlink()
+        if isinstance(exc, OSError):
+            raise HandoffError(
+                "generation_failed",
+                f"The handoff could not be written ({exc.strerror or exc}); nothing was kept.",
+                provider=provider_name,
+            ) from None
+        raise
+
+    saved_rel = record["document"]
+    result: dict[str, Any] = {
+        "scope": scope,
+        "document": document,
+        "missingSections": missing,
+        "draft": build_draft(document, transcript, service.workspace, saved_rel, offset=1),
+        "provider": provider_name,
+        "sourceSession": {
+            **transcript.source_json(),
+            "title": transcript.title,
+            "messageCount": transcript.message_count,
+            "read": transcript.stats.to_json(),
+        },
+        "newSession": new_session,
+        "documentPath": saved_rel,
+        "generation": generation_id,
+        "durationMs": duration_ms,
+        "prompt": {
+            "tokens": prompt.conversation_tokens,
+            "kept": prompt.kept,
+            "omitted": prompt.omitted,
+        },
+    }
+    continue_command = _continue_command(
+        agent, transcript, service.workspace, new_session, saved_rel, start
+    )
+    if continue_command:
+        result["continueCommand"] = continue_command
+    if redactions:
+        result["redactions"] = redactions
+    if settings.warnings:
+        result["warnings"] = list(settings.warnings)
+    ctx.report("Handoff generated", 100)
+    return result
+
+
+def _continue_command(
+    agent: str,
+    t: Transcript,
+    workspace: Path,
+    new_session: dict[str, Any] | None,
+    saved_rel: str,
+    start: bool,
+) -> str | None:
+    """The exact shell command that starts the next agent with the handoff."""
+    if not start:
+        return None
+    cd = f"cd {shlex.quote(str(workspace))} && "
+    if new_session is not None:
+        program = AGENT_COMMAND.get(agent, "pi")
+        return f"{cd}{program} --session {shlex.quote(new_session['path'])}"
+    if t.format in ("claude", "codex"):
+        return f'{cd}{AGENT_COMMAND[t.format]} "$(cat {shlex.quote(saved_rel)})"'
+    return None

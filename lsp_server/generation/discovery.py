@@ -1,0 +1,221 @@
+"""Where each agent keeps its sessions, and which of them belong to a workspace.
+
+A session belongs to the workspace when the ``cwd`` it recorded is the workspace or a
+folder inside it. Homes follow the agents' own overrides: ``PI_CODING_AGENT_DIR``,
+``CLAUDE_CONFIG_DIR``, ``CODEX_HOME`` (else ``$HOME/.pi/agent``, ``$HOME/.omp/agent``,
+``$HOME/.claude``, ``$HOME/.codex``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from .jsonl import first_objects
+from .readers import SUMMARIES
+
+#: Files probed at most per listing (a bound on the work a huge home can cause).
+MAX_PROBED = 20_000
+
+
+@dataclass(frozen=True)
+class AgentHome:
+    """One agent's session store."""
+
+    agent: str  # pi, omp, claude, codex
+    format: str  # the file format its sessions use
+    root: Path
+
+
+def _home(env: Mapping[str, str]) -> Path:
+    home = env.get("HOME")
+    return Path(home) if home else Path.home()
+
+
+def _expand(value: str, env: Mapping[str, str]) -> Path:
+    if value == "~" or value.startswith("~/"):
+        return _home(env) / value[2:]
+    return Path(value)
+
+
+def agent_homes(env: Mapping[str, str] | None = None) -> list[AgentHome]:
+    """Every session store to look in, honouring the agents' environment overrides."""
+    env = os.environ if env is None else env
+    home = _home(env)
+    homes: list[AgentHome] = []
+    pi_dir = env.get("PI_CODING_AGENT_DIR")
+    homes.append(
+        AgentHome(
+            "pi", "pi", (_expand(pi_dir, env) if pi_dir else home / ".pi" / "agent") / "sessions"
+        )
+    )
+    omp_dir = env.get("OMP_CODING_AGENT_DIR")
+    homes.append(
+        AgentHome(
+            "omp",
+            "pi",
+            (_expand(omp_dir, env) if omp_dir else home / ".omp" / "agent") / "sessions",
+        )
+    )
+    claude_dir = env.get("CLAUDE_CONFIG_DIR")
+    homes.append(
+        AgentHome(
+            "claude",
+            "claude",
+            (_expand(claude_dir, env) if claude_dir else home / ".claude") / "projects",
+        )
+    )
+    codex_dir = env.get("CODEX_HOME")
+    homes.append(
+        AgentHome(
+            "codex",
+            "codex",
+            (_expand(codex_dir, env) if codex_dir else home / ".codex") / "sessions",
+        )
+    )
+    seen: set[str] = set()
+    unique = []
+    for h in homes:
+        key = os.path.realpath(h.root)
+        if key not in seen:
+            seen.add(key)
+            unique.append(h)
+    return unique
+
+
+def belongs(cwd: Any, workspace: Path) -> bool:
+    """Whether a session's recorded ``cwd`` is the workspace or inside it."""
+    if not isinstance(cwd, str) or not cwd:
+        return False
+    ws = os.path.normpath(str(workspace))
+    ws_real = os.path.realpath(ws)
+    for candidate in {os.path.normpath(cwd), os.path.realpath(cwd)}:
+        for root in {ws, ws_real}:
+            if candidate == root or candidate.startswith(root.rstrip(os.sep) + os.sep):
+                return True
+    return False
+
+
+def claude_slug(path: str) -> str:
+    """Claude Code's project folder name for a working directory."""
+    return re.sub(r"[^A-Za-z0-9]", "-", path)
+
+
+def _safe_list(folder: Path) -> list[os.DirEntry]:
+    try:
+        with os.scandir(folder) as it:
+            return list(it)
+    except OSError:
+        return []
+
+
+def _pi_candidates(home: AgentHome, workspace: Path) -> Iterator[Path]:
+    for sub in _safe_list(home.root):
+        if not sub.is_dir(follow_symlinks=False):
+            continue
+        for entry in _safe_list(Path(sub.path)):
+            if entry.name.endswith(".jsonl") and entry.is_file():
+                header = first_objects(Path(entry.path), limit=1, max_bytes=256 * 1024)
+                if (
+                    header
+                    and header[0].get("type") == "session"
+                    and belongs(header[0].get("cwd"), workspace)
+                ):
+                    yield Path(entry.path)
+
+
+def _claude_candidates(home: AgentHome, workspace: Path) -> Iterator[Path]:
+    slugs = {claude_slug(str(workspace)), claude_slug(os.path.realpath(workspace))}
+    for sub in _safe_list(home.root):
+        if not sub.is_dir(follow_symlinks=False):
+            continue
+        exact = sub.name in slugs
+        related = exact or any(
+            sub.name.startswith(s + "-") or (len(s) > 200 and sub.name.startswith(s[:200]))
+            for s in slugs
+        )
+        if not related:
+            continue
+        for entry in _safe_list(Path(sub.path)):
+            if not (entry.name.endswith(".jsonl") and entry.is_file()):
+                continue
+            cwd = next(
+                (
+                    o["cwd"]
+                    for o in first_objects(Path(entry.path), limit=40)
+                    if isinstance(o.get("cwd"), str)
+                ),
+                None,
+            )
+            if belongs(cwd, workspace) or (cwd is None and exact):
+                yield Path(entry.path)
+
+
+def _codex_candidates(home: AgentHome, workspace: Path) -> Iterator[Path]:
+    stack = [home.root]
+    while stack:
+        folder = stack.pop()
+        for entry in _safe_list(folder):
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(Path(entry.path))
+            elif entry.name.startswith("rollout-") and entry.name.endswith(".jsonl"):
+                for obj in first_objects(Path(entry.path), limit=3):
+                    payload = obj.get("payload") if isinstance(obj.get("payload"), dict) else obj
+                    if isinstance(payload.get("cwd"), str):
+                        if belongs(payload["cwd"], workspace):
+                            yield Path(entry.path)
+                        break
+
+
+CANDIDATES: dict[str, Callable[[AgentHome, Path], Iterator[Path]]] = {
+    "pi": _pi_candidates,
+    "omp": _pi_candidates,
+    "claude": _claude_candidates,
+    "codex": _codex_candidates,
+}
+
+
+def _sort_key(item: dict[str, Any]) -> float:
+    stamp = item.get("updatedAt")
+    if isinstance(stamp, str):
+        try:
+            return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            pass
+    return float(item.get("mtime") or 0.0)
+
+
+def list_sessions(
+    workspace: Path,
+    env: Mapping[str, str] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> list[dict[str, Any]]:
+    """The workspace's sessions of every agent, newest first."""
+    found: list[dict[str, Any]] = []
+    probed = 0
+    for home in agent_homes(env):
+        if not home.root.is_dir():
+            continue
+        for path in CANDIDATES[home.agent](home, workspace):
+            probed += 1
+            if probed > MAX_PROBED or (should_stop is not None and should_stop()):
+                break
+            facts = SUMMARIES.get(path, home.format)
+            if facts is not None:
+                found.append({**facts, "agent": home.agent})
+    found.sort(key=_sort_key, reverse=True)
+    out = []
+    for item in found:
+        item = dict(item)
+        mtime = item.pop("mtime", None)
+        if not item.get("updatedAt") and mtime:
+            item["updatedAt"] = datetime.fromtimestamp(mtime).astimezone().isoformat()
+        if item.get("title") is None:
+            item.pop("title", None)
+        out.append(item)
+    return out

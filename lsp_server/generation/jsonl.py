@@ -1,0 +1,71 @@
+"""Streaming JSONL: one parsed object at a time, junk lines counted, never fatal."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .transcript import ReadStats
+
+#: A line longer than this is skipped (and counted): a session's memory stays bounded.
+MAX_LINE_BYTES = 64 * 1024 * 1024
+
+
+def iter_objects(
+    path: Path, stats: ReadStats, *, max_line: int = MAX_LINE_BYTES
+) -> Iterator[dict[str, Any]]:
+    """Yield each JSON object line of ``path``; count blank-free junk in ``stats``."""
+    loads = orjson.loads
+    decode_error = orjson.JSONDecodeError
+    with open(path, "rb") as fh:
+        readline = fh.readline
+        while True:
+            line = readline(max_line)
+            if not line:
+                return
+            if len(line) >= max_line and not line.endswith(b"\n"):
+                stats.lines += 1
+                stats.junk_lines += 1
+                while True:  # drain the rest of the oversized line
+                    rest = readline(max_line)
+                    if not rest or rest.endswith(b"\n"):
+                        break
+                continue
+            try:
+                obj = loads(line)
+            except decode_error:
+                if line.isspace():
+                    continue
+                stats.lines += 1
+                stats.junk_lines += 1
+                continue
+            stats.lines += 1
+            if type(obj) is dict:
+                yield obj
+            else:
+                stats.junk_lines += 1
+
+
+def first_objects(path: Path, limit: int = 40, max_bytes: int = 4 * 1024 * 1024) -> list[dict]:
+    """Up to ``limit`` leading JSON objects of ``path`` (for probing a format or a cwd)."""
+    out: list[dict] = []
+    read = 0
+    try:
+        with open(path, "rb") as fh:
+            while len(out) < limit and read < max_bytes:
+                line = fh.readline(max_bytes - read)
+                if not line:
+                    break
+                read += len(line)
+                try:
+                    obj = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    continue
+                if type(obj) is dict:
+                    out.append(obj)
+    except OSError:
+        return out
+    return out

@@ -1,0 +1,101 @@
+"""Where a generated handoff goes: a new pi session file beside the old one (written
+and synced at once), and the wrapped document saved under ``.handoff/generated/``."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..store import fsync_dir
+from .transcript import Transcript
+
+SESSION_VERSION = 3
+
+
+def uuid7() -> str:
+    """A version-7 UUID (time-ordered, as pi names its sessions)."""
+    ms = time.time_ns() // 1_000_000
+    rand = int.from_bytes(secrets.token_bytes(10), "big")
+    value = (ms & ((1 << 48) - 1)) << 80
+    value |= 0x7 << 76
+    value |= ((rand >> 62) & 0xFFF) << 64
+    value |= 0b10 << 62
+    value |= rand & ((1 << 62) - 1)
+    h = f"{value:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def iso_now() -> str:
+    """UTC time as JavaScript's ``toISOString`` writes it."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def write_new_file(path: Path, data: bytes, mode: int = 0o600) -> None:
+    """Create ``path`` (never overwrite), write ``data``, fsync the file and its folder."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        raise
+    os.close(fd)
+    fsync_dir(path.parent)
+
+
+def pi_session_lines(
+    source: Transcript, content: str, workspace: Path
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The header and the one ``custom_message`` entry of a handoff session."""
+    stamp = iso_now()
+    header = {
+        "type": "session",
+        "version": SESSION_VERSION,
+        "id": uuid7(),
+        "timestamp": stamp,
+        "cwd": source.cwd or str(workspace),
+        "parentSession": str(source.path.resolve()),
+    }
+    entry = {
+        "type": "custom_message",
+        "customType": "handoff",
+        "content": content,
+        "display": True,
+        "id": secrets.token_hex(4),
+        "parentId": None,
+        "timestamp": stamp,
+    }
+    return header, entry
+
+
+def write_pi_session(source: Transcript, content: str, workspace: Path) -> dict[str, Any]:
+    """Start a new pi session beside ``source`` whose context is ``content`` alone.
+
+    The old session file is never touched (its agent may still be appending)."""
+    header, entry = pi_session_lines(source, content, workspace)
+    name = f"{header['timestamp'].replace(':', '-').replace('.', '-')}_{header['id']}.jsonl"
+    path = source.path.resolve().parent / name
+    data = orjson.dumps(header) + b"\n" + orjson.dumps(entry) + b"\n"
+    write_new_file(path, data)
+    return {"path": str(path), "id": header["id"], "parentSession": header["parentSession"]}
+
+
+def save_document(folder: Path, generation_id: str, content: str) -> Path:
+    """Save the wrapped handoff under ``<state folder>/generated/``; returns its path."""
+    target = folder / "generated"
+    target.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    path = target / f"{stamp}-{generation_id}.md"
+    write_new_file(path, content.encode("utf-8"), mode=0o644)
+    return path

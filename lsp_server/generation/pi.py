@@ -1,0 +1,329 @@
+"""pi / oh-my-pi sessions: a JSONL tree (header, then entries linked by ``parentId``).
+
+The current branch is the path from the leaf (the last entry in file order) to the
+root; a ``compaction`` on that path replaces what precedes ``firstKeptEntryId`` with its
+summary. Version 1 files (no ids) and version 2 files (``hookMessage``) are read the
+way pi migrates them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .jsonl import iter_objects
+from .transcript import (
+    MAX_MESSAGE_CHARS,
+    MAX_TOOL_RESULT_CHARS,
+    Message,
+    ReadStats,
+    ToolCall,
+    Transcript,
+    clip,
+    clip_arguments,
+    exit_code_in,
+)
+
+KNOWN_TYPES = frozenset(
+    {
+        "message",
+        "custom_message",
+        "compaction",
+        "branch_summary",
+        "model_change",
+        "thinking_level_change",
+        "label",
+        "custom",
+        "session_info",
+    }
+)
+
+#: Tools whose ``path`` argument names a file the session wrote.
+WRITE_TOOLS = frozenset({"write", "edit", "multiedit", "multi_edit", "notebook_edit", "patch"})
+
+
+def _blocks_text(content: Any, limit: int) -> str:
+    if isinstance(content, str):
+        return clip(content, limit)
+    if not isinstance(content, list):
+        return ""
+    parts = []
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text" and isinstance(block.get("text"), str):
+            parts.append(block["text"])
+        elif kind == "image":
+            parts.append("[image]")
+    return clip("\n".join(parts), limit)
+
+
+def _path_arg(args: Any) -> str | None:
+    if isinstance(args, dict):
+        for key in ("path", "file_path", "filePath", "file"):
+            value = args.get(key)
+            if isinstance(value, str) and value:
+                return value
+    return None
+
+
+def message_from(msg: dict[str, Any], timestamp: str | None) -> Message | None:
+    """A pi ``message`` entry's message in the neutral vocabulary."""
+    role = msg.get("role")
+    content = msg.get("content")
+    if role == "user":
+        return Message("user", _blocks_text(content, MAX_MESSAGE_CHARS), timestamp=timestamp)
+    if role == "assistant":
+        texts, calls = [], []
+        for block in content if isinstance(content, list) else []:
+            if not isinstance(block, dict):
+                continue
+            kind = block.get("type")
+            if kind == "text" and isinstance(block.get("text"), str):
+                texts.append(block["text"])
+            elif kind == "toolCall" and isinstance(block.get("name"), str):
+                calls.append(
+                    ToolCall(block.get("id"), block["name"], clip_arguments(block.get("arguments")))
+                )
+        if isinstance(content, str):
+            texts.append(content)
+        stop = msg.get("stopReason")
+        text = "\n".join(texts)
+        if stop == "error" and isinstance(msg.get("errorMessage"), str):
+            text = (text + "\n" if text else "") + f"[error: {msg['errorMessage']}]"
+        return Message(
+            "assistant",
+            clip(text, MAX_MESSAGE_CHARS),
+            tool_calls=calls,
+            timestamp=timestamp,
+            stop_reason=stop if isinstance(stop, str) else None,
+        )
+    if role == "toolResult":
+        text = _blocks_text(content, MAX_TOOL_RESULT_CHARS)
+        is_error = msg.get("isError") is True
+        return Message(
+            "tool",
+            text,
+            tool_name=msg.get("toolName") if isinstance(msg.get("toolName"), str) else None,
+            tool_call_id=msg.get("toolCallId") if isinstance(msg.get("toolCallId"), str) else None,
+            is_error=is_error,
+            exit_code=exit_code_in(text) if is_error else None,
+            timestamp=timestamp,
+        )
+    if role == "bashExecution":
+        command = msg.get("command") if isinstance(msg.get("command"), str) else ""
+        output = msg.get("output") if isinstance(msg.get("output"), str) else ""
+        code = msg.get("exitCode")
+        return Message(
+            "user",
+            clip(f"Ran `{command}`\n{output}".rstrip(), MAX_TOOL_RESULT_CHARS),
+            kind="bash",
+            command=command,
+            exit_code=code if type(code) is int else None,
+            is_error=msg.get("cancelled") is True or (type(code) is int and code != 0),
+            timestamp=timestamp,
+        )
+    if role in ("custom", "hookMessage"):
+        kind = msg.get("customType")
+        return Message(
+            "custom",
+            _blocks_text(content, MAX_MESSAGE_CHARS),
+            kind=kind if isinstance(kind, str) else "custom",
+            timestamp=timestamp,
+        )
+    if isinstance(role, str):
+        text = _blocks_text(content, MAX_MESSAGE_CHARS)
+        return Message("context", text, kind=role, timestamp=timestamp) if text else None
+    return None
+
+
+def _handoff_title(content: str) -> str:
+    """The first statement of a handoff document's Goal (for a listing's title)."""
+    in_goal = False
+    for line in content.splitlines():
+        stripped = line.strip().lstrip(">").strip()
+        if stripped.startswith("#"):
+            in_goal = stripped.lstrip("#").strip().lower() == "goal"
+            continue
+        if in_goal and stripped and not stripped.endswith(":"):
+            return " ".join(stripped.lstrip("-*").split())[:110]
+    return "from an earlier session"
+
+
+class _Node:
+    __slots__ = ("parent", "type", "message", "first_kept", "is_message")
+
+    def __init__(self, parent: str | None, type_: str) -> None:
+        self.parent = parent
+        self.type = type_
+        self.message: Message | None = None
+        self.first_kept: str | None = None
+        self.is_message = False
+
+
+def read_pi(path: Path, stats: ReadStats | None = None) -> Transcript:
+    """Read one pi/oh-my-pi session file into a :class:`Transcript`."""
+    stats = stats or ReadStats()
+    header: dict[str, Any] | None = None
+    version: int | None = None
+    nodes: dict[str, _Node] = {}
+    leaf: str | None = None
+    prev_v1: str | None = None
+    index = -1  # position among parsed entries, header included (pi's migration index)
+    title: str | None = None
+    first_ts: str | None = None
+    last_ts: str | None = None
+    for obj in iter_objects(path, stats):
+        index += 1
+        etype = obj.get("type")
+        if etype == "session":
+            if header is None:
+                header = obj
+                v = obj.get("version")
+                version = v if type(v) is int else 1
+            continue
+        if version is None:  # no header: guess from the first entry
+            version = 3 if isinstance(obj.get("id"), str) else 1
+        ts = obj.get("timestamp") if isinstance(obj.get("timestamp"), str) else None
+        if ts:
+            first_ts = first_ts or ts
+            last_ts = ts
+        if version < 2:
+            eid = f"v1-{index}"
+            parent = prev_v1
+            prev_v1 = eid
+        else:
+            eid = obj.get("id")
+            if not isinstance(eid, str):
+                stats.unknown_entries += 1
+                continue
+            parent = obj.get("parentId") if isinstance(obj.get("parentId"), str) else None
+        node = _Node(parent, etype if isinstance(etype, str) else "?")
+        nodes[eid] = node
+        leaf = eid
+        if etype == "message":
+            msg = obj.get("message")
+            if isinstance(msg, dict):
+                node.message = message_from(msg, ts)
+                node.is_message = True
+        elif etype == "custom_message":
+            kind = obj.get("customType")
+            node.message = Message(
+                "custom",
+                _blocks_text(obj.get("content"), MAX_MESSAGE_CHARS),
+                kind=kind if isinstance(kind, str) else "custom",
+                timestamp=ts,
+            )
+        elif etype == "branch_summary":
+            if isinstance(obj.get("summary"), str) and obj["summary"]:
+                node.message = Message(
+                    "summary", clip(obj["summary"], MAX_MESSAGE_CHARS), kind="branch", timestamp=ts
+                )
+        elif etype == "compaction":
+            node.message = Message(
+                "summary",
+                clip(
+                    obj.get("summary") if isinstance(obj.get("summary"), str) else "",
+                    MAX_MESSAGE_CHARS,
+                ),
+                kind="compaction",
+                timestamp=ts,
+            )
+            if isinstance(obj.get("firstKeptEntryId"), str):
+                node.first_kept = obj["firstKeptEntryId"]
+            elif version < 2 and type(obj.get("firstKeptEntryIndex")) is int:
+                target = obj["firstKeptEntryIndex"]
+                if 0 < target < index:
+                    node.first_kept = f"v1-{target}"
+        elif etype == "session_info":
+            name = obj.get("name")
+            title = (name.strip() or None) if isinstance(name, str) else title
+        elif etype == "model_change":
+            if isinstance(obj.get("modelId"), str):
+                node.first_kept = f"{obj.get('provider') or '?'}/{obj['modelId']}"
+        elif etype not in KNOWN_TYPES:
+            stats.unknown_entries += 1
+
+    # The branch: leaf to root, guarded against cycles.
+    path_ids: list[str] = []
+    seen: set[str] = set()
+    cur = leaf
+    while cur is not None and cur in nodes and cur not in seen:
+        seen.add(cur)
+        path_ids.append(cur)
+        cur = nodes[cur].parent
+    path_ids.reverse()
+
+    history: list[Message] = []
+    message_count = 0
+    compaction_at = -1
+    compactions = 0
+    model = None
+    for i, eid in enumerate(path_ids):
+        node = nodes[eid]
+        if node.type == "compaction":
+            compaction_at = i
+            compactions += 1
+        elif node.type == "model_change" and node.first_kept:
+            model = node.first_kept
+        if node.is_message:
+            message_count += 1
+        if node.message is not None:
+            history.append(node.message)
+
+    if compaction_at >= 0:
+        comp = nodes[path_ids[compaction_at]]
+        context = [comp.message] if comp.message is not None else []
+        kept = False
+        for eid in path_ids[:compaction_at]:
+            kept = kept or eid == comp.first_kept
+            node = nodes[eid]
+            if kept and node.message is not None and node.type != "compaction":
+                context.append(node.message)
+        context += [
+            nodes[e].message
+            for e in path_ids[compaction_at + 1 :]
+            if nodes[e].message is not None and nodes[e].type != "compaction"
+        ]
+    else:
+        context = [m for m in history if not (m.role == "summary" and m.kind == "compaction")]
+
+    written: list[str] = []
+    for m in history:
+        for call in m.tool_calls:
+            if call.name.lower() in WRITE_TOOLS:
+                p = _path_arg(call.arguments)
+                if p and p not in written:
+                    written.append(p)
+
+    header = header or {}
+    if model is None and isinstance(header.get("modelId"), str):
+        model = f"{header.get('provider') or '?'}/{header['modelId']}"
+    if title is None:
+        first = next((m for m in history if m.role == "user" and m.kind is None and m.text), None)
+        title = " ".join(first.text.split())[:120] if first else None
+    if title is None:
+        handoff = next((m for m in history if m.role == "custom" and m.kind == "handoff"), None)
+        if handoff is not None:
+            title = "Handoff: " + _handoff_title(handoff.text)
+    parent = header.get("parentSession") or header.get("branchedFrom")
+    return Transcript(
+        path=path,
+        format="pi",
+        id=header["id"] if isinstance(header.get("id"), str) else path.stem,
+        cwd=header.get("cwd") if isinstance(header.get("cwd"), str) else None,
+        title=title,
+        started_at=header.get("timestamp")
+        if isinstance(header.get("timestamp"), str)
+        else first_ts,
+        updated_at=last_ts,
+        parent_session=parent if isinstance(parent, str) else None,
+        model=model,
+        history=history,
+        context=context,
+        message_count=message_count,
+        compactions=compactions,
+        stats=stats,
+        written_paths=written,
+    )

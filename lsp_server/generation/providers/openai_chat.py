@@ -1,0 +1,122 @@
+"""``openai``: any OpenAI-compatible Chat Completions endpoint (OpenAI, Ollama,
+llama.cpp server, vLLM, LM Studio), streamed."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import TYPE_CHECKING
+
+import orjson
+
+from ...errors import HandoffError
+from . import GenerationRequest, ProviderOutput
+from .http_stream import StreamedPost, error_message, sse_data
+
+if TYPE_CHECKING:
+    from ...service import CallContext
+    from ..settings import GenerationSettings, OpenAISettings
+
+MAX_OUTPUT_CHARS = 1_000_000
+
+
+class OpenAIChatProvider:
+    name = "openai"
+
+    def __init__(self, settings: OpenAISettings) -> None:
+        self.settings = settings
+
+    def generate(self, request: GenerationRequest, ctx: CallContext) -> ProviderOutput:
+        s = self.settings
+        headers = {}
+        if s.api_key_env:
+            key = os.environ.get(s.api_key_env)
+            if key:
+                headers["Authorization"] = f"Bearer {key}"
+        body = {
+            "model": s.model,
+            "messages": [{"role": "user", "content": request.prompt.text}],
+            "stream": True,
+        }
+        url = f"{s.base_url}/chat/completions"
+        text: list[str] = []
+        thinking: list[str] = []
+        size = 0
+        finish = model = None
+        last_report = 0.0
+        with StreamedPost(url, body, headers, s.timeout_seconds, ctx.cancel, self.name) as post:
+            if post.content_type == "application/json":  # the server did not stream
+                data = _json(post.read_all(), url)
+                choice = (
+                    (data.get("choices") or [{}])[0]
+                    if isinstance(data.get("choices"), list)
+                    else {}
+                )
+                message = choice.get("message") if isinstance(choice, dict) else None
+                content = message.get("content") if isinstance(message, dict) else None
+                if isinstance(content, str):
+                    text.append(content)
+                model = data.get("model") if isinstance(data.get("model"), str) else None
+            else:
+                for payload in sse_data(post.lines()):
+                    if payload == b"[DONE]":
+                        break
+                    chunk = _json(payload, url)
+                    if "error" in chunk:
+                        raise HandoffError(
+                            "generation_failed",
+                            f"openai: the stream from {url} reported an error: "
+                            f"{error_message(payload)}",
+                            provider=self.name,
+                        )
+                    model = chunk.get("model") if isinstance(chunk.get("model"), str) else model
+                    for choice in chunk.get("choices") or []:
+                        if not isinstance(choice, dict):
+                            continue
+                        delta = choice.get("delta") or {}
+                        piece = delta.get("content") if isinstance(delta, dict) else None
+                        if isinstance(piece, str):
+                            text.append(piece)
+                            size += len(piece)
+                        reasoning = (
+                            (delta.get("reasoning_content") or delta.get("reasoning"))
+                            if isinstance(delta, dict)
+                            else None
+                        )
+                        if isinstance(reasoning, str):
+                            thinking.append(reasoning)
+                        if isinstance(choice.get("finish_reason"), str):
+                            finish = choice["finish_reason"]
+                    if size > MAX_OUTPUT_CHARS:
+                        raise HandoffError(
+                            "generation_failed",
+                            f"openai: the answer passed {MAX_OUTPUT_CHARS:,} characters; stopped.",
+                            provider=self.name,
+                        )
+                    now = time.monotonic()
+                    if now - last_report > 0.5:
+                        last_report = now
+                        ctx.report(f"Generating handoff… {size:,} characters", None)
+        blocks = []
+        if thinking:
+            blocks.append({"type": "thinking", "thinking": "".join(thinking)})
+        blocks.append({"type": "text", "text": "".join(text)})
+        return ProviderOutput(blocks, model=model, stop_reason=finish)
+
+
+def _json(raw: bytes, url: str) -> dict:
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        raise HandoffError(
+            "generation_failed",
+            f"openai: {url} sent something that is not JSON: {raw[:120]!r}",
+            provider="openai",
+        ) from None
+    if not isinstance(data, dict):
+        raise HandoffError("generation_failed", f"openai: {url} sent an unexpected JSON value.")
+    return data
+
+
+def make(settings: GenerationSettings) -> OpenAIChatProvider:
+    return OpenAIChatProvider(settings.openai)

@@ -1,0 +1,124 @@
+"""Which reader a session file needs, and reading it with errors a user can act on."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from pathlib import Path
+
+from ..errors import HandoffError
+from .jsonl import first_objects
+from .transcript import FORMATS, ReadStats, Transcript
+
+
+def sniff_format(path: Path) -> str | None:
+    """``pi``, ``claude`` or ``codex`` from the file's first lines, else ``None``."""
+    for obj in first_objects(path, limit=25):
+        etype = obj.get("type")
+        if etype == "session" and ("cwd" in obj or "version" in obj or "id" in obj):
+            return "pi"
+        if etype in ("session_meta", "turn_context", "response_item", "event_msg", "compacted"):
+            return "codex"
+        if "payload" in obj and "timestamp" in obj:
+            return "codex"
+        if "uuid" in obj or "parentUuid" in obj or "leafUuid" in obj or "sessionId" in obj:
+            return "claude"
+        if etype in ("summary", "permission-mode", "file-history-snapshot", "custom-title"):
+            return "claude"
+        if etype == "message" and ("parentId" in obj or isinstance(obj.get("message"), dict)):
+            return "pi"
+        if etype is None and isinstance(obj.get("id"), str) and "instructions" in obj:
+            return "codex"  # an older rollout's first line
+    return None
+
+
+def read_session(path: Path, format: str = "auto") -> Transcript:
+    """Read ``path`` with the reader its format needs."""
+    if format not in ("auto", *FORMATS):
+        raise HandoffError(
+            "invalid_params",
+            f"Session format {format!r} is not one of auto, {', '.join(FORMATS)}.",
+            format=format,
+        )
+    try:
+        if not path.is_file():
+            raise HandoffError(
+                "session_not_found",
+                f"The session file {path} does not exist (or is not a file).",
+                session=str(path),
+            )
+        if format == "auto":
+            detected = sniff_format(path)
+            if detected is None:
+                raise HandoffError(
+                    "session_not_found",
+                    f"{path} is not a pi, Claude Code or Codex session file (no line of it "
+                    "looks like one); pass format explicitly if it is.",
+                    session=str(path),
+                )
+            format = detected
+        stats = ReadStats()
+        if format == "pi":
+            from .pi import read_pi
+
+            return read_pi(path, stats)
+        if format == "claude":
+            from .claude import read_claude
+
+            return read_claude(path, stats)
+        from .codex import read_codex
+
+        return read_codex(path, stats)
+    except OSError as exc:
+        raise HandoffError(
+            "session_not_found",
+            f"The session file {path} cannot be read ({exc.strerror or exc}).",
+            session=str(path),
+        ) from None
+
+
+class SummaryCache:
+    """Transcripts' listing facts, keyed on (path, size, mtime): a listing re-reads only
+    the sessions that changed since the last one."""
+
+    def __init__(self, capacity: int = 512) -> None:
+        self.capacity = capacity
+        self._lock = threading.Lock()
+        self._items: OrderedDict[str, tuple[tuple[int, int], dict]] = OrderedDict()
+
+    def get(self, path: Path, format: str) -> dict | None:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        key = (st.st_size, st.st_mtime_ns)
+        name = f"{format}:{path}"
+        with self._lock:
+            hit = self._items.get(name)
+            if hit is not None and hit[0] == key:
+                self._items.move_to_end(name)
+                return hit[1]
+        try:
+            t = read_session(path, format)
+        except HandoffError:
+            return None
+        facts = {
+            "path": str(path),
+            "format": t.format,
+            "id": t.id,
+            "cwd": t.cwd,
+            "title": t.title,
+            "updatedAt": t.updated_at or t.started_at,
+            "messageCount": t.message_count,
+            "mtime": st.st_mtime,
+        }
+        with self._lock:
+            self._items[name] = (key, facts)
+            self._items.move_to_end(name)
+            while len(self._items) > self.capacity:
+                self._items.popitem(last=False)
+        return facts
+
+
+SUMMARIES = SummaryCache()

@@ -1,0 +1,175 @@
+"""The agent-neutral transcript every session reader produces: the messages on the
+session's current branch, what the agent's context holds now, and what was skipped."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: Caps applied while reading, so a transcript's size does not follow the file's.
+MAX_MESSAGE_CHARS = 16_000
+MAX_TOOL_RESULT_CHARS = 4_000
+MAX_ARGUMENT_CHARS = 2_000
+
+FORMATS = ("pi", "claude", "codex")
+
+_EXIT_RE = re.compile(
+    r"(?:exit(?:ed)?\s+(?:with\s+)?(?:status|code)|exit\s+code:?|returned\s+(?:exit\s+)?code)\s*:?\s*(-?\d{1,4})",
+    re.IGNORECASE,
+)
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, keeping its head and its tail."""
+    if len(text) <= limit:
+        return text
+    head = limit * 3 // 4
+    tail = limit - head
+    omitted = len(text) - head - tail
+    return f"{text[:head]}\n[… {omitted} characters omitted …]\n{text[-tail:]}"
+
+
+def clip_arguments(value: Any, limit: int = MAX_ARGUMENT_CHARS) -> Any:
+    """Tool-call arguments with every long string clipped (structure kept)."""
+    if isinstance(value, str):
+        return clip(value, limit)
+    if isinstance(value, dict):
+        return {str(k): clip_arguments(v, limit) for k, v in list(value.items())[:50]}
+    if isinstance(value, list):
+        return [clip_arguments(v, limit) for v in value[:100]]
+    return value
+
+
+def exit_code_in(text: str) -> int | None:
+    """An exit status mentioned in a tool result ("exited with code 2", "Exit code: 1")."""
+    m = _EXIT_RE.search(text[-2000:]) or _EXIT_RE.search(text[:2000])
+    return int(m.group(1)) if m else None
+
+
+@dataclass(slots=True)
+class ToolCall:
+    """One tool invocation the assistant asked for."""
+
+    id: str | None
+    name: str
+    arguments: Any
+
+
+@dataclass(slots=True)
+class Message:
+    """One message of the conversation, in the vocabulary of every agent.
+
+    ``role`` is ``user``, ``assistant``, ``tool`` (a tool result), ``summary`` (a
+    compaction or branch summary), ``custom`` (an injected message) or ``context``
+    (environment/instructions the agent added; never a user request).
+    """
+
+    role: str
+    text: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_name: str | None = None
+    tool_call_id: str | None = None
+    is_error: bool = False
+    exit_code: int | None = None
+    command: str | None = None
+    kind: str | None = None
+    timestamp: str | None = None
+    stop_reason: str | None = None
+    key: str | None = None
+
+
+@dataclass
+class ReadStats:
+    """What a reader saw and skipped: never fatal, always counted."""
+
+    lines: int = 0
+    junk_lines: int = 0
+    unknown_entries: int = 0
+
+    def to_json(self) -> dict[str, int]:
+        return {
+            "lines": self.lines,
+            "junkLines": self.junk_lines,
+            "unknownEntries": self.unknown_entries,
+        }
+
+
+@dataclass
+class Transcript:
+    """One session's current branch, ready for a prompt or the extractive provider."""
+
+    path: Path
+    format: str
+    id: str
+    cwd: str | None = None
+    title: str | None = None
+    started_at: str | None = None
+    updated_at: str | None = None
+    parent_session: str | None = None
+    git_branch: str | None = None
+    model: str | None = None
+    #: Every message on the current branch, oldest first, compacted parts included.
+    history: list[Message] = field(default_factory=list)
+    #: What the agent's context holds now (compaction applied), oldest first.
+    context: list[Message] = field(default_factory=list)
+    #: Message entries (user/assistant/tool results) on the branch: the guard's count.
+    message_count: int = 0
+    compactions: int = 0
+    stats: ReadStats = field(default_factory=ReadStats)
+    #: Files the session wrote, as the agent named them (absolute or relative to cwd).
+    written_paths: list[str] = field(default_factory=list)
+
+    def first_request(self) -> Message | None:
+        """The first thing the user asked on this branch."""
+        for m in self.history:
+            if m.role == "user" and m.kind is None and m.text.strip():
+                return m
+        return None
+
+    def source_json(self) -> dict[str, Any]:
+        """``sourceSession`` of the generate result and the generation record."""
+        return {"path": str(self.path), "format": self.format, "id": self.id}
+
+
+#: Tools that run a shell command, by the names the three agents use.
+SHELL_TOOLS = frozenset({"bash", "shell", "exec_command", "local_shell", "shell_command"})
+#: Tools that read a file.
+READ_TOOLS = frozenset({"read", "view", "read_file", "cat"})
+
+
+def call_command(call: ToolCall) -> str | None:
+    """The shell command a tool call ran, if it is a shell tool."""
+    if call.name.lower() not in SHELL_TOOLS:
+        return None
+    args = call.arguments
+    if isinstance(args, str):
+        return args
+    if not isinstance(args, dict):
+        return None
+    cmd = args.get("command", args.get("cmd"))
+    if isinstance(cmd, list) and cmd and all(isinstance(c, str) for c in cmd):
+        if (
+            len(cmd) >= 3
+            and cmd[0].rsplit("/", 1)[-1] in ("bash", "sh", "zsh")
+            and cmd[1]
+            in (
+                "-lc",
+                "-c",
+            )
+        ):
+            return cmd[2]
+        return " ".join(cmd)
+    return cmd if isinstance(cmd, str) else None
+
+
+def call_path(call: ToolCall) -> str | None:
+    """The file a tool call names (``path``, ``file_path``…), if any."""
+    args = call.arguments
+    if isinstance(args, dict):
+        for key in ("path", "file_path", "filePath", "notebook_path", "file"):
+            value = args.get(key)
+            if isinstance(value, str) and value:
+                return value
+    return None
