@@ -95,16 +95,24 @@ function H.handoff(line, timeout)
 end
 
 --- Starts :Handoff {line} without waiting; returns a function that waits for it and
---- one that tells whether it has finished.
+--- one that tells whether it has finished (other subcommands may finish meanwhile).
 function H.start(line)
   local before = #done
+  local sub = line:match("^%S+")
   vim.cmd("Handoff " .. line)
+  local function mine()
+    for i = before + 1, #done do
+      if done[i].subcommand == sub then
+        return done[i]
+      end
+    end
+  end
   local function finished()
-    return #done > before
+    return mine() ~= nil
   end
   return function(timeout)
-    local ok = vim.wait(timeout or TIMEOUT, finished, 10)
-    return ok and done[before + 1] or nil
+    vim.wait(timeout or TIMEOUT, finished, 10)
+    return mine()
   end, finished
 end
 

@@ -212,7 +212,7 @@ def test_handoff_cancel_stops_a_slow_generation(run_nvim, workspace, tmp_path):
     assert any(p["kind"] == "begin" and p["cancellable"] for p in run.progress)
 
     # :Handoff cancel ended the request as cancelled (not failed), quickly.
-    done = r["done"]
+    done = r.get("done")
     assert done["ok"] is False and done["kind"] == "cancelled", done
     assert done["code"] == "cancelled"
     assert r["elapsed_ms"] < 10_000
@@ -268,3 +268,51 @@ def test_settings_refusals_and_checkhealth(run_nvim, workspace, tmp_path):
     assert f"Client 1 running for {workspace}" in health
     assert "State folder" in health
     assert "ERROR" not in health, health
+
+
+def test_generate_opens_an_editable_draft_that_prepares_and_commits(run_nvim, workspace, tmp_path):
+    pi_dir = tmp_path / "home" / "pi-agent" / "sessions"
+    slug = "--" + str(workspace).strip("/").replace("/", "-") + "--"
+    session = write_pi_session(pi_dir / slug / "2026-01-05T10-00-00_s.jsonl", workspace)
+    run = run_nvim(
+        "drafts",
+        workspace,
+        {"generation": {"provider": "extractive"}},
+        env={"HANDOFF_SESSION": str(session)},
+    )
+    r = run.results
+    assert run.unanswered == 0 and run.notes_at(ERROR) == []
+
+    # The sessions list (preview and completion) holds the session.
+    assert str(session) in r["preview_sessions"]
+    assert r["complete_sessions"] == [str(session)]
+
+    # Picked through vim.ui.select, focus typed; the draft is a normal markdown buffer.
+    assert run.prompts == ["Agent session to hand off", "Focus (optional): "]
+    gen = r["generate"]["result"]
+    assert gen["provider"] == "extractive"
+    assert gen["sourceSession"]["path"] == str(session)
+    draft = r["draft"]
+    assert draft["text"] == gen["document"]
+    assert "## Goal" in draft["text"] and "## Next Steps" in draft["text"]
+    assert (draft["buftype"], draft["filetype"]) == ("", "markdown")
+    assert draft["modifiable"] and draft["modified"] and not draft["is_preview"]
+
+    # A new pi session seeded with the handoff, beside the old one (never written into).
+    new = gen["newSession"]
+    assert new and Path(new["path"]).parent == session.parent
+    header = json.loads(Path(new["path"]).read_text(encoding="utf-8").splitlines()[0])
+    assert header["parentSession"] == str(session)
+
+    # The edited draft was prepared (its text is the document), then committed.
+    assert r["prepare"]["ok"], r["prepare"]
+    document = r["prepare"]["result"]["prepared"]["content"]["document"]
+    assert document.endswith("Edited in Neovim before the handoff.")
+    assert "Edited in Neovim before the handoff." in r["preview_prepared"]
+    revision = r["commit"]["result"]["revision"]
+    assert REVISION.match(revision)
+    assert r["continue"]["result"]["selected"] == revision
+
+    # The generation is recorded (the cancel test checks this table stays empty).
+    state = StateStore(workspace / ".handoff").read()
+    assert len(state["generations"]) == 1

@@ -124,7 +124,34 @@ local function pending_ids(client)
   return ids
 end
 
---- Runs one server command with one object argument; calls `on_done(err, result)`.
+--- Neovim's RPC layer swallows RequestCancelled answers (the handler is never called),
+--- so a request that completes without its handler having run ended as cancelled.
+local function watch_completions()
+  if M._watching then
+    return
+  end
+  M._watching = true
+  vim.api.nvim_create_autocmd("LspRequest", {
+    group = vim.api.nvim_create_augroup("handoff.requests", { clear = true }),
+    callback = function(ev)
+      local data = ev.data or {}
+      local entry = (M.inflight[data.client_id] or {})[data.request_id]
+      if not entry or (data.request or {}).type ~= "complete" then
+        return
+      end
+      -- The result handler, if any, is already queued; run after it.
+      vim.schedule(function()
+        entry.finish({
+          kind = "cancelled",
+          code = "cancelled",
+          message = "The command was cancelled; nothing was written.",
+        })
+      end)
+    end,
+  })
+end
+
+--- Runs one server command with one object argument; calls `on_done(err, result)` once.
 --- Returns the request id (for cancelling), or nil when nothing was sent.
 function M.exec(client, command, params, on_done)
   if not M.supports(client, command) then
@@ -134,32 +161,40 @@ function M.exec(client, command, params, on_done)
     })
     return nil
   end
+  watch_completions()
   if params == nil or (type(params) == "table" and next(params) == nil) then
     params = vim.empty_dict() -- `{}` would go out as a JSON list
   end
-  local before = pending_ids(client)
-  local request_id
   local inflight = M.inflight[client.id] or {}
   M.inflight[client.id] = inflight
+  local request_id
+  local finished = false
+  local function finish(err, result)
+    if finished then
+      return
+    end
+    finished = true
+    if request_id then
+      inflight[request_id] = nil
+    end
+    on_done(err, result)
+  end
+  local before = pending_ids(client)
   client:exec_cmd(
     { title = command, command = command, arguments = { params } },
     { bufnr = vim.api.nvim_get_current_buf() },
     function(err, result)
-      if request_id then
-        inflight[request_id] = nil
+      if not err then
+        return finish(nil, result)
       end
-      if err then
-        local data = type(err.data) == "table" and err.data or {}
-        local cancelled = err.code == CANCELLED or data.code == "cancelled"
-        on_done({
-          kind = cancelled and "cancelled" or "refused",
-          code = data.code or (cancelled and "cancelled") or nil,
-          message = err.message or "The handoff server refused the command.",
-          data = data,
-        })
-      else
-        on_done(nil, result)
-      end
+      local data = type(err.data) == "table" and err.data or {}
+      local cancelled = err.code == CANCELLED or data.code == "cancelled"
+      finish({
+        kind = cancelled and "cancelled" or "refused",
+        code = data.code or (cancelled and "cancelled") or nil,
+        message = err.message or "The handoff server refused the command.",
+        data = data,
+      })
     end
   )
   for id in pairs(pending_ids(client)) do
@@ -168,7 +203,9 @@ function M.exec(client, command, params, on_done)
     end
   end
   if request_id then
-    inflight[request_id] = { command = command }
+    inflight[request_id] = { command = command, finish = finish }
+  elseif not finished then
+    finish({ kind = "refused", message = ("%s was not sent to the server."):format(command) })
   end
   return request_id
 end

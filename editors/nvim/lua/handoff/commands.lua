@@ -269,7 +269,7 @@ function M.open_draft(ctx, result)
   local lines = vim.split(result.document or "", "\n", { plain = true })
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   vim.bo[buf].filetype = "markdown"
-  vim.bo[buf].modified = false
+  -- Left 'modified': an unsaved draft makes :quit ask before it is lost.
   M.drafts[buf] = { draft = result.draft, scope = result.scope, root = ctx.client.root_dir }
   vim.b[buf].handoff_draft = true
   vim.api.nvim_set_current_buf(buf)
