@@ -33,6 +33,19 @@ H.main(function()
   R("preview_second", H.preview())
   R("settings_sent", client.settings.handoff)
 
+  -- The work state, prompted: text, evidence, disposition, next actions until empty.
+  local n_prompts = #H.prompts
+  H.answer(
+    "client generation completed",
+    "client/pets_client.py",
+    "blocked",
+    "run contract tests",
+    "client/pets_client.py, openapi.yaml",
+    ""
+  )
+  R("work", H.handoff("work"))
+  R("work_prompts", vim.list_slice(H.prompts, n_prompts + 1))
+
   -- :checkhealth handoff.
   vim.cmd("checkhealth handoff")
   R("health", table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n"))

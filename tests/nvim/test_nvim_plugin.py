@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import subprocess
 import sys
 import time
 import uuid
@@ -18,7 +20,7 @@ from lsp_server.errors import HandoffError
 from lsp_server.service import HandoffService, ServiceConfig
 from lsp_server.store import StateStore
 
-from .conftest import ERROR, INFO, WARN
+from .conftest import ERROR, INFO, PLUGIN, WARN
 
 REVISION = re.compile(r"^handoff/[0-9a-z]+@1$")
 
@@ -260,6 +262,27 @@ def test_settings_refusals_and_checkhealth(run_nvim, workspace, tmp_path):
     assert r["preview_second"].startswith("# Work continuity: from-vim-g")
     assert r["settings_sent"] == {"scope": "from-vim-g"}
 
+    # The prompted work state went through, in the configured scope.
+    assert r["work"]["ok"] and r["work"]["result"]["scope"] == "from-vim-g"
+    assert r["work_prompts"] == [
+        "Work state: ",
+        "Evidence (workspace paths or source/<id>, comma separated): ",
+        "Disposition",
+        "Next action (empty to finish): ",
+        "Evidence for it: ",
+        "Next action (empty to finish): ",
+    ]
+    work = next(
+        rec
+        for rec in StateStore(workspace / ".handoff").read()["sources"].values()
+        if rec["kind"] == "work_state"
+    )
+    assert work["payload"]["disposition"] == "blocked"
+    assert [c["path"] for c in work["payload"]["nextActions"][0]["citations"]] == [
+        "client/pets_client.py",
+        "openapi.yaml",
+    ]
+
     health = r["health"]
     assert "handoff: language server" in health
     assert f"Server binary: {sys.executable}" in health
@@ -316,3 +339,22 @@ def test_generate_opens_an_editable_draft_that_prepares_and_commits(run_nvim, wo
     # The generation is recorded (the cancel test checks this table stays empty).
     state = StateStore(workspace / ".handoff").read()
     assert len(state["generations"]) == 1
+
+
+def test_help_file_has_the_tags_of_every_subcommand(nvim_bin, tmp_path):
+    doc = tmp_path / "doc"
+    shutil.copytree(PLUGIN / "doc", doc)
+    proc = subprocess.run(
+        [nvim_bin, "--headless", "--clean", "-c", f"helptags {doc}", "-c", "qa!"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    tags = {line.split("\t")[0] for line in (doc / "tags").read_text().splitlines()}
+    subcommands = re.findall(
+        r"^(?:S\.(\w+) = \{)", (PLUGIN / "lua/handoff/commands.lua").read_text(), re.M
+    )
+    assert len(subcommands) == 12
+    assert {f":Handoff-{name}" for name in subcommands} <= tags
+    assert {"handoff", ":Handoff", "g:handoff", "handoff-health"} <= tags
