@@ -1,0 +1,269 @@
+/** The end-to-end harness: a real VS Code (code-server) with the packaged extension,
+ * a workspace prepared through the `handoff` CLI, and Chromium driven by Playwright. */
+
+import { ChildProcess, execFileSync, spawn } from 'child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'fs';
+import * as net from 'net';
+import * as os from 'os';
+import * as path from 'path';
+import { Browser, chromium, FrameLocator, Page } from 'playwright-core';
+
+export const extensionRoot = path.resolve(__dirname, '..', '..', '..');
+export const repoRoot = path.resolve(extensionRoot, '..', '..');
+export const screenshotDir = process.env.HANDOFF_E2E_SCREENSHOTS ?? path.join(extensionRoot, 'out', 'e2e-screenshots');
+
+/** Chromium flags for this machine: no sandbox as root, no GPU, no calls home. */
+export const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-dev-shm-usage',
+];
+
+function firstExisting(candidates: (string | undefined)[]): string | undefined {
+  return candidates.find((c): c is string => !!c && existsSync(c));
+}
+
+/** Installs (or reuses) code-server through the shared tool; returns its launcher. */
+export function installCodeServer(): string {
+  if (process.env.HANDOFF_CODE_SERVER && existsSync(process.env.HANDOFF_CODE_SERVER)) {
+    return process.env.HANDOFF_CODE_SERVER;
+  }
+  const script = firstExisting([
+    process.env.HANDOFF_SHARED && path.join(process.env.HANDOFF_SHARED, 'tools', 'install-code-server.sh'),
+    path.join(repoRoot, '..', 'shared', 'tools', 'install-code-server.sh'),
+    '/work/shared/tools/install-code-server.sh',
+  ]);
+  if (!script) {
+    throw new Error('install-code-server.sh not found: put the shared folder beside the repository (../shared) or set HANDOFF_SHARED.');
+  }
+  const out = execFileSync('bash', [script], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 30 * 60_000 });
+  const launcher = out.trim().split('\n').pop() ?? '';
+  if (!existsSync(launcher)) {
+    throw new Error(`install-code-server.sh did not print a launcher (got ${JSON.stringify(launcher)}).`);
+  }
+  return launcher;
+}
+
+export function chromiumPath(): string {
+  const found = firstExisting([process.env.HANDOFF_CHROMIUM, '/usr/bin/chromium', '/usr/bin/chromium-browser']);
+  if (!found) {
+    throw new Error('Chromium not found: apt-get install chromium (or set HANDOFF_CHROMIUM).');
+  }
+  return found;
+}
+
+export function venvPython(): string {
+  const python = path.join(repoRoot, '.venv', 'bin', 'python');
+  if (!existsSync(python)) {
+    throw new Error(`${python} is missing: run uv sync in ${repoRoot}.`);
+  }
+  return python;
+}
+
+/** Runs the `handoff` CLI of the checkout; returns its parsed JSON for `call`. */
+export function handoffCli(args: string[]): string {
+  const exe = path.join(repoRoot, '.venv', 'bin', 'handoff');
+  const [cmd, argv] = existsSync(exe) ? [exe, args] : ['uv', ['run', '--frozen', 'handoff', ...args]];
+  return execFileSync(cmd, argv, { cwd: repoRoot, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export interface Session {
+  root: string;
+  workspace: string;
+  userData: string;
+  page: Page;
+  browser: Browser;
+  codeServer: ChildProcess;
+  output: string[];
+  url: string;
+}
+
+/** A workspace with the OpenAPI walkthrough in it and the settings the extension needs. */
+export function prepareWorkspace(root: string, scope: string): string {
+  const workspace = path.join(root, 'workspace');
+  mkdirSync(workspace, { recursive: true });
+  handoffCli(['demo', '--workspace', workspace]);
+  mkdirSync(path.join(workspace, '.vscode'), { recursive: true });
+  writeFileSync(
+    path.join(workspace, '.vscode', 'settings.json'),
+    JSON.stringify(
+      {
+        'handoff.server.python': venvPython(),
+        'handoff.scope': scope,
+        'handoff.logLevel': 'debug',
+        'handoff.trace.server': 'messages',
+      },
+      null,
+      2,
+    ),
+  );
+  return workspace;
+}
+
+function writeUserSettings(userData: string): void {
+  const dir = path.join(userData, 'User');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(
+    path.join(dir, 'settings.json'),
+    JSON.stringify(
+      {
+        'workbench.startupEditor': 'none',
+        'workbench.tips.enabled': false,
+        'workbench.enableExperiments': false,
+        'security.workspace.trust.enabled': false,
+        'telemetry.telemetryLevel': 'off',
+        'update.mode': 'none',
+        'extensions.autoCheckUpdates': false,
+        'extensions.autoUpdate': false,
+        'extensions.ignoreRecommendations': true,
+        'git.enabled': false,
+        'chat.disableAIFeatures': true,
+        'window.menuBarVisibility': 'classic',
+        'markdown.preview.scrollEditorWithPreview': false,
+      },
+      null,
+      2,
+    ),
+  );
+}
+
+export async function startSession(options: { vsix: string; scope: string }): Promise<Session> {
+  const launcher = installCodeServer();
+  const executablePath = chromiumPath();
+  const root = mkdtempSync(path.join(os.tmpdir(), 'handoff-e2e-'));
+  const workspace = prepareWorkspace(root, options.scope);
+  const userData = path.join(root, 'user-data');
+  const extensionsDir = path.join(root, 'extensions');
+  writeUserSettings(userData);
+  const common = ['--user-data-dir', userData, '--extensions-dir', extensionsDir];
+  execFileSync(launcher, [...common, '--install-extension', options.vsix], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 120_000 });
+
+  const port = await freePort();
+  const env = { ...process.env };
+  for (const key of Object.keys(env)) {
+    if (key.startsWith('VSCODE_') || key.startsWith('ELECTRON_')) {
+      delete env[key];
+    }
+  }
+  const codeServer = spawn(
+    launcher,
+    [
+      ...common,
+      '--auth',
+      'none',
+      '--bind-addr',
+      `127.0.0.1:${port}`,
+      '--disable-telemetry',
+      '--disable-update-check',
+      '--disable-workspace-trust',
+      '--disable-getting-started-override',
+      workspace,
+    ],
+    { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true },
+  );
+  const output: string[] = [];
+  const listening = new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`code-server did not listen within 90 s:\n${output.join('')}`)), 90_000);
+    const onData = (chunk: Buffer) => {
+      output.push(chunk.toString());
+      if (/HTTP server listening on/.test(output.join(''))) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    codeServer.stdout?.on('data', onData);
+    codeServer.stderr?.on('data', onData);
+    codeServer.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`code-server exited with ${code}:\n${output.join('')}`));
+    });
+  });
+  await listening;
+
+  const browser = await chromium.launch({ executablePath, headless: true, args: CHROMIUM_ARGS });
+  const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+  const url = `http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`;
+  await page.goto(url);
+  await page.locator('.monaco-workbench').waitFor({ timeout: 120_000 });
+  return { root, workspace, userData, page, browser, codeServer, output, url };
+}
+
+export async function stopSession(session: Session | undefined): Promise<void> {
+  if (!session) {
+    return;
+  }
+  await session.browser.close().catch(() => undefined);
+  if (session.codeServer.pid && session.codeServer.exitCode === null) {
+    try {
+      process.kill(-session.codeServer.pid, 'SIGTERM');
+    } catch {
+      // already gone
+    }
+  }
+}
+
+/** Runs a command from the palette by its title (F1, type, Enter). */
+export async function runFromPalette(page: Page, title: string): Promise<void> {
+  await page.keyboard.press('Escape');
+  await page.locator('.monaco-workbench').click({ position: { x: 700, y: 400 } }).catch(() => undefined);
+  await page.keyboard.press('F1');
+  const input = page.locator('.quick-input-widget .quick-input-box input');
+  await input.waitFor({ state: 'visible', timeout: 30_000 });
+  await input.fill(`>${title}`);
+  const row = page.locator('.quick-input-widget .monaco-list-row', { hasText: title }).first();
+  await row.waitFor({ state: 'visible', timeout: 30_000 });
+  await input.press('Enter');
+}
+
+/** The visible quick input: waits for a row with ``text`` and accepts it. */
+export async function pickRow(page: Page, text: string | RegExp): Promise<void> {
+  const row = page.locator('.quick-input-widget .monaco-list-row', { hasText: text }).first();
+  await row.waitFor({ state: 'visible', timeout: 30_000 });
+  await row.click();
+}
+
+/** The frame of the Markdown preview pane whose document contains ``text``. */
+export function markdownPreview(page: Page): FrameLocator {
+  return page.frameLocator('iframe.webview.ready').frameLocator('iframe#active-frame');
+}
+
+export async function screenshot(page: Page, name: string): Promise<string> {
+  mkdirSync(screenshotDir, { recursive: true });
+  const file = path.join(screenshotDir, `${name}.png`);
+  await page.screenshot({ path: file });
+  return file;
+}
+
+/** The "Handoff" output channel's log file, for failure reports. */
+export function handoffLog(userData: string): string {
+  const logs = path.join(userData, 'logs');
+  const found: string[] = [];
+  const walk = (dir: string) => {
+    for (const name of existsSync(dir) ? readdirSync(dir) : []) {
+      const p = path.join(dir, name);
+      if (statSync(p).isDirectory()) {
+        walk(p);
+      } else if (/Handoff\.log$/.test(name)) {
+        found.push(p);
+      }
+    }
+  };
+  walk(logs);
+  return found.map((f) => `--- ${f}\n${readFileSync(f, 'utf8').slice(-6000)}`).join('\n');
+}
