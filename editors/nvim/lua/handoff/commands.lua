@@ -171,7 +171,11 @@ end
 --- A view that renders `command(params)` with `render(result)` and re-renders on changes.
 local function show_view(ctx, title, command, params, render)
   local client = ctx.client
-  local text = render(client_mod.call(client, command, params))
+  local result = client_mod.call(client, command, params)
+  if type(result.warnings) == "table" and #result.warnings > 0 then
+    vim.notify("Handoff " .. title .. ": " .. table.concat(result.warnings, "\n"), vim.log.levels.WARN)
+  end
+  local text = render(result)
   preview.show(text, {
     title = title,
     client_id = client.id,
@@ -255,10 +259,16 @@ S.generate = {
     if type(result.newSession) == "table" and result.newSession.path then
       lines[#lines + 1] = "New agent session: " .. result.newSession.path
     end
+    if result.documentPath then
+      lines[#lines + 1] = "Saved as " .. result.documentPath
+    end
     if result.continueCommand then
       lines[#lines + 1] = "Continue with: " .. result.continueCommand
     end
     info(table.concat(lines, "\n"))
+    if type(result.warnings) == "table" and #result.warnings > 0 then
+      vim.notify("Handoff generate: " .. table.concat(result.warnings, "\n"), vim.log.levels.WARN)
+    end
     return result
   end,
 }
@@ -272,6 +282,13 @@ function M.open_draft(ctx, result)
   -- Left 'modified': an unsaved draft makes :quit ask before it is lost.
   M.drafts[buf] = { draft = result.draft, scope = result.scope, root = ctx.client.root_dir }
   vim.b[buf].handoff_draft = true
+  vim.api.nvim_create_autocmd("BufWipeout", {
+    buffer = buf,
+    once = true,
+    callback = function()
+      M.drafts[buf] = nil
+    end,
+  })
   vim.api.nvim_set_current_buf(buf)
   return buf
 end
@@ -486,8 +503,8 @@ local function target(ctx, a, modes, verb)
   local params = { mode = mode }
   if mode == "exact" then
     local rev = a.positional[2]
-    if rev and rev:match("^handoff/") then
-      rest = 3
+    if rev and not vim.tbl_contains(M.ACK_STATUSES, rev) then
+      rest = 3 -- the server checks the reference
     else
       rev = pick_revision(ctx, a, mem.continued and mem.continued.selected)
     end
