@@ -1,0 +1,264 @@
+"""The secret pattern set: one test per documented pattern (the secret is gone, its
+surroundings stay, the count is right), and ordinary code is left alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lsp_server.redaction import MARKER, PATTERNS, redact, redact_counts
+
+REPO = Path(__file__).resolve().parents[2]
+
+# name → (text holding the secret, the secret itself, text that must survive)
+SAMPLES: dict[str, list[tuple[str, str, str]]] = {
+    "private-key": [
+        (
+            "key:\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAx4UbaDzY\n"
+            "b3BlbnNzaC1rZXktdjEAAAAA==\n-----END RSA PRIVATE KEY-----\nthen ran ssh-add",
+            "MIIEowIBAAKCAQEAx4UbaDzY",
+            "then ran ssh-add",
+        ),
+        (  # no END line (a truncated paste): the base64 lines go, the next paragraph stays
+            "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU\nAAAAB3NzaC\n\n"
+            "Next we rebuilt the image.",
+            "b3BlbnNzaC1rZXktdjEAAAAABG5vbmU",
+            "Next we rebuilt the image.",
+        ),
+        (  # inside a JSON string with literal \n escapes
+            '{"private_key": "-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0B\\n'
+            '-----END PRIVATE KEY-----\\n", "client_email": "bot@example.iam"}',
+            "MIIEvQIBADANBgkqhkiG9w0B",
+            '"client_email": "bot@example.iam"',
+        ),
+    ],
+    "jwt": [
+        (
+            "the cookie was eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0."
+            "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c and it expired",
+            "eyJzdWIiOiIxMjM0NTY3ODkwIn0",
+            "and it expired",
+        )
+    ],
+    "anthropic-key": [
+        (
+            "ANTHROPIC_API_KEY=sk-ant-api03-Zx9_kLmN0pQrStUvWxYz-AbCdEf0123456789 claude -p",
+            "sk-ant-api03-Zx9_kLmN0pQrStUvWxYz-AbCdEf0123456789",
+            "claude -p",
+        )
+    ],
+    "openai-key": [
+        (
+            "export OPENAI_API_KEY=sk-proj-4fGh7JkLmN0pQ2rStUvW9xYzA1bC3dE5 && python run.py",
+            "sk-proj-4fGh7JkLmN0pQ2rStUvW9xYzA1bC3dE5",
+            "&& python run.py",
+        ),
+        (
+            "client = OpenAI(api_key='sk-3xAmPlEk3yW1thD1g1tsAndLettersXYZ0123')",
+            "sk-3xAmPlEk3yW1thD1g1tsAndLettersXYZ0123",
+            "client = OpenAI(api_key=",
+        ),
+    ],
+    "github-token": [
+        (
+            "git clone https://ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8@github.com/o/r",
+            "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+            "@github.com/o/r",
+        ),
+        (
+            "GH_TOKEN: github_pat_11AAAAAAA0aBcDeFgHiJkL_mNoPqRsTuVwXyZ0123456789abcdEFGH",
+            "github_pat_11AAAAAAA0aBcDeFgHiJkL_mNoPqRsTuVwXyZ0123456789abcdEFGH",
+            "GH_TOKEN:",
+        ),
+        (
+            "oauth gho_ZyXwVuTsRqPoNmLkJiHgFeDcBa9876543210 ok",
+            "gho_ZyXwVuTsRqPoNmLkJiHgFeDcBa9876543210",
+            "ok",
+        ),
+    ],
+    "gitlab-token": [
+        ("PRIVATE-TOKEN: glpat-xY7zQ2wE9rT4uI1oP6aS", "glpat-xY7zQ2wE9rT4uI1oP6aS", "PRIVATE-TOKEN")
+    ],
+    "aws-access-key-id": [
+        (
+            "aws_access_key_id = AKIAIOSFODNN7EXAMPLE\nregion = eu-west-1",
+            "AKIAIOSFODNN7EXAMPLE",
+            "region = eu-west-1",
+        )
+    ],
+    "aws-secret-key": [
+        (
+            "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\nregion = eu-west-1",
+            "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            "region = eu-west-1",
+        ),
+        (
+            '{"Region": "eu-west-1", "SecretAccessKey": '
+            '"9drTJvcXLB89EXAMPLEkEyL1tGfe8+QhoVcvxRzK"}',
+            "9drTJvcXLB89EXAMPLEkEyL1tGfe8+QhoVcvxRzK",
+            '"SecretAccessKey": "',
+        ),
+    ],
+    "slack-token": [
+        (
+            "SLACK_BOT=xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx posted",
+            "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx",
+            "posted",
+        ),
+        (
+            "curl https://hooks.slack.com/services/T0AAAAAAA/B0BBBBBBB/abcdEFGHijklMNOPqrstUVWX",
+            "T0AAAAAAA/B0BBBBBBB/abcdEFGHijklMNOPqrstUVWX",
+            "curl ",
+        ),
+    ],
+    "google-api-key": [
+        (
+            "maps?key=AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q&zoom=3",
+            "AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q",
+            "&zoom=3",
+        )
+    ],
+    "stripe-key": [
+        ("stripe.api_key = 'sk_live_4eC39HqLyjWDarjtT1zdp7dc'", "4eC39HqLyjWDarjtT1zdp7dc", "stripe")
+    ],
+    "huggingface-token": [
+        (
+            "HF_TOKEN=hf_AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEfGh huggingface-cli",
+            "hf_AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEfGh",
+            "huggingface-cli",
+        )
+    ],
+    "npm-token": [
+        (
+            "//registry.npmjs.org/:_authToken=npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+            "npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+            "//registry.npmjs.org/",
+        )
+    ],
+    "bearer-token": [
+        (
+            'curl -H "Authorization: Bearer 7f3a9c2e1b8d4f6a0e5c9b2d7a1f3e8c" https://api.example.com',
+            "7f3a9c2e1b8d4f6a0e5c9b2d7a1f3e8c",
+            "Authorization: Bearer ",
+        ),
+        (
+            "Authorization: Basic dXNlcjpodW50ZXIyMg== was sent",
+            "dXNlcjpodW50ZXIyMg==",
+            "was sent",
+        ),
+    ],
+    "url-password": [
+        (
+            "DATABASE_URL=postgres://admin:s3cr3t!pw@db.internal:5432/app",
+            "s3cr3t!pw",
+            "postgres://admin:",
+        ),
+        (
+            "pip install --index-url https://deploy:Tr0ub4dor&3@pypi.corp.example/simple pkg",
+            "Tr0ub4dor&3",
+            "@pypi.corp.example/simple pkg",
+        ),
+    ],
+    "cli-flag": [
+        ("mysql -u root --password 'c0rrect horse' app", "c0rrect horse", "mysql -u root --password"),
+        ("vault login --token=s.Xy12Ab34Cd56Ef78", "s.Xy12Ab34Cd56Ef78", "vault login --token="),
+    ],
+    "assignment": [
+        ("DB_PASSWORD=hunter\nDB_HOST=localhost", "hunter", "DB_HOST=localhost"),
+        ('settings = {"api_key": "q9W8e7R6t5Y4"}', "q9W8e7R6t5Y4", '"api_key": "'),
+        ("password: hunter22\nuser: admin", "hunter22", "user: admin"),
+        ("client_secret = 'wQ9-zX8_cV7'", "wQ9-zX8_cV7", "client_secret = '"),
+        ("REFRESH_TOKEN=1//0gAbCdEfGh", "1//0gAbCdEfGh", "REFRESH_TOKEN="),
+    ],
+}
+
+
+def test_every_documented_pattern_has_a_test():
+    assert set(SAMPLES) == {p.name for p in PATTERNS}
+    doc = (REPO / "docs" / "reliability.md").read_text(encoding="utf-8")
+    for p in PATTERNS:
+        assert f"`{p.name}`" in doc, f"{p.name} is not documented in docs/reliability.md"
+
+
+@pytest.mark.parametrize(
+    "name,text,secret,kept",
+    [(name, *sample) for name, samples in SAMPLES.items() for sample in samples],
+    ids=[f"{name}-{i}" for name, samples in SAMPLES.items() for i in range(len(samples))],
+)
+def test_pattern_redacts_its_secret(name, text, secret, kept):
+    out, counts = redact_counts(text)
+    assert secret not in out
+    assert MARKER.format(name=name) in out
+    assert kept in out
+    assert counts == {name: 1}
+    assert redact(text) == (out, 1)
+    # Redaction is idempotent: the marker itself is never redacted again.
+    assert redact(out) == (out, 0)
+
+
+def test_several_secrets_in_one_document_are_counted():
+    text = "\n".join(samples[0][0] for samples in SAMPLES.values())
+    out, count = redact(text)
+    assert count == len(SAMPLES)
+    for samples in SAMPLES.values():
+        assert samples[0][1] not in out
+
+
+ORDINARY = """\
+def login(user: str, password: Optional[str] = None, token: SecretStr | None = None) -> bool:
+    password = password or get_password()
+    secret = os.environ["APP_SECRET"]
+    self.api_key = api_key
+    if password == "admin":
+        raise ValueError("Enter your password")
+    headers = {"Authorization": f"Bearer {token}"}
+    max_tokens = 100000
+    for token in tokens:
+        print(token)
+    url = "https://example.com:8080/v1/items?page=2"
+    return check(password, token=token)
+
+DB_URL=postgres://${DB_USER}:${DB_PASS}@localhost:5432/app
+API_KEY=${API_KEY}
+PASSWORD=<your password here>
+api_key: str
+token_count = 42
+ssh git@github.com:org/repo.git
+run `pytest -k test_tokenizer --maxfail=1`; task-list sk-learn-compatible-estimator
+commit 5936894a1b2c3d4e5f60718293a4b5c6d7e8f901 on branch feature/secrets-ui
+sha256:3f2a9c0e5b7d1f4a8c6e2b0d9f7a5c3e1b8d6f4a2c0e9b7d5f3a1c8e6b4d2f0a
+"""
+
+
+def test_ordinary_code_is_left_alone():
+    assert redact(ORDINARY) == (ORDINARY, 0)
+
+
+def test_this_projects_own_sources_are_left_alone():
+    checked = 0
+    for path in sorted((REPO / "lsp_server").rglob("*.py")):
+        if path.name == "redaction.py":
+            continue  # it spells the patterns out
+        text = path.read_text(encoding="utf-8")
+        out, count = redact(text)
+        assert count == 0, f"{path} had {count} false positive(s)"
+        assert out == text
+        checked += 1
+    assert checked >= 8
+
+
+def test_redaction_cost_stays_linear_on_hostile_text():
+    import time
+
+    hostile = [
+        "-----BEGIN PRIVATE KEY-----" * 20_000,
+        "password: " * 50_000,
+        "a" * 500_000,
+        "bearer " * 50_000,
+        "x://" + "b:" * 100_000,
+    ]
+    for text in hostile:
+        started = time.perf_counter()
+        redact(text)
+        assert time.perf_counter() - started < 5.0
