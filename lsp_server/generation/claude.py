@@ -170,7 +170,7 @@ def read_claude(path: Path, stats: ReadStats | None = None) -> Transcript:
     tool_names: dict[str, str] = {}
     summaries: list[tuple[str, str]] = []
     custom_title: str | None = None
-    session_id = cwd = branch = first_ts = last_ts = model = None
+    session_id = agent_id = cwd = branch = first_ts = last_ts = model = None
     leaf_main: str | None = None
     leaf_any: str | None = None
     for index, obj in enumerate(iter_objects(path, stats)):
@@ -196,6 +196,8 @@ def read_claude(path: Path, stats: ReadStats | None = None) -> Transcript:
             continue
         if session_id is None and isinstance(obj.get("sessionId"), str):
             session_id = obj["sessionId"]
+        if agent_id is None and isinstance(obj.get("agentId"), str):
+            agent_id = obj["agentId"]
         if cwd is None and isinstance(obj.get("cwd"), str):
             cwd = obj["cwd"]
         if isinstance(obj.get("gitBranch"), str) and obj["gitBranch"]:
@@ -333,7 +335,7 @@ def read_claude(path: Path, stats: ReadStats | None = None) -> Transcript:
     return Transcript(
         path=path,
         format="claude",
-        id=path.stem if session_id is None or path.stem.startswith("agent-") else session_id,
+        id=f"agent-{agent_id}" if agent_id else session_id or path.stem,
         cwd=cwd,
         title=title,
         started_at=first_ts,

@@ -1,0 +1,115 @@
+"""Fixtures for generation tests: temporary agent homes (through the agents' own
+environment overrides), the shared session fixtures placed in them for a workspace,
+and the real pi agent installed with npm into a cache folder outside the repository."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from filelock import FileLock
+
+from lsp_server.service import HandoffService, ServiceConfig
+
+from .support import place_session
+
+PI_PACKAGE = Path(__file__).resolve().parent / "pi"
+PI_VERSION_RE = re.compile(r"^v(\d+)\.(\d+)")
+
+
+@pytest.fixture
+def sessions(fixtures_dir: Path) -> Path:
+    """The shared real session files (``../shared/fixtures/sessions``)."""
+    folder = fixtures_dir / "sessions"
+    if not folder.is_dir():
+        pytest.skip(f"{folder} is absent")
+    return folder
+
+
+@pytest.fixture
+def homes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    """Empty agent homes, pointed at by HOME and each agent's override variable."""
+    home = tmp_path / "home"
+    out = {
+        "home": home,
+        "pi": tmp_path / "pi-agent",
+        "omp": home / ".omp" / "agent",
+        "claude": tmp_path / "claude-config",
+        "codex": tmp_path / "codex-home",
+    }
+    for path in out.values():
+        path.mkdir(parents=True, exist_ok=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(out["pi"]))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(out["claude"]))
+    monkeypatch.setenv("CODEX_HOME", str(out["codex"]))
+    monkeypatch.delenv("OMP_CODING_AGENT_DIR", raising=False)
+    return out
+
+
+@pytest.fixture
+def place(homes: dict[str, Path]) -> Callable[..., Path]:
+    def _place(source: Path, agent: str, cwd: Path, name: str | None = None) -> Path:
+        return place_session(source, agent, homes, cwd, name)
+
+    return _place
+
+
+@pytest.fixture
+def gen_service(workspace: Path) -> Callable[..., HandoffService]:
+    """A service over the workspace with the given generation settings."""
+
+    def make(**generation: Any) -> HandoffService:
+        return HandoffService(workspace, ServiceConfig(generation=generation))
+
+    return make
+
+
+# -- the real pi agent -------------------------------------------------------------
+
+
+def _pi_install_dir() -> Path:
+    lock = (PI_PACKAGE / "package-lock.json").read_bytes()
+    key = hashlib.sha256(lock).hexdigest()[:12]
+    base = os.environ.get("HANDOFF_PI_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "handoff-tests"
+    )
+    return Path(base) / f"pi-{key}"
+
+
+@pytest.fixture(scope="session")
+def pi_agent() -> dict[str, Path]:
+    """The real pi coding agent (npm ``@mariozechner/pi-coding-agent``), installed once
+    from ``tests/generation/pi/package-lock.json`` into a cache folder."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        pytest.skip("node and npm are needed to run the real pi agent; they are not installed")
+    version = subprocess.run([node, "--version"], capture_output=True, text=True).stdout.strip()
+    m = PI_VERSION_RE.match(version)
+    if not m or (int(m.group(1)), int(m.group(2))) < (20, 6):
+        pytest.skip(f"pi needs node >= 20.6; this node is {version or 'unknown'}")
+    folder = _pi_install_dir()
+    package = folder / "node_modules" / "@mariozechner" / "pi-coding-agent"
+    cli = package / "dist" / "cli.js"
+    folder.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(folder) + ".lock"):
+        if not cli.exists():
+            for name in ("package.json", "package-lock.json"):
+                shutil.copy(PI_PACKAGE / name, folder / name)
+            proc = subprocess.run(
+                [npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error"],
+                cwd=folder,
+                capture_output=True,
+                text=True,
+                timeout=900,
+            )
+            assert proc.returncode == 0, f"npm ci of the pi agent failed:\n{proc.stderr[-3000:]}"
+    assert cli.exists(), f"{cli} is missing after npm ci"
+    return {"node": Path(node), "cli": cli, "package": package}
