@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any
 from .. import lifecycle as lc
 from ..errors import HandoffError
 from ..params import GenerateParams, SessionsParams, structure
+from ..redaction import redact
 from . import discovery
 from .capture import capture_text, missing_sections, wrap
 from .draft import build_draft
 from .newsession import save_document, write_pi_session
 from .prompt import build_prompt
 from .readers import read_session
-from .redact import redact
 from .settings import PROVIDERS, GenerationSettings
 from .transcript import FORMATS, Transcript
 

@@ -12,7 +12,7 @@ import orjson
 from jinja2 import FileSystemLoader, StrictUndefined
 from jinja2.sandbox import SandboxedEnvironment
 
-from .redact import redact
+from ..redaction import redact
 from .transcript import Message, Transcript, clip
 
 PROMPT_TEMPLATE = "handoff_prompt.md.j2"
