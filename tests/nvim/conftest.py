@@ -62,6 +62,7 @@ class Run:
     prompts: list[str]
     progress: list[dict[str, Any]]
     unanswered: int
+    messages: str = ""
     stderr: str = ""
     returncode: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
@@ -159,10 +160,13 @@ def run_nvim(nvim_bin: str, tmp_path: Path):
             prompts=data.get("prompts") or [],
             progress=data.get("progress") or [],
             unanswered=data.get("unanswered", 0),
+            messages=data.get("messages") or "",
             stderr=proc.stderr,
             returncode=proc.returncode,
         )
         assert result.status == "ok", f"scenario failed: {result.error}\nnotes: {result.notes}"
+        # Every scenario's settings must reach the server intact.
+        assert "settings were ignored" not in result.messages, result.messages
         return result
 
     return run

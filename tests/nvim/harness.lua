@@ -149,6 +149,8 @@ local function write(status, err)
     prompts = H.prompts,
     progress = H.progress,
     unanswered = #H.answers,
+    -- :messages holds what the LSP client echoed (window/showMessage).
+    messages = vim.api.nvim_exec2("messages", { output = true }).output,
   }
   local ok, encoded = pcall(vim.json.encode, payload)
   if not ok then

@@ -125,8 +125,11 @@ def test_openapi_walkthrough_through_handoff_subcommands(run_nvim, workspace, tm
     assert begins and all(p["cancellable"] for p in begins)
     assert any(p["status"] for p in begins)
 
-    # No error besides the refused acknowledgement; the state is real on disk.
+    # No error besides the refused acknowledgement, no warning (the empty settings went
+    # out as an object); the state is real on disk.
     assert run.notes_at(ERROR) == [r["ack_latest_notes"][0]["msg"]]
+    assert run.notes_at(WARN) == []
+    assert "LSP[handoff]" not in run.messages, run.messages
     data = HandoffService(workspace).call("handoff.report", {"kind": "continuity"})["data"]
     assert (data["transfer"], data["outcome"], data["head"]) == ("accepted", "covered", revision)
     assert data["totalEvents"] == 6

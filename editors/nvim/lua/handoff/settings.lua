@@ -36,7 +36,9 @@ function M.resolve()
     vim.notify_once("handoff: vim.g.handoff must be a table; ignoring it.", vim.log.levels.WARN)
     user = nil
   end
-  return prune(vim.tbl_deep_extend("force", {}, base, user or {}))
+  local settings = prune(vim.tbl_deep_extend("force", {}, base, user or {}))
+  -- An empty table would be encoded as a JSON list.
+  return next(settings) == nil and vim.empty_dict() or settings
 end
 
 --- Sends didChangeConfiguration when vim.g.handoff changed since the client last sent it.
