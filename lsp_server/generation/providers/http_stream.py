@@ -64,6 +64,7 @@ class StreamedPost:
         else:
             self.conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
         self.response: http.client.HTTPResponse | None = None
+        self.sock: socket.socket | None = None
         self._done = threading.Event()
         self.aborted = False
 
@@ -78,7 +79,8 @@ class StreamedPost:
     def abort(self) -> None:
         """Close the request now (from any thread)."""
         self.aborted = True
-        sock = self.conn.sock
+        # The response owns the socket once headers are read (conn.sock is then None).
+        sock = self.sock or self.conn.sock
         if sock is not None:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
@@ -91,6 +93,10 @@ class StreamedPost:
         self.cancel.raise_if_cancelled()
         threading.Thread(target=self._watch, name="handoff-http-cancel", daemon=True).start()
         try:
+            self.conn.connect()
+            self.sock = self.conn.sock
+            if self.cancel.cancelled:
+                raise _cancelled()
             self.conn.request("POST", self.path, self.body, self.headers)
             self.response = self.conn.getresponse()
         except Exception as exc:
@@ -118,6 +124,9 @@ class StreamedPost:
 
     def __exit__(self, *exc: object) -> None:
         self._done.set()
+        if self.response is not None:
+            with contextlib.suppress(Exception):
+                self.response.close()
         self.conn.close()
 
     @property
