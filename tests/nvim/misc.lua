@@ -5,6 +5,23 @@ local H = dofile(os.getenv("HANDOFF_HARNESS"))
 H.main(function()
   local R = H.record
 
+  -- Subcommands issued back to back, before the server is even up, run in order:
+  -- commit commits what current prepared.
+  local waits = {}
+  for _, line in ipairs({
+    "contract --objective 'complete the OpenAPI client update' --in-scope client --acceptance 'tests pass'",
+    "work --state 'client generation completed :: client/pets_client.py' --next 'run tests :: openapi.yaml'",
+    "current",
+    "commit",
+  }) do
+    waits[#waits + 1] = H.start(line)
+  end
+  local ordered = {}
+  for i, wait in ipairs(waits) do
+    ordered[i] = wait()
+  end
+  R("back_to_back", ordered)
+
   -- Bad command lines never reach the server.
   local n = #H.notes
   vim.cmd("Handoff frobnicate")

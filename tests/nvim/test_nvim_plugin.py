@@ -243,6 +243,15 @@ def test_settings_refusals_and_checkhealth(run_nvim, workspace, tmp_path):
     run = run_nvim("misc", workspace, {"scope": "from-settings"})
     r = run.results
 
+    # Back to back, in order: the commit found what current prepared.
+    assert [(d["subcommand"], d["ok"]) for d in r["back_to_back"]] == [
+        ("contract", True),
+        ("work", True),
+        ("current", True),
+        ("commit", True),
+    ], r["back_to_back"]
+    assert REVISION.match(r["back_to_back"][3]["result"]["revision"])
+
     # Usage errors name the problem; they reach no server.
     assert r["usage_notes"][0]["level"] == ERROR
     assert 'unknown subcommand "frobnicate"' in r["usage_notes"][0]["msg"]
@@ -278,7 +287,7 @@ def test_settings_refusals_and_checkhealth(run_nvim, workspace, tmp_path):
     work = next(
         rec
         for rec in StateStore(workspace / ".handoff").read()["sources"].values()
-        if rec["kind"] == "work_state"
+        if rec["kind"] == "work_state" and rec["scope"] == "from-vim-g"
     )
     assert work["payload"]["disposition"] == "blocked"
     assert [c["path"] for c in work["payload"]["nextActions"][0]["citations"]] == [

@@ -72,6 +72,36 @@ local function start(bufnr)
   return vim.lsp.start(config, { bufnr = bufnr, attach = normal, silent = false })
 end
 
+local ready_waiters = {}
+
+--- Calls `cb(ok)` once `client` is initialised (or has failed to), in the order asked.
+function M.when_ready(client, cb)
+  local waiters = ready_waiters[client.id]
+  if waiters then
+    table.insert(waiters, cb)
+    return
+  end
+  waiters = { cb }
+  ready_waiters[client.id] = waiters
+  local timeout = (vim.g.handoff_ui or {}).start_timeout_ms or 15000
+  local waited, timer = 0, assert(vim.uv.new_timer())
+  timer:start(0, 20, function()
+    waited = waited + 20
+    local up = client.initialized
+    if up or waited >= timeout or client:is_stopped() then
+      timer:stop()
+      timer:close()
+      vim.schedule(function()
+        ready_waiters[client.id] = nil
+        local ok = up and not client:is_stopped()
+        for _, waiter in ipairs(waiters) do
+          waiter(ok)
+        end
+      end)
+    end
+  end)
+end
+
 --- Waits (in a coroutine) for an initialised handoff client, starting one if needed.
 ---@return vim.lsp.Client
 function M.ensure(bufnr)
@@ -85,20 +115,8 @@ function M.ensure(bufnr)
     end
   end
   if not client.initialized then
-    local timeout = (vim.g.handoff_ui or {}).start_timeout_ms or 15000
     local ready = async.await(function(cb)
-      local waited, timer = 0, assert(vim.uv.new_timer())
-      timer:start(0, 20, function()
-        waited = waited + 20
-        local up = client.initialized
-        if up or waited >= timeout or client:is_stopped() then
-          timer:stop()
-          timer:close()
-          vim.schedule(function()
-            cb(up and not client:is_stopped())
-          end)
-        end
-      end)
+      M.when_ready(client, cb)
     end)
     if not ready then
       async.fail("refused", "The handoff language server did not initialise; see :checkhealth handoff.")

@@ -62,6 +62,11 @@ function M.restore_prepared(prepared)
   return prepared
 end
 
+--- "sha256:0123456789abcdef…" → "sha256:0123456789ab".
+local function short(digest)
+  return type(digest) == "string" and digest:sub(1, 19) or "?"
+end
+
 local function nonempty(s)
   return type(s) == "string" and vim.trim(s) ~= ""
 end
@@ -244,7 +249,9 @@ S.generate = {
     if a["no-start"] then
       params.startSession = false
     end
-    local result = client_mod.call(ctx.client, "handoff.generate", params)
+    local result = async.without_turn(function()
+      return client_mod.call(ctx.client, "handoff.generate", params)
+    end)
     M.open_draft(ctx, result)
     local missing = result.missingSections or {}
     local lines = {
@@ -367,6 +374,7 @@ S.work = {
       state = { text = text, citations = citations(cites) }
     end
     local disposition = a.disposition
+      or (a.state and "continuable") -- as on the command line
       or async.select(M.DISPOSITIONS, { prompt = "Disposition" })
     local next_actions = {}
     if a["next"] then
@@ -423,7 +431,7 @@ S.prepare = {
     local prepared = M.restore_prepared(result.prepared)
     remember(ctx).prepared = prepared
     show_prepared(ctx, prepared)
-    info(("Prepared (not committed): digest %s. :Handoff commit records it."):format(prepared.digest))
+    info(("Prepared %s (not committed); :Handoff commit records it."):format(short(prepared.digest)))
     return result
   end,
 }
@@ -447,9 +455,9 @@ S.current = {
     local prepared = M.restore_prepared(result.prepared)
     remember(ctx).prepared = prepared
     show_prepared(ctx, prepared)
-    info(("Boundary %s written; prepared handoff %s. :Handoff commit records it."):format(
-      result.boundary,
-      prepared.digest
+    info(("Prepared %s (not committed), boundary %s; :Handoff commit records it."):format(
+      short(prepared.digest),
+      result.boundary
     ))
     return result
   end,

@@ -64,6 +64,7 @@ function M.run(line)
   async.run(function()
     local ctx = {}
     if not spec.local_only then
+      async.take_turn()
       ctx.client = client_mod.ensure(0)
     end
     return spec.run(ctx, parsed)
