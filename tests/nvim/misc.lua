@@ -63,6 +63,11 @@ H.main(function()
   R("work", H.handoff("work"))
   R("work_prompts", vim.list_slice(H.prompts, n_prompts + 1))
 
+  -- :Handoff alone picks the subcommand, then its arguments.
+  H.answer("report", "history")
+  R("picked", H.handoff(""))
+  R("preview_picked", H.preview())
+
   -- :checkhealth handoff.
   vim.cmd("checkhealth handoff")
   R("health", table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n"))

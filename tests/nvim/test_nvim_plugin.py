@@ -295,6 +295,11 @@ def test_settings_refusals_and_checkhealth(run_nvim, workspace, tmp_path):
         "openapi.yaml",
     ]
 
+    # :Handoff alone: subcommand, then report kind, picked through vim.ui.select.
+    assert r["picked"]["subcommand"] == "report" and r["picked"]["ok"]
+    assert r["preview_picked"].startswith("# Handoff history: from-vim-g")
+    assert run.prompts[-2:] == ["Handoff", "Report"]
+
     health = r["health"]
     assert "handoff: language server" in health
     assert f"Server binary: {sys.executable}" in health

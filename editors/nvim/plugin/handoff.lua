@@ -13,7 +13,7 @@ end
 vim.api.nvim_create_user_command("Handoff", function(opts)
   require("handoff").run(opts.args)
 end, {
-  nargs = "+",
+  nargs = "*",
   desc = "Handoff: generate, contract, work, current, commit, continue, ack, outcome, report, cancel…",
   complete = function(arglead, cmdline, cursorpos)
     return require("handoff").complete(arglead, cmdline, cursorpos)

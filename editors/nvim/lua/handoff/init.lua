@@ -43,7 +43,17 @@ function M.run(line)
   local words = args.split(line or "")
   local sub = table.remove(words, 1)
   if not sub then
-    vim.notify("Usage: :Handoff {" .. table.concat(names(), "|") .. "} [args]", vim.log.levels.ERROR)
+    -- :Handoff alone: pick a subcommand.
+    vim.ui.select(names(), {
+      prompt = "Handoff",
+      format_item = function(name)
+        return ("%-9s %s"):format(name, M.subcommands[name].desc or "")
+      end,
+    }, function(choice)
+      if choice then
+        M.run(choice)
+      end
+    end)
     return
   end
   local spec = M.subcommands[sub]
