@@ -174,6 +174,7 @@ export class HandoffClient implements HandoffServer, vscode.Disposable {
   async pushSettings(): Promise<void> {
     if (this.client && this.running) {
       await this.client.sendNotification(DidChangeConfigurationNotification.type, { settings: { [SETTINGS_SECTION]: this.settings() } });
+      this.log.info('Settings pushed to the server.');
     }
   }
 
@@ -186,8 +187,11 @@ export class HandoffClient implements HandoffServer, vscode.Disposable {
       workDoneToken && progress
         ? client.onProgress(WorkDoneProgress.type, workDoneToken, (value) => {
             if (value.kind === 'begin') {
+              // The notification already carries the client's title; show only the message.
               const begin = value as WorkDoneProgressBegin;
-              progress(begin.message ?? begin.title, begin.percentage);
+              if (begin.message !== undefined || begin.percentage !== undefined) {
+                progress(begin.message, begin.percentage);
+              }
             } else if (value.kind === 'report') {
               const report = value as WorkDoneProgressReport;
               progress(report.message, report.percentage);

@@ -18,6 +18,7 @@ import {
 import { PreparedShelf, readPreparedFile, writePreparedFile } from './prepared';
 import {
   AcknowledgeResult,
+  AgentSession,
   CommitResult,
   ContinueResult,
   GenerateResult,
@@ -90,6 +91,10 @@ const SAVE = 'Save…';
 const ACKNOWLEDGE = 'Acknowledge…';
 const SHOW = 'Show';
 
+function sessionLabel(session: AgentSession): string {
+  return session.title || session.path.split(/[\\/]/).pop() || session.path;
+}
+
 export class HandoffCommands {
   readonly shelf = new PreparedShelf();
   /** The target the last Continue selected, offered first by Acknowledge. */
@@ -117,9 +122,13 @@ export class HandoffCommands {
     return this.server.execute<R>(command, params, options);
   }
 
-  /** Runs a long server command under a progress notification with a Cancel button. */
-  private withProgress<R>(title: string, command: ServerCommandId, params: object): Promise<R> {
-    return this.ui.withProgress(title, (progress, token) => this.call<R>(command, params, { token, progress }));
+  /** Runs a long server command under a progress notification with a Cancel button;
+   * the server's own progress messages replace ``firstMessage``. */
+  private withProgress<R>(firstMessage: string, command: ServerCommandId, params: object): Promise<R> {
+    return this.ui.withProgress('Handoff', (progress, token) => {
+      progress(firstMessage);
+      return this.call<R>(command, params, { token, progress });
+    });
   }
 
   private async history(): Promise<{ head: string | null; revisions: HistoryRevision[] }> {
@@ -164,7 +173,7 @@ export class HandoffCommands {
       }
       const session = await this.ui.pick(
         sessions.map((s) => ({
-          label: s.title || s.path.split(/[\\/]/).pop() || s.path,
+          label: sessionLabel(s),
           description: `${s.format} · ${s.messageCount} messages`,
           detail: `${s.updatedAt} · ${s.path}`,
           value: s,
@@ -183,7 +192,7 @@ export class HandoffCommands {
         return undefined;
       }
       const params = { session: session.path, format: session.format, ...(focus.trim() ? { focus: focus.trim() } : {}) };
-      const result = await this.withProgress<GenerateResult>('Generating handoff…', ServerCommand.generate, params);
+      const result = await this.withProgress<GenerateResult>(`Generating a handoff from ${sessionLabel(session)}…`, ServerCommand.generate, params);
       await this.views.openDraft(result.document, result.draft);
       const notes: string[] = [];
       if (result.missingSections?.length) {
@@ -303,7 +312,7 @@ export class HandoffCommands {
         chosen = target;
       }
       const result = await this.call<CommitResult>(ServerCommand.commit, { scope: chosen.scope, prepared: chosen });
-      this.shelf.remove(chosen.digest);
+      this.shelf.markCommitted(chosen.digest, result.revision);
       void this.ui
         .info(result.idempotent ? `Already committed as ${result.revision}.` : `Committed ${result.revision} in ${result.scope}.`, SHOW)
         .then((action) => (action === SHOW ? this.views.showReport({ kind: 'handoff', revision: result.revision }) : undefined));

@@ -5,30 +5,43 @@ import { promises as fs } from 'fs';
 import { isPreparedHandoff, PreparedHandoff } from './protocol';
 
 export class PreparedShelf {
-  private readonly byDigest = new Map<string, PreparedHandoff>();
+  /** Every prepared handoff seen in this session, by digest, with the revision it became. */
+  private readonly byDigest = new Map<string, { prepared: PreparedHandoff; committedAs?: string }>();
 
-  /** Newest first. */
+  /** The ones not committed yet, newest first. */
   list(): PreparedHandoff[] {
-    return [...this.byDigest.values()].reverse();
+    return [...this.byDigest.values()]
+      .filter((e) => e.committedAs === undefined)
+      .map((e) => e.prepared)
+      .reverse();
   }
 
+  /** Any prepared handoff of this session, committed or not (previews still show it). */
   get(digest: string): PreparedHandoff | undefined {
-    return this.byDigest.get(digest);
+    return this.byDigest.get(digest)?.prepared;
   }
 
-  /** Keeps ``prepared`` (re-adding one moves it to the front). */
+  /** Keeps ``prepared`` (re-adding one moves it to the front and offers it again). */
   add(prepared: PreparedHandoff): void {
     this.byDigest.delete(prepared.digest);
-    this.byDigest.set(prepared.digest, prepared);
+    this.byDigest.set(prepared.digest, { prepared });
   }
 
-  /** Forgets a prepared handoff once it is committed. */
-  remove(digest: string): void {
-    this.byDigest.delete(digest);
+  /** Stops offering a prepared handoff once it is committed. */
+  markCommitted(digest: string, revision: string): void {
+    const entry = this.byDigest.get(digest);
+    if (entry) {
+      entry.committedAs = revision;
+    }
   }
 
+  committedAs(digest: string): string | undefined {
+    return this.byDigest.get(digest)?.committedAs;
+  }
+
+  /** How many are waiting to be committed. */
   get size(): number {
-    return this.byDigest.size;
+    return this.list().length;
   }
 }
 

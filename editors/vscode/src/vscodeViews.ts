@@ -45,7 +45,15 @@ export class HandoffPreviewProvider implements vscode.TextDocumentContentProvide
       this.changeEmitter.fire(uri);
     }
     await vscode.workspace.openTextDocument(uri);
-    await vscode.commands.executeCommand('markdown.showPreviewToSide', uri);
+    // Locked: a plain preview would follow whichever Markdown editor becomes active
+    // (a draft, a README) and the report would vanish from the pane.
+    // (Run by name: the Markdown extension may not be active yet, and running its
+    // command activates it.)
+    try {
+      await vscode.commands.executeCommand('markdown.showLockedPreviewToSide', uri);
+    } catch {
+      await vscode.commands.executeCommand('markdown.showPreviewToSide', uri);
+    }
   }
 
   dispose(): void {

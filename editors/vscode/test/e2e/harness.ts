@@ -92,13 +92,12 @@ export interface Session {
   codeServer: ChildProcess;
   output: string[];
   url: string;
+  /** PI_CODING_AGENT_DIR/sessions of the code-server process (and so of the server). */
+  piSessions: string;
 }
 
-/** A workspace with the OpenAPI walkthrough in it and the settings the extension needs. */
-export function prepareWorkspace(root: string, scope: string): string {
-  const workspace = path.join(root, 'workspace');
-  mkdirSync(workspace, { recursive: true });
-  handoffCli(['demo', '--workspace', workspace]);
+/** Writes the workspace's .vscode/settings.json: what the extension needs, plus ``extra``. */
+export function writeWorkspaceSettings(workspace: string, scope: string, extra: Record<string, unknown> = {}): void {
   mkdirSync(path.join(workspace, '.vscode'), { recursive: true });
   writeFileSync(
     path.join(workspace, '.vscode', 'settings.json'),
@@ -108,12 +107,45 @@ export function prepareWorkspace(root: string, scope: string): string {
         'handoff.scope': scope,
         'handoff.logLevel': 'debug',
         'handoff.trace.server': 'messages',
+        ...extra,
       },
       null,
       2,
     ),
   );
+}
+
+/** A workspace with the OpenAPI walkthrough in it and the settings the extension needs. */
+export function prepareWorkspace(root: string, scope: string): string {
+  const workspace = path.join(root, 'workspace');
+  mkdirSync(workspace, { recursive: true });
+  handoffCli(['demo', '--workspace', workspace]);
+  writeWorkspaceSettings(workspace, scope);
   return workspace;
+}
+
+/** A small pi (v3) agent session recorded in ``workspace``: a header and four messages. */
+export function writePiSession(sessionsRoot: string, workspace: string): string {
+  const dir = path.join(sessionsRoot, `--${workspace.replace(/^\//, '').replace(/\//g, '-')}--`);
+  mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, '2026-12-01T08-00-00-000Z_e2e.jsonl');
+  const at = (s: number) => new Date(Date.UTC(2026, 11, 1, 8, 0, s)).toISOString();
+  const message = (id: string, parentId: string | null, s: number, role: string, text: string) => ({
+    type: 'message',
+    id,
+    parentId,
+    timestamp: at(s),
+    message: { role, content: [{ type: 'text', text }], timestamp: Date.UTC(2026, 11, 1, 8, 0, s) },
+  });
+  const entries = [
+    { type: 'session', version: 3, id: 'e2e-session-1', timestamp: at(0), cwd: workspace },
+    message('m1', null, 1, 'user', 'Regenerate the pets client from openapi.yaml and keep the contract tests green.'),
+    message('m2', 'm1', 2, 'assistant', 'I regenerated client/pets_client.py from openapi.yaml. Next: run the contract tests.'),
+    message('m3', 'm2', 3, 'user', 'Do not touch the server stubs; they are out of scope.'),
+    message('m4', 'm3', 4, 'assistant', 'Understood. Remaining: run the contract tests against the new client.'),
+  ];
+  writeFileSync(file, entries.map((e) => JSON.stringify(e)).join('\n') + '\n');
+  return file;
 }
 
 function writeUserSettings(userData: string): void {
@@ -155,7 +187,10 @@ export async function startSession(options: { vsix: string; scope: string }): Pr
   execFileSync(launcher, [...common, '--install-extension', options.vsix], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 120_000 });
 
   const port = await freePort();
-  const env = { ...process.env };
+  // Agent sessions are looked up in the test's own pi home, never the user's.
+  const piSessions = path.join(root, 'pi', 'sessions');
+  mkdirSync(piSessions, { recursive: true });
+  const env: NodeJS.ProcessEnv = { ...process.env, PI_CODING_AGENT_DIR: path.join(root, 'pi') };
   for (const key of Object.keys(env)) {
     if (key.startsWith('VSCODE_') || key.startsWith('ELECTRON_')) {
       delete env[key];
@@ -201,7 +236,7 @@ export async function startSession(options: { vsix: string; scope: string }): Pr
   const url = `http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`;
   await page.goto(url);
   await page.locator('.monaco-workbench').waitFor({ timeout: 120_000 });
-  return { root, workspace, userData, page, browser, codeServer, output, url };
+  return { root, workspace, userData, page, browser, codeServer, output, url, piSessions };
 }
 
 export async function stopSession(session: Session | undefined): Promise<void> {
@@ -238,9 +273,9 @@ export async function pickRow(page: Page, text: string | RegExp): Promise<void> 
   await row.click();
 }
 
-/** The frame of the Markdown preview pane whose document contains ``text``. */
+/** The frame of the visible Markdown preview pane. */
 export function markdownPreview(page: Page): FrameLocator {
-  return page.frameLocator('iframe.webview.ready').frameLocator('iframe#active-frame');
+  return page.frameLocator('iframe.webview.ready:visible').frameLocator('iframe#active-frame');
 }
 
 export async function screenshot(page: Page, name: string): Promise<string> {
@@ -250,8 +285,23 @@ export async function screenshot(page: Page, name: string): Promise<string> {
   return file;
 }
 
+/** Waits until the Handoff log holds ``text`` more than ``seen`` times; returns the new count. */
+export async function waitForLog(userData: string, text: string, seen: number, timeout = 30_000): Promise<number> {
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    const count = handoffLog(userData, Infinity).split(text).length - 1;
+    if (count > seen) {
+      return count;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`the Handoff log never said ${JSON.stringify(text)} (seen ${count} times)`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
 /** The "Handoff" output channel's log file, for failure reports. */
-export function handoffLog(userData: string): string {
+export function handoffLog(userData: string, tail = 6000): string {
   const logs = path.join(userData, 'logs');
   const found: string[] = [];
   const walk = (dir: string) => {
@@ -265,5 +315,5 @@ export function handoffLog(userData: string): string {
     }
   };
   walk(logs);
-  return found.map((f) => `--- ${f}\n${readFileSync(f, 'utf8').slice(-6000)}`).join('\n');
+  return found.map((f) => `--- ${f}\n${readFileSync(f, 'utf8').slice(-tail)}`).join('\n');
 }

@@ -145,7 +145,9 @@ describe('palette commands', () => {
       const commit = await commands.commit();
       assert.equal(commit?.revision, REVISION);
       assert.deepEqual(server.paramsOf('handoff.commit'), { scope: 'openapi-client', prepared });
-      assert.equal(commands.shelf.size, 0, 'a committed handoff leaves the shelf');
+      assert.equal(commands.shelf.size, 0, 'a committed handoff is no longer offered');
+      assert.equal(commands.shelf.get(prepared.digest), prepared, 'its preview can still be rendered');
+      assert.equal(commands.shelf.committedAs(prepared.digest), REVISION);
     });
 
     it('asks for the whole draft when the Markdown document did not come from Generate', async () => {
@@ -250,7 +252,14 @@ describe('palette commands', () => {
         focus: 'the failing test',
       });
       assert.deepEqual(ui.progress, [
-        { title: 'Generating handoff…', reports: [['Reading the session', 10], ['Writing the handoff', 60]] },
+        {
+          title: 'Handoff',
+          reports: [
+            ['Generating a handoff from fix the client…', undefined],
+            ['Reading the session', 10],
+            ['Writing the handoff', 60],
+          ],
+        },
       ]);
       assert.equal(views.drafts[0].document, '## Goal\nfix the client');
       assert.equal(ui.shown[0].kind, 'warn');
