@@ -25,6 +25,10 @@ end
 H.main(function()
   local R = H.record
   -- No root marker here: :Handoff starts the client for the current directory.
+  local listed = function()
+    return #vim.fn.getbufinfo({ buflisted = 1 })
+  end
+  R("buffers_before", listed())
   local wait, finished = H.start("generate --session " .. vim.fn.fnameescape(SESSION))
   H.wait(function()
     return #marked() > 0 or finished()
@@ -41,6 +45,7 @@ H.main(function()
   R("elapsed_ms", (vim.uv.hrtime() - t0) / 1e6)
   R("done", done)
   R("busy_after", require("handoff").busy())
+  R("buffers_after", listed())
   R("gone", vim.wait(10000, function()
     return #marked() == 0
   end, 20))

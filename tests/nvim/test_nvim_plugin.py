@@ -225,7 +225,9 @@ def test_handoff_cancel_stops_a_slow_generation(run_nvim, workspace, tmp_path):
     assert [m for m in run.notes_at(WARN) if "cancelled" in m]
     assert run.notes_at(ERROR) == []
 
-    # The subprocess is gone; nothing was recorded or written.
+    # The subprocess is gone; nothing was recorded or written, no draft opened.
+    assert r["buffers_after"] == r["buffers_before"]
+    assert [p["kind"] for p in run.progress if p["kind"] != "report"] == ["begin", "end"]
     assert r["gone"] is True
     assert marked_processes(marker) == []
     assert sorted(p.name for p in sessions.iterdir()) == ["slow.jsonl"]
