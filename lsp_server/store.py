@@ -27,6 +27,7 @@ import re
 import threading
 import time
 import uuid
+import zlib
 from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
@@ -54,6 +55,8 @@ DEFAULT_SEAL_BYTES = 256 * 1024
 LOCK_POLL_INTERVAL = 0.002
 #: Parsed segment records kept for lookups (the full view keeps its own references).
 RECORDS_CACHE_SEGMENTS = 32
+#: Lookups a segment answers by a byte search of its raw index before it is parsed.
+RAW_SCAN_LOOKUPS = 8
 
 TABLES = ("_meta", "sources", "revisions", "scopes", "generations")
 #: Append-only tables whose records move into segments when sealed.
@@ -259,16 +262,77 @@ class Transaction:
 # ---------------------------------------------------------------------------
 
 
-class Segment:
-    """One sealed segment: its header (with the index) now, its records on demand."""
+_JSON_ESCAPED = re.compile(r'["\\\x00-\x1f]')
 
-    def __init__(self, path: Path, header: dict[str, Any], records_offset: int, size: int) -> None:
+
+class Segment:
+    """One sealed segment: its small header now, its index line raw until a lookup
+    may hit it, its records on demand.
+
+    A fresh process (a CLI call) answers most lookups with a byte search of the raw
+    index line and parses only the segments that may hold the key; a process that
+    keeps asking (a language server) parses each index once and keeps it.
+    """
+
+    def __init__(
+        self, path: Path, header: dict[str, Any], index_raw: bytes, records_offset: int, size: int
+    ) -> None:
         self.path = path
         self.name = path.name
         self.size = size
         self.header = header
-        self.index: dict[str, Any] = header["index"]
+        self.latest: dict[str, dict[str, list[Any]]] = header["latest"]
         self.records_offset = records_offset
+        self._raw: bytes | None = index_raw
+        self._index: dict[str, Any] | None = None
+        self._misses = 0
+
+    def _lookup(self, section: str, key: str) -> Any:
+        index = self._index
+        if index is None:
+            if self._misses < RAW_SCAN_LOOKUPS and not _JSON_ESCAPED.search(key):
+                raw = self._raw or b""
+                if b'"' + key.encode() + b'"' not in raw:
+                    self._misses += 1
+                    return None
+            index = self._parse()
+        return index[section].get(key)
+
+    def _parse(self) -> dict[str, Any]:
+        try:
+            index = orjson.loads(self._raw or b"")
+        except orjson.JSONDecodeError:
+            index = None
+        if not isinstance(index, dict) or not all(
+            isinstance(index.get(k), dict) for k in ("sources", "revisions", "digests")
+        ):
+            raise SegmentError(self.path, "has an index that does not parse")
+        self._index, self._raw = index, None
+        return index
+
+    def source_entry(self, sid: str) -> tuple[str, str, str, int] | None:
+        """(docId, scope, kind, seq) of a Source in this segment."""
+        hit = self._lookup("sources", sid)
+        if hit is None:
+            return None
+        doc_id, scope_i, kind_i, seq = hit
+        return str(doc_id), self.header["scopes"][scope_i], self.header["kinds"][kind_i], seq
+
+    def revision_doc(self, ref: str) -> str | None:
+        hit = self._lookup("revisions", ref)
+        return None if hit is None else str(hit)
+
+    def digest_ref(self, digest: str) -> str | None:
+        return self._lookup("digests", digest)
+
+
+class SegmentError(Exception):
+    """A sealed segment that cannot be used (turned into ``store_corrupt``)."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        super().__init__(problem)
+        self.path = path
+        self.problem = problem
 
 
 class History:
@@ -310,14 +374,14 @@ class History:
             return self.live.get(table, {}).get(doc_id)
         return self.store._segment_records(seg)[table].get(doc_id)
 
-    def _find_source(self, sid: str) -> tuple[Segment | None, list[Any]] | None:
+    def _find_source(self, sid: str) -> tuple[Segment | None, tuple[Any, ...]] | None:
         hit = self._tail_index()["sources"].get(sid)
         if hit is not None:
-            return None, hit
+            return None, tuple(hit)
         for seg in reversed(self.segments()):
-            hit = seg.index["sources"].get(sid)
-            if hit is not None:
-                return seg, hit
+            entry = self.store._guard(seg, seg.source_entry, sid)
+            if entry is not None:
+                return seg, entry
         return None
 
     def full(self) -> dict[str, Any]:
@@ -347,29 +411,30 @@ class History:
         if hit is not None:
             best = (hit[0], None, hit[1])
         for seg in self.segments():
-            hit = seg.index["latest"].get(scope, {}).get(kind)
+            hit = seg.latest.get(scope, {}).get(kind)
             if hit is not None and (best is None or hit[0] > best[0]):
                 best = (hit[0], seg, hit[1])
         if best is None:
             return None
         _, seg, sid = best
-        where = (
-            self._tail_index()["sources"].get(sid) if seg is None else seg.index["sources"].get(sid)
-        )
+        if seg is None:
+            where = self._tail_index()["sources"].get(sid)
+        else:
+            where = self.store._guard(seg, seg.source_entry, sid)
         return self._record(seg, "sources", where[0]) if where else None
 
     def has_scope(self, scope: str) -> bool:
         """Whether any Source or head exists for the scope."""
         if self.scope_record(scope) is not None or scope in self._tail_index()["latest"]:
             return True
-        return any(scope in seg.index["latest"] for seg in self.segments())
+        return any(scope in seg.latest for seg in self.segments())
 
     def revision(self, ref: str) -> dict[str, Any] | None:
         doc_id = self._tail_index()["revisions"].get(ref)
         if doc_id is not None:
             return self._record(None, "revisions", doc_id)
         for seg in reversed(self.segments()):
-            doc_id = seg.index["revisions"].get(ref)
+            doc_id = self.store._guard(seg, seg.revision_doc, ref)
             if doc_id is not None:
                 return self._record(seg, "revisions", doc_id)
         return None
@@ -379,7 +444,7 @@ class History:
         ref = self._tail_index()["digests"].get(digest)
         if ref is None:
             for seg in reversed(self.segments()):
-                ref = seg.index["digests"].get(digest)
+                ref = self.store._guard(seg, seg.digest_ref, digest)
                 if ref is not None:
                     break
         return None if ref is None else self.revision(ref)
@@ -598,8 +663,15 @@ class StateStore:
             reason=problem,
         )
 
+    def _guard(self, seg: Segment, lookup: Any, key: str) -> Any:
+        """Run one segment lookup; a segment that cannot be used is ``store_corrupt``."""
+        try:
+            return lookup(key)
+        except SegmentError as exc:
+            raise self._segment_error(exc.path, exc.problem) from None
+
     def _segment(self, entry: dict[str, Any]) -> Segment:
-        """The segment a manifest entry names, its header read once per process."""
+        """The segment a manifest entry names; its header is read once per process."""
         name = entry["name"]
         seg = self._segments.get(name)
         if seg is not None and seg.size == entry["bytes"]:
@@ -608,7 +680,8 @@ class StateStore:
         try:
             with open(path, "rb") as fh:
                 size = os.fstat(fh.fileno()).st_size
-                line = fh.readline()
+                head = fh.readline()
+                index_raw = fh.readline()
         except FileNotFoundError:
             raise self._segment_error(path, "is missing") from None
         except OSError as exc:
@@ -618,23 +691,29 @@ class StateStore:
                 path, f"has {size} bytes where the manifest records {entry['bytes']}"
             )
         try:
-            header = orjson.loads(line)
+            header = orjson.loads(head)
         except orjson.JSONDecodeError:
             raise self._segment_error(path, "has a header that does not parse") from None
-        m = SEGMENT_NAME_RE.match(name)
-        if (
-            not isinstance(header, dict)
-            or header.get("type") != "handoff_segment"
-            or not isinstance(header.get("index"), dict)
-        ):
+        if not isinstance(header, dict) or header.get("type") != "handoff_segment":
             raise self._segment_error(path, "is not a handoff segment")
         if type(header.get("format")) is not int or header["format"] > SEGMENT_FORMAT:
             raise self._segment_error(
                 path, f"was written by a newer handoff (segment format {header.get('format')})"
             )
+        m = SEGMENT_NAME_RE.match(name)
         if m is None or header.get("storeId") != m.group(1):
             raise self._segment_error(path, "belongs to another store")
-        seg = Segment(path, header, len(line), size)
+        if (
+            not isinstance(header.get("latest"), dict)
+            or not isinstance(header.get("scopes"), list)
+            or not isinstance(header.get("kinds"), list)
+            or header.get("indexBytes") != len(index_raw)
+        ):
+            raise self._segment_error(path, "has a malformed header")
+        if header.get("indexCrc32") != zlib.crc32(index_raw):
+            # Checked up front: a byte search of a damaged index would silently miss.
+            raise self._segment_error(path, "has a damaged index (checksum mismatch)")
+        seg = Segment(path, header, index_raw, len(head) + len(index_raw), size)
         with self._cache_lock:
             self._segments[name] = seg
         return seg
@@ -792,8 +871,32 @@ class StateStore:
     def _write_segment(
         self, store_id: str, number: int, group: dict[str, dict[str, Any]]
     ) -> dict[str, Any]:
-        """Write one sealed segment atomically; returns its manifest entry."""
+        """Write one sealed segment atomically; returns its manifest entry.
+
+        Line 1 is the header (with the latest Source per scope and kind), line 2 the
+        index (Source id → [docId, scope #, kind #, seq]; revision ref → docId; digest
+        → ref), line 3 the records.
+        """
         records = orjson.dumps(group)
+        logical = build_index(group)
+        scopes: dict[str, int] = {}
+        kinds: dict[str, int] = {}
+        sources = {
+            sid: [
+                int(doc_id),
+                scopes.setdefault(scope, len(scopes)),
+                kinds.setdefault(kind, len(kinds)),
+                seq,
+            ]
+            for sid, (doc_id, scope, kind, seq) in logical["sources"].items()
+        }
+        index = orjson.dumps(
+            {
+                "sources": sources,
+                "revisions": {ref: int(d) for ref, d in logical["revisions"].items()},
+                "digests": logical["digests"],
+            }
+        )
         seqs = [r["seq"] for t in group.values() for r in t.values() if type(r.get("seq")) is int]
         header = {
             "type": "handoff_segment",
@@ -802,10 +905,14 @@ class StateStore:
             "number": number,
             "counts": {name: len(group[name]) for name in SEALED_TABLES},
             "seqRange": [min(seqs), max(seqs)] if seqs else None,
+            "scopes": list(scopes),
+            "kinds": list(kinds),
+            "latest": logical["latest"],
+            "indexBytes": len(index) + 1,
+            "indexCrc32": zlib.crc32(index + b"\n"),
             "recordsBytes": len(records),
-            "index": build_index(group),
         }
-        blob = orjson.dumps(header) + b"\n" + records
+        blob = orjson.dumps(header) + b"\n" + index + b"\n" + records
         name = f"seg-{store_id}-{number:06d}.json"
         atomic_write(self.segment_dir / name, blob, sync_dir=False)
         return {"name": name, "bytes": len(blob)}

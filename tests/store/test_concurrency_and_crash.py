@@ -109,7 +109,8 @@ def test_sigkill_at_random_points_never_leaves_a_broken_state_file(workspace):
     sizes = set()
     for _ in range(kills):
         proc = spawn("churn", str(workspace))
-        time.sleep(0.25 + rng.random() * 0.25)  # after start-up, somewhere in the write loop
+        assert proc.stdout.readline().strip() == b"ready", proc.stderr.read().decode()
+        time.sleep(rng.random() * 0.25)  # somewhere in the write loop
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         if not (workspace / ".handoff/state.json").exists():

@@ -49,6 +49,7 @@ def main(argv: list[str]) -> int:
             "handoff.contract",
             {"scope": "crash", "objective": "survive", "inScope": ["x"], "acceptance": ["y"]},
         )["source"]
+        print("ready", flush=True)  # start-up is over: the parent's kill lands in the loop
         n = 0
         while True:
             n += 1

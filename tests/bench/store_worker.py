@@ -1,0 +1,86 @@
+"""A worker process of the store benchmark (real processes over one real store).
+
+python -m tests.bench.store_worker commits WORKSPACE SCOPE COUNT GO_FILE OUT_FILE
+    record a Work Contract, wait for GO_FILE, then COUNT commits (prepare + commit +
+    Task Outcome) in SCOPE; write {"start", "end", "count"} (time.time()) to OUT_FILE.
+python -m tests.bench.store_worker once WORKSPACE SCOPE CONTRACT_REF
+    one prepare + commit + Task Outcome in a fresh process (what a CLI call pays).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from lsp_server.service import HandoffService, ServiceConfig
+
+ARTIFACT = "client/pets_client.py"
+
+
+def draft(contract: str, n: int) -> dict[str, Any]:
+    """A draft like an agent's: one artifact and the Work Contract cited."""
+    return {
+        "objective": "complete the OpenAPI client update",
+        "state": {
+            "text": f"regenerated the client, round {n}; the contract tests run next",
+            "citations": [
+                {"kind": "artifact", "path": ARTIFACT},
+                {"kind": "source", "ref": contract},
+            ],
+        },
+        "disposition": "continuable",
+        "nextActions": [
+            {"text": "run the contract tests", "citations": [{"kind": "source", "ref": contract}]}
+        ],
+    }
+
+
+def commit_once(svc: HandoffService, scope: str, contract: str, n: int) -> dict[str, Any]:
+    """prepare + commit + Task Outcome: the commit of issue 9."""
+    prepared = svc.call("handoff.prepare", {"scope": scope, "draft": draft(contract, n)})
+    rev = svc.call("handoff.commit", {"scope": scope, "prepared": prepared["prepared"]})
+    out = svc.call(
+        "handoff.recordOutcome",
+        {"scope": scope, "status": "partial", "summary": f"round {n} done, tests pending"},
+    )
+    return {"revision": rev["revision"], "outcome": out["source"]}
+
+
+def record_contract(svc: HandoffService, scope: str) -> str:
+    return svc.call(
+        "handoff.contract",
+        {
+            "scope": scope,
+            "objective": "complete the OpenAPI client update",
+            "inScope": ["regenerate the checked-in client"],
+            "acceptance": ["contract tests pass"],
+        },
+    )["source"]
+
+
+def main(argv: list[str]) -> int:
+    verb, workspace = argv[0], Path(argv[1])
+    svc = HandoffService(workspace, ServiceConfig())
+    if verb == "commits":
+        scope, count, go, out = argv[2], int(argv[3]), Path(argv[4]), Path(argv[5])
+        contract = record_contract(svc, scope)
+        while not go.exists():
+            time.sleep(0.001)
+        start = time.time()
+        for n in range(count):
+            commit_once(svc, scope, contract, n)
+        end = time.time()
+        out.write_bytes(orjson.dumps({"start": start, "end": end, "count": count}))
+        return 0
+    if verb == "once":
+        commit_once(svc, argv[2], argv[3], 0)
+        return 0
+    raise SystemExit(f"unknown verb {verb}")
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

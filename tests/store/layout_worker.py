@@ -1,0 +1,110 @@
+"""A worker process for the layout tests: sealing under real processes.
+
+The seal threshold comes from ``HANDOFF_SEAL_BYTES`` (set small by the tests).
+
+python -m tests.store.layout_worker churn WORKSPACE          commit + outcome until killed
+python -m tests.store.layout_worker append WORKSPACE SCOPE COUNT GO_FILE
+python -m tests.store.layout_worker read WORKSPACE STOP_FILE OUT_FILE
+    lock-free reads (continue latest, full view) until STOP_FILE exists; writes how many
+    reads succeeded and the errors seen
+python -m tests.store.layout_worker die-before-live WORKSPACE
+    one commit whose seal writes its segments and then dies (os._exit) before the live
+    file is written: the crash point between the two steps of a seal
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import orjson
+
+from lsp_server import store as store_mod
+from lsp_server.errors import HandoffError
+from lsp_server.service import HandoffService, ServiceConfig
+
+
+def contract(svc: HandoffService, scope: str) -> str:
+    return svc.call(
+        "handoff.contract",
+        {"scope": scope, "objective": "survive", "inScope": ["x"], "acceptance": ["y"]},
+    )["source"]
+
+
+def commit(svc: HandoffService, scope: str, ref: str, n: int) -> str:
+    draft = {
+        "objective": "survive",
+        "state": {
+            "text": f"state {n} " + "pad " * (n % 40),
+            "citations": [{"kind": "source", "ref": ref}],
+        },
+        "disposition": "continuable",
+        "nextActions": [{"text": "go on", "citations": [{"kind": "source", "ref": ref}]}],
+    }
+    prepared = svc.call("handoff.prepare", {"scope": scope, "draft": draft})["prepared"]
+    return svc.call("handoff.commit", {"scope": scope, "prepared": prepared})["revision"]
+
+
+def main(argv: list[str]) -> int:
+    verb, workspace = argv[0], Path(argv[1])
+    svc = HandoffService(workspace, ServiceConfig())
+    if verb == "churn":
+        ref = contract(svc, "crash")
+        n = 0
+        while True:
+            n += 1
+            commit(svc, "crash", ref, n)
+            svc.call(
+                "handoff.recordOutcome",
+                {"scope": "crash", "status": "partial", "summary": f"after {n}"},
+            )
+    if verb == "append":
+        scope, count = argv[2], int(argv[3])
+        go = Path(argv[4])
+        while not go.exists():
+            time.sleep(0.002)
+        for i in range(count):
+            svc.call(
+                "handoff.recordOutcome",
+                {"scope": scope, "status": "partial", "summary": f"{scope} #{i}"},
+            )
+        return 0
+    if verb == "read":
+        stop, out = Path(argv[2]), Path(argv[3])
+        reads, errors = 0, []
+        while not stop.exists():
+            try:
+                svc.call("handoff.continue", {"scope": "writer-0", "mode": "latest"})
+                full = svc.store.read()
+                seqs = [s["seq"] for s in full["sources"].values()]
+                if len(seqs) != len(set(seqs)):
+                    errors.append("duplicate seq in a full view")
+                reads += 1
+            except HandoffError as exc:
+                errors.append(f"{exc.code}: {exc.message}")
+        out.write_bytes(orjson.dumps({"reads": reads, "errors": errors}))
+        return 0
+    if verb == "die-before-live":
+        real = store_mod.atomic_write
+        sealed: list[Path] = []
+
+        def dying(path: Path, data: bytes, *, sync_dir: bool = True) -> None:
+            if path.name == store_mod.STATE_FILE and sealed:
+                os._exit(137)  # the segments are on disk, the live file is not
+            real(path, data, sync_dir=sync_dir)
+            if path.parent == svc.store.segment_dir:
+                sealed.append(path)
+
+        store_mod.atomic_write = dying
+        svc.call(
+            "handoff.recordOutcome",
+            {"scope": "crash", "status": "unknown", "summary": "the write that seals"},
+        )
+        return 1  # never reached when the seal happens
+    raise SystemExit(f"unknown verb {verb}")
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

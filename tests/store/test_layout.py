@@ -1,0 +1,318 @@
+"""The schema-2 layout: a small live file plus sealed segments. Sealing keeps every
+record, commits stop rewriting history, schema-1 files migrate forward, and a broken
+segment is loud."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import orjson
+import pytest
+
+from lsp_server import lifecycle as lc
+from lsp_server.service import HandoffService, ServiceConfig
+from lsp_server.store import SCHEMA_VERSION, StateStore
+
+from ..helpers import ALL_CHECKS, SCOPE, prepare, record_contract, record_work, refused
+
+DATA = Path(__file__).parent / "data"
+SEAL = 4096  # bytes: small enough that a few commits seal
+
+
+def service(workspace: Path, seal: int = SEAL) -> HandoffService:
+    svc = HandoffService(workspace, ServiceConfig())
+    svc.store.seal_bytes = seal
+    return svc
+
+
+def segments(workspace: Path) -> list[Path]:
+    folder = workspace / ".handoff" / "segments"
+    return sorted(folder.glob("seg-*.json")) if folder.is_dir() else []
+
+
+def live(workspace: Path) -> dict:
+    return orjson.loads((workspace / ".handoff" / "state.json").read_bytes())
+
+
+def rounds(svc: HandoffService, contract: str, n: int, start: int = 0) -> list[dict]:
+    """``n`` commits, each acknowledged and covered by an outcome."""
+    revs = []
+    for i in range(start, start + n):
+        rev = svc.call(
+            "handoff.commit",
+            {"scope": SCOPE, "prepared": prepare(svc, contract, state=f"round {i} " + "x" * 200)},
+        )
+        ack = svc.call(
+            "handoff.acknowledge",
+            {
+                "scope": SCOPE,
+                "mode": "exact",
+                "revision": rev["revision"],
+                "status": "accepted",
+                "checks": ALL_CHECKS,
+            },
+        )
+        svc.call(
+            "handoff.recordOutcome",
+            {
+                "scope": SCOPE,
+                "status": "succeeded",
+                "summary": f"round {i}",
+                "receipt": ack["receipt"],
+            },
+        )
+        revs.append(rev)
+    return revs
+
+
+def check_full_view(svc: HandoffService) -> dict:
+    """Every record once: unique document ids per table, unique sequence numbers."""
+    full = StateStore(svc.store.folder).read()  # a fresh process's view
+    ledger = lc.Ledger(full)
+    assert ledger.invalid_sources == 0 and ledger.invalid_revisions == 0
+    ids = [s["id"] for s in full["sources"].values()]
+    assert len(ids) == len(set(ids))
+    seqs = [r["seq"] for t in ("sources", "revisions") for r in full[t].values()]
+    assert len(seqs) == len(set(seqs))
+    assert full["_meta"]["1"]["nextSeq"] > max(seqs)
+    revs = ledger.revisions_by_scope.get(SCOPE, [])
+    assert [r["number"] for r in revs] == list(range(1, len(revs) + 1))
+    assert ledger.head(SCOPE) == (revs[-1]["ref"] if revs else None)
+    return full
+
+
+def test_sealing_moves_the_tail_into_segments_and_keeps_every_record(svc, workspace):
+    svc.store.seal_bytes = SEAL
+    contract = record_contract(svc)
+    record_work(svc, contract)
+    revs = rounds(svc, contract, 12)
+    assert len(segments(workspace)) >= 3
+    state = live(workspace)
+    assert state["_meta"]["1"]["schema"] == SCHEMA_VERSION
+    assert len(state["_meta"]["1"]["segments"]) == len(segments(workspace))
+    assert len(orjson.dumps(state)) < 2 * SEAL  # the live file stays small
+    full = check_full_view(svc)
+    assert len(full["revisions"]) == 12 and len(full["sources"]) == 2 + 2 * 12
+    # Every lookup reaches into the segments: exact continue of the first (sealed)
+    # revision, the history report, and coverage through sealed receipts.
+    first = svc.call(
+        "handoff.continue", {"scope": SCOPE, "mode": "exact", "revision": revs[0]["revision"]}
+    )
+    assert first["selected"] == revs[0]["revision"] and first["unreadableEvidence"] == []
+    history = svc.call("handoff.report", {"scope": SCOPE, "kind": "history"})["data"]
+    assert [r["revision"] for r in history["revisions"]] == [r["revision"] for r in reversed(revs)]
+    assert all(r["covered"] for r in history["revisions"])
+
+
+def test_sealed_records_answer_the_commit_rules(svc, workspace):
+    """Idempotent retry, CAS, citations and latest contract/work state across segments."""
+    svc.store.seal_bytes = SEAL
+    contract = record_contract(svc)
+    record_work(svc, contract)
+    first = prepare(svc, contract, state="the first one")
+    rev1 = svc.call("handoff.commit", {"scope": SCOPE, "prepared": first})
+    rounds(svc, contract, 10)
+    sealed_ids = set()
+    for path in segments(workspace):
+        with open(path, "rb") as fh:
+            fh.readline()
+            sealed_ids |= set(orjson.loads(fh.readline())["sources"])
+    assert contract.removeprefix("source/") in sealed_ids  # the contract is sealed
+    # The retry of a sealed commit is recognised by its digest.
+    again = svc.call("handoff.commit", {"scope": SCOPE, "prepared": first})
+    assert again == {**rev1, "idempotent": True}
+    # A stale base is still refused with the current head.
+    stale = prepare(svc, contract, state="stale")
+    svc.call("handoff.commit", {"scope": SCOPE, "prepared": prepare(svc, contract, state="new")})
+    err = refused(svc.call, "handoff.commit", {"scope": SCOPE, "prepared": stale})
+    assert err.code == "revision_conflict"
+    # The latest contract and work state are found in the segments.
+    current = svc.call("handoff.handoffCurrentWork", {"scope": SCOPE})
+    assert current["prepared"]["content"]["state"]["text"] == "client generation completed"
+    # A Source of another scope is still refused as evidence.
+    other = record_contract(svc, "elsewhere")
+    rounds(svc, contract, 3, start=100)
+    err = refused(
+        svc.call,
+        "handoff.prepare",
+        {
+            "scope": SCOPE,
+            "draft": {
+                "objective": "o",
+                "state": {"text": "t", "citations": [{"kind": "source", "ref": other}]},
+                "disposition": "continuable",
+                "nextActions": [{"text": "n", "citations": [{"kind": "source", "ref": contract}]}],
+            },
+        },
+    )
+    assert err.code == "invalid_evidence" and err.data["reason"] == "unknown_source"
+    check_full_view(svc)
+
+
+def test_commits_do_not_rewrite_sealed_segments(svc, workspace):
+    svc.store.seal_bytes = SEAL
+    contract = record_contract(svc)
+    rounds(svc, contract, 10)
+    before = {
+        p.name: (p.stat().st_ino, p.stat().st_mtime_ns, p.read_bytes()) for p in segments(workspace)
+    }
+    assert before
+    rounds(svc, contract, 10, start=10)
+    after = {
+        p.name: (p.stat().st_ino, p.stat().st_mtime_ns, p.read_bytes()) for p in segments(workspace)
+    }
+    assert {k: after[k] for k in before} == before  # sealed once, never written again
+    assert len(after) > len(before)
+
+
+def test_new_document_ids_never_reuse_sealed_ones(svc, workspace):
+    svc.store.seal_bytes = SEAL
+    contract = record_contract(svc)
+    rounds(svc, contract, 6)
+    assert segments(workspace)
+    with svc.store.transaction() as tx:
+        doc_id = tx.table("sources").insert(
+            {
+                "id": "handwritten",
+                "seq": tx.next_seq(),
+                "scope": SCOPE,
+                "kind": "task_outcome",
+                "payload": {"status": "unknown", "summary": "x", "checks": [], "receipt": None},
+            }
+        )
+    full = StateStore(svc.store.folder).read()
+    assert doc_id > max(int(k) for k in full["sources"] if k != str(doc_id))
+    assert len(full["sources"]) == 1 + 2 * 6 + 1
+
+
+def test_a_fresh_process_parses_only_the_segments_it_needs(svc, workspace):
+    svc.store.seal_bytes = SEAL
+    contract = record_contract(svc)
+    rounds(svc, contract, 12)
+    fresh = HandoffService(workspace, ServiceConfig())
+    ledger = fresh.ledger()
+    assert ledger.source_info(contract)["kind"] == "work_contract"
+    segs = ledger.history.segments()
+    parsed = [s for s in segs if s._index is not None]
+    assert len(segs) >= 3 and len(parsed) == 1  # only the segment holding the contract
+    assert ledger.revision_by_digest("sha256:" + "0" * 64) is None
+    assert len([s for s in segs if s._index is not None]) == 1
+
+
+# -- migration from schema 1 ----------------------------------------------------------
+
+
+def install_v1(workspace: Path) -> bytes:
+    """The state file a schema-1 handoff wrote (tests/store/data/state-v1.json was
+    written by the one-file store of commit 99cdff0 running the walkthrough)."""
+    raw = (DATA / "state-v1.json").read_bytes()
+    folder = workspace / ".handoff"
+    folder.mkdir()
+    (folder / "state.json").write_bytes(raw)
+    return raw
+
+
+def test_schema_1_file_is_read_as_is_and_migrates_on_the_first_write(workspace):
+    raw = install_v1(workspace)
+    old = orjson.loads(raw)
+    assert old["_meta"]["1"]["schema"] == 1
+    svc = service(workspace, seal=1 << 20)
+    # Reads work on the old file and leave it byte for byte as it was.
+    latest = svc.call("handoff.continue", {"scope": SCOPE, "mode": "latest"})
+    head = old["scopes"]["1"]["head"]
+    assert latest["selected"] == head and latest["unreadableEvidence"] == []
+    history = svc.call("handoff.report", {"scope": SCOPE, "kind": "history"})["data"]
+    assert [r["revision"] for r in history["revisions"]] == [
+        r["ref"] for r in sorted(old["revisions"].values(), key=lambda r: -r["number"])
+    ]
+    assert (workspace / ".handoff/state.json").read_bytes() == raw
+    # The first write migrates: schema 2, every old record kept with its id and seq.
+    contract = next(s for s in old["sources"].values() if s["kind"] == "work_contract")
+    rev = svc.call(
+        "handoff.commit",
+        {"scope": SCOPE, "prepared": prepare(svc, f"source/{contract['id']}", state="after")},
+    )
+    assert rev["number"] == 3 and rev["revision"].startswith(head.split("@")[0])
+    state = live(workspace)
+    assert state["_meta"]["1"]["schema"] == 2
+    full = StateStore(workspace / ".handoff").read()
+    for table in ("sources", "revisions"):
+        assert {k: v for k, v in full[table].items() if k in old[table]} == old[table]
+    assert full["_meta"]["1"]["nextSeq"] == old["_meta"]["1"]["nextSeq"] + 1
+
+
+def test_large_schema_1_file_is_sealed_by_its_first_write(workspace):
+    from tests.bench.bench_store import write_v1_history
+
+    shutil.copy(workspace / "client/pets_client.py", workspace / "keep.py")
+    contract, size = write_v1_history(workspace, 3000, 40)
+    old = orjson.loads((workspace / ".handoff/state.json").read_bytes())
+    svc = service(workspace, seal=64 * 1024)
+    out = svc.call("handoff.recordOutcome", {"scope": SCOPE, "status": "unknown", "summary": "x"})
+    assert len(segments(workspace)) >= size // (64 * 1024) - 1
+    assert os.path.getsize(workspace / ".handoff/state.json") < 64 * 1024
+    full = check_full_view(svc)
+    for table in ("sources", "revisions"):
+        assert {k: full[table][k] for k in old[table]} == old[table]
+    assert svc.ledger().source(out["source"])["seq"] == old["_meta"]["1"]["nextSeq"]
+    rev = svc.call("handoff.commit", {"scope": SCOPE, "prepared": prepare(svc, contract)})
+    assert rev["number"] == 41
+
+
+# -- broken segments --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("damage", "reason"),
+    [
+        ("missing", "is missing"),
+        ("garbled-index", "checksum"),
+        ("truncated", "bytes where the manifest records"),
+        ("newer-format", "newer handoff"),
+    ],
+)
+def test_a_broken_segment_is_store_corrupt_naming_it_and_nothing_is_written(
+    workspace, damage, reason
+):
+    svc = service(workspace)
+    contract = record_contract(svc)
+    rounds(svc, contract, 8)
+    first = segments(workspace)[0]
+    blob = first.read_bytes()
+    head, index, records = blob.split(b"\n", 2)
+    if damage == "missing":
+        first.unlink()
+    elif damage == "garbled-index":
+        # Same size, so only parsing the index can tell.
+        first.write_bytes(head + b"\n" + b"{" + index[1:].replace(b'"', b"'") + b"\n" + records)
+    elif damage == "truncated":
+        first.write_bytes(blob[: len(blob) // 2])
+    else:
+        hdr = orjson.loads(head)
+        hdr["format"] = 9  # same size: only the format differs
+        first.write_bytes(orjson.dumps(hdr) + b"\n" + index + b"\n" + records)
+    before = (workspace / ".handoff/state.json").read_bytes()
+    fresh = service(workspace)
+    # The contract lives in the broken segment: preparing against it needs that segment.
+    err = refused(
+        fresh.call,
+        "handoff.prepare",
+        {
+            "scope": SCOPE,
+            "draft": {
+                "objective": "o",
+                "state": {"text": "t", "citations": [{"kind": "source", "ref": contract}]},
+                "disposition": "continuable",
+                "nextActions": [{"text": "n", "citations": [{"kind": "source", "ref": contract}]}],
+            },
+        },
+    )
+    assert err.code == "store_corrupt"
+    assert str(first) in err.message and err.data["segmentFile"] == str(first)
+    assert reason in err.data["reason"]
+    err = refused(fresh.call, "handoff.report", {"scope": SCOPE, "kind": "history"})
+    assert err.code == "store_corrupt"
+    assert (workspace / ".handoff/state.json").read_bytes() == before
+    assert [p.name for p in (workspace / ".handoff").iterdir() if "corrupt" in p.name] == []
