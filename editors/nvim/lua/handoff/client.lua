@@ -23,25 +23,37 @@ local function contains(dir, path)
   return path == dir or vim.startswith(path, dir .. "/")
 end
 
---- The handoff client for `bufnr`: attached to it, else one whose root holds the buffer
---- (or the current directory), else any running one.
+--- The handoff client for `bufnr`: attached to it; for the preview, the client it shows;
+--- for a draft, its workspace's; else the one whose workspace holds the buffer's file
+--- (or the current directory). Never another workspace's client: nil then.
 ---@param bufnr? integer
 ---@return vim.lsp.Client?
 function M.get(bufnr)
-  bufnr = bufnr or vim.api.nvim_get_current_buf()
+  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
   local attached = vim.lsp.get_clients({ name = NAME, bufnr = bufnr, _uninitialized = true })
   if attached[1] then
     return attached[1]
   end
+  local preview = package.loaded["handoff.preview"]
+  if preview and preview.bufnr() == bufnr and preview.view and preview.view.client_id then
+    local client = vim.lsp.get_client_by_id(preview.view.client_id)
+    if client and not client:is_stopped() then
+      return client
+    end
+  end
+  local commands = package.loaded["handoff.commands"]
+  local draft = commands and commands.drafts[bufnr]
   local clients = vim.lsp.get_clients({ name = NAME, _uninitialized = true })
   local name = vim.api.nvim_buf_get_name(bufnr)
-  local here = (name ~= "" and vim.bo[bufnr].buftype == "") and name or vim.fn.getcwd()
+  local here = (draft and draft.root)
+    or ((name ~= "" and vim.bo[bufnr].buftype == "") and name)
+    or vim.fn.getcwd()
   for _, client in ipairs(clients) do
     if contains(client.root_dir, here) then
       return client
     end
   end
-  return clients[1]
+  return nil
 end
 
 --- The workspace folder a new client would use for `bufnr`.
