@@ -182,11 +182,11 @@ def run_demo(args) -> int:
         _write_project(root)
         svc = HandoffService(root, ServiceConfig(state_folder=args.state_folder))
         report = walkthrough(svc, say)
-        print("\n" + report["markdown"])
         ok = report["data"]["transfer"] == "accepted" and report["data"]["outcome"] == "covered"
         print(
-            "The transfer is accepted and the outcome covers @1." if ok else "Unexpected end state."
+            "\nThe transfer is accepted and the outcome covers @1." if ok else "\nUnexpected end state."
         )
+        print("\n" + report["markdown"], end="")
         return 0 if ok else 1
     except HandoffError as exc:
         print(f"handoff demo: {exc.code}: {exc.message}", file=sys.stderr)

@@ -557,19 +557,48 @@ def revision_json(rev: dict[str, Any], log: ScopeLog) -> dict[str, Any]:
     }
 
 
+def cited_sources(log: ScopeLog, contents: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """For each Source of this scope cited by these contents: its kind and the one-line
+    summary the continuity view gives it (so a citation reads as more than an id)."""
+    out: dict[str, Any] = {}
+    for content in contents:
+        for fact in [content["state"], *content["nextActions"]]:
+            for c in fact["citations"]:
+                ref = c.get("ref") if c.get("kind") == "source" else None
+                if ref is None or ref in out:
+                    continue
+                rec = log.by_id.get(ref.removeprefix("source/"))
+                if rec is not None:
+                    out[ref] = {"kind": rec["kind"], "summary": _source_event(rec, log)["summary"]}
+    return out
+
+
 def history(data: dict[str, Any], scope: str) -> dict[str, Any]:
     """The Handoff Report: committed revisions only, newest first."""
     log = ScopeLog(data, scope)
+    newest_first = list(reversed(log.revisions))
     return {
         "scope": scope,
         "head": log.head,
-        "revisions": [revision_json(r, log) for r in reversed(log.revisions)],
+        "revisions": [revision_json(r, log) for r in newest_first],
         "invalidRecordCount": log.invalid,
+        "citedSources": cited_sources(log, (r["prepared"]["content"] for r in newest_first)),
     }
 
 
 def revision_view(data: dict[str, Any], scope: str, ref: str) -> dict[str, Any] | None:
-    """One valid committed revision of ``scope`` with its receipts and coverage."""
+    """One valid committed revision of ``scope`` with its receipts, coverage and the
+    Sources it cites; ``None`` when there is no such valid revision."""
     log = ScopeLog(data, scope)
     rev = log.by_ref.get(ref)
-    return None if rev is None else revision_json(rev, log)
+    if rev is None:
+        return None
+    return {
+        **revision_json(rev, log),
+        "citedSources": cited_sources(log, [rev["prepared"]["content"]]),
+    }
+
+
+def prepared_sources(data: dict[str, Any], scope: str, content: dict[str, Any]) -> dict[str, Any]:
+    """The Sources a prepared handoff's content cites (see ``cited_sources``)."""
+    return cited_sources(ScopeLog(data, scope), [content])

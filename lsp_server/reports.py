@@ -263,9 +263,11 @@ def handoff_view(service: HandoffService, p: ReportParams, scope: str) -> dict[s
     view: dict[str, Any]
     if p.prepared is not None:
         prepared = lc.check_prepared(p.prepared, scope)
+        committed_as = ledger.by_digest.get(prepared["digest"])
         view = {
             "revision": None,
             "committed": False,
+            "committedAs": committed_as["ref"] if committed_as else None,
             "target": f"prepared:{prepared['digest']}",
             "content": prepared["content"],
             "citations": prepared["evidence"],
@@ -306,32 +308,10 @@ def handoff_view(service: HandoffService, p: ReportParams, scope: str) -> dict[s
         preparedAt=prepared.get("preparedAt"),
         current=current,
         unreadableEvidence=lc.evidence_chain(prepared, ledger, service.workspace),
-        citedSources=cited_sources(ledger.data, scope, [prepared["content"]]),
     )
+    if "citedSources" not in view:
+        view["citedSources"] = projections.prepared_sources(ledger.data, scope, prepared["content"])
     return view
-
-
-def cited_sources(
-    data: dict[str, Any], scope: str, contents: list[dict[str, Any]]
-) -> dict[str, dict[str, Any]]:
-    """For each Source cited by these contents: its kind and one-line summary."""
-    refs = {
-        c["ref"]
-        for content in contents
-        for fact in [content["state"], *content["nextActions"]]
-        for c in fact["citations"]
-        if c.get("kind") == "source"
-    }
-    if not refs:
-        return {}
-    log_ = projections.ScopeLog(data, scope)
-    out = {}
-    for ref in sorted(refs):
-        rec = log_.by_id.get(ref.removeprefix("source/"))
-        if rec is not None:
-            event = projections._source_event(rec, log_)
-            out[ref] = {"kind": rec["kind"], "summary": event["summary"]}
-    return out
 
 
 def _store_stamp(path: Path) -> tuple[int, int, int] | None:
@@ -360,9 +340,7 @@ def _templates_stamp(folder: Path) -> tuple[Any, ...] | None:
 def _projection(kind: str, data: dict[str, Any], scope: str) -> dict[str, Any]:
     if kind == "continuity":
         return projections.continuity(data, scope)
-    view = projections.history(data, scope)
-    view["citedSources"] = cited_sources(data, scope, [r["content"] for r in view["revisions"]])
-    return view
+    return projections.history(data, scope)
 
 
 def _result_copy(result: dict[str, Any]) -> dict[str, Any]:
