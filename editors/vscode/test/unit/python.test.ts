@@ -36,21 +36,33 @@ describe('server interpreter resolution', function () {
   });
 
   it('falls back to the checkout on PYTHONPATH, then to its .venv, when the interpreter lacks the package', async () => {
+    const fakeCheckout = await fs.mkdtemp(path.join(os.tmpdir(), 'handoff-checkout-'));
+    await fs.mkdir(path.join(fakeCheckout, 'editors', 'vscode'), { recursive: true });
+    await fs.mkdir(path.join(fakeCheckout, 'lsp_server'));
+    await fs.writeFile(path.join(fakeCheckout, 'lsp_server', '__init__.py'), '');
+    await fs.writeFile(path.join(fakeCheckout, 'pyproject.toml'), '');
+    await fs.mkdir(path.join(fakeCheckout, '.venv', 'bin'), { recursive: true });
+    const fakeVenv = path.join(fakeCheckout, '.venv', 'bin', 'python');
+    await fs.writeFile(fakeVenv, '');
+    assert.equal(findCheckout(path.join(fakeCheckout, 'editors', 'vscode')), fakeCheckout);
+
     const seen: { python: string; pythonPath?: string }[] = [];
     const probe = async (python: string, env: NodeJS.ProcessEnv) => {
       seen.push({ python, pythonPath: env.PYTHONPATH });
-      if (python === venvPython) {
+      if (python === fakeVenv) {
         return '0.1.0';
       }
       throw new Error(`${python} cannot import lsp_server`);
     };
-    const launch = await resolveServerLaunch({ checkout, env: { PATH: process.env.PATH }, probe });
+    const launch = await resolveServerLaunch({ checkout: fakeCheckout, env: { PATH: process.env.PATH }, probe });
     assert.equal(launch.origin, 'checkoutVenv');
-    assert.equal(launch.command, venvPython);
+    assert.equal(launch.command, fakeVenv);
     assert.deepEqual(
       seen.map((s) => s.pythonPath),
-      [undefined, checkout, undefined],
+      [undefined, fakeCheckout, undefined],
     );
+    // An explicit setting is never swapped for the checkout's .venv.
+    await assert.rejects(resolveServerLaunch({ settingPython: '/opt/py/bin/python', checkout: fakeCheckout, probe }), ServerNotFoundError);
   });
 
   it('runs the real server module with the repository .venv', async function () {
