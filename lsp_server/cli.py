@@ -270,7 +270,9 @@ def _human_generate(result: dict[str, Any]) -> str:
 
 def _human(verb: str, result: dict[str, Any], args) -> str:
     if verb == "report":
-        return result["markdown"]
+        for warning in result.get("warnings", []):
+            print(f"handoff: warning: {warning}", file=sys.stderr)
+        return result["markdown"].rstrip("\n")
     if verb == "sessions":
         return _human_sessions(result)
     if verb == "generate":

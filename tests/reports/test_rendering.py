@@ -393,6 +393,15 @@ def test_cli_report_views_and_json(svc, walk, workspace, tmp_path):
     assert proc.stdout == ""
 
 
+def test_cli_report_with_a_broken_override_warns_on_stderr(svc, walk, workspace):
+    _override(svc, "continuity.md.j2", "{% if %}")
+    proc = _handoff("report", "continuity", "--workspace", str(workspace), "--scope", SCOPE)
+    assert proc.returncode == 0
+    assert proc.stdout.startswith("# Work continuity: openapi-client\n")
+    assert proc.stdout.endswith("|\n"), "one newline at the end, as printed"
+    assert "handoff: warning: The template override" in proc.stderr
+
+
 def test_cli_demo_ends_with_the_rendered_continuity_view(tmp_path):
     proc = _handoff("demo", "--workspace", str(tmp_path / "demo"))
     assert proc.returncode == 0, proc.stderr
