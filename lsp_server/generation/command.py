@@ -131,7 +131,12 @@ def run_generate(service: HandoffService, params: Any, ctx: CallContext) -> dict
     ctx.cancel.raise_if_cancelled()
     guard(transcript)
 
-    prompt = build_prompt(transcript, focus, settings.max_prompt_tokens)
+    # The extractive provider reads the transcript itself; a model needs the prompt.
+    prompt = (
+        None
+        if provider_name == "extractive"
+        else build_prompt(transcript, focus, settings.max_prompt_tokens)
+    )
     from .providers import GenerationRequest, load
 
     provider = load(provider_name, settings)
@@ -215,12 +220,13 @@ def run_generate(service: HandoffService, params: Any, ctx: CallContext) -> dict
         "documentPath": saved_rel,
         "generation": generation_id,
         "durationMs": duration_ms,
-        "prompt": {
+    }
+    if prompt is not None:
+        result["prompt"] = {
             "tokens": prompt.conversation_tokens,
             "kept": prompt.kept,
             "omitted": prompt.omitted,
-        },
-    }
+        }
     continue_command = _continue_command(
         agent, transcript, service.workspace, new_session, saved_rel, start
     )

@@ -185,8 +185,10 @@ def read_pi(path: Path, stats: ReadStats | None = None) -> Transcript:
             continue
         if version is None:  # no header: guess from the first entry
             version = 3 if isinstance(obj.get("id"), str) else 1
-        ts = obj.get("timestamp") if isinstance(obj.get("timestamp"), str) else None
-        if ts:
+        ts = obj.get("timestamp")
+        if type(ts) is not str:
+            ts = None
+        elif ts:
             first_ts = first_ts or ts
             last_ts = ts
         if version < 2:

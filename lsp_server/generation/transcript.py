@@ -31,11 +31,20 @@ def clip(text: str, limit: int) -> str:
     return f"{text[:head]}\n[… {omitted} characters omitted …]\n{text[-tail:]}"
 
 
+_SCALARS = (int, float, bool)
+
+
 def clip_arguments(value: Any, limit: int = MAX_ARGUMENT_CHARS) -> Any:
     """Tool-call arguments with every long string clipped (structure kept)."""
     if isinstance(value, str):
         return clip(value, limit)
     if isinstance(value, dict):
+        if len(value) <= 50 and all(
+            v is None or type(v) in _SCALARS or (type(v) is str and len(v) <= limit)
+            for v in value.values()
+        ):
+            return value  # already small and flat: no copy
+
         return {str(k): clip_arguments(v, limit) for k, v in list(value.items())[:50]}
     if isinstance(value, list):
         return [clip_arguments(v, limit) for v in value[:100]]

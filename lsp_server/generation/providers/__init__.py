@@ -20,7 +20,8 @@ class GenerationRequest:
     """What every provider gets: the session, the prompt, the focus and the settings."""
 
     transcript: Transcript
-    prompt: Prompt
+    #: The prompt for a model (``None`` for the extractive provider, which needs none).
+    prompt: Prompt | None
     focus: str | None
     workspace: Path
     settings: GenerationSettings
@@ -40,6 +41,17 @@ class Provider(Protocol):
     name: str
 
     def generate(self, request: GenerationRequest, ctx: CallContext) -> ProviderOutput: ...
+
+
+def prompt_text(request: GenerationRequest) -> str:
+    """The request's prompt, built now if the caller did not build it."""
+    if request.prompt is None:
+        from ..prompt import build_prompt
+
+        request.prompt = build_prompt(
+            request.transcript, request.focus, request.settings.max_prompt_tokens
+        )
+    return request.prompt.text
 
 
 MODULES = {

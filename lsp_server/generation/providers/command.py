@@ -13,6 +13,7 @@ from typing import IO, TYPE_CHECKING
 
 from ...errors import HandoffError
 from . import GenerationRequest, ProviderOutput
+from . import prompt_text as _prompt_text
 
 if TYPE_CHECKING:
     from ...service import CallContext
@@ -92,7 +93,7 @@ class CommandProvider:
         out, err = bytearray(), bytearray()
         threads = [
             threading.Thread(
-                target=_feed, args=(proc.stdin, request.prompt.text.encode()), daemon=True
+                target=_feed, args=(proc.stdin, _prompt_text(request).encode()), daemon=True
             ),
             threading.Thread(target=_pump, args=(proc.stdout, out, MAX_STDOUT, False), daemon=True),
             threading.Thread(target=_pump, args=(proc.stderr, err, STDERR_TAIL, True), daemon=True),

@@ -96,7 +96,6 @@ class Facts:
     commands: list[CommandRun] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     todos: OrderedDict[str, dict[str, str]] = field(default_factory=OrderedDict)
-    last_list: list[str] = field(default_factory=list)
     last_assistant: Message | None = None
 
 
@@ -138,9 +137,6 @@ class Extractor:
             if m.role == "assistant":
                 if m.text.strip() or m.stop_reason:
                     f.last_assistant = m
-                items = self._plan_items(m.text)
-                if items:
-                    f.last_list = items
                 for c in m.tool_calls:
                     if c.id:
                         calls[c.id] = c
@@ -294,20 +290,23 @@ class Extractor:
             "focus": one_line(focus, 500) if focus else None,
         }
 
-    def constraints(self) -> list[str]:
+    def constraints(self, limit: int = 12) -> list[str]:
+        """The user's stated rules and preferences, the newest ``limit`` of them."""
         first = self.t.first_request()
         found: list[str] = []
-        for m in self.t.history:
+        for m in reversed(self.t.history):
             if m.role != "user" or m.kind is not None:
                 continue
-            for sentence in _SENTENCE.split(m.text):
+            for sentence in reversed(_SENTENCE.split(m.text)):
                 s = one_line(sentence, 300)
                 if len(s) >= 8 and _CONSTRAINT.search(s):
                     tag = "" if m is first else " (later in the session)"
                     item = f"The user: “{s}”{tag}"
                     if item not in found:
                         found.append(item)
-        return found[-12:]
+            if len(found) >= limit:
+                break
+        return found[:limit][::-1]
 
     def done(self) -> list[str]:
         f = self.facts
@@ -367,12 +366,13 @@ class Extractor:
             if t["status"].lower() not in DONE | ACTIVE
         ]
 
-    def decisions(self) -> list[str]:
+    def decisions(self, limit: int = 8) -> list[str]:
+        """Choices the agent stated, the newest ``limit`` of them."""
         found: list[str] = []
-        for m in self.t.history:
+        for m in reversed(self.t.history):
             if m.role != "assistant" or not m.text:
                 continue
-            for sentence in _SENTENCE.split(m.text):
+            for sentence in reversed(_SENTENCE.split(m.text)):
                 s = one_line(sentence, 260)
                 if (
                     len(s) >= 20
@@ -381,7 +381,18 @@ class Extractor:
                     and f"“{s}”" not in found
                 ):
                     found.append(f"“{s}”")
-        return found[-8:]
+            if len(found) >= limit:
+                break
+        return found[:limit][::-1]
+
+    def last_plan(self) -> list[str]:
+        """The items of the newest plan-like list the agent wrote."""
+        for m in reversed(self.t.history):
+            if m.role == "assistant" and m.text:
+                items = self._plan_items(m.text)
+                if items:
+                    return items
+        return []
 
     def critical(self, git: GitState | None) -> dict[str, Any]:
         t, f = self.t, self.facts
@@ -442,8 +453,8 @@ class Extractor:
         ]
         if todo:
             steps += [one_line(t["text"], 240) for t in todo]
-        elif f.last_list:
-            steps += f.last_list
+        elif plan := self.last_plan():
+            steps += plan
         for c in self.unresolved_failures():
             steps.append(f"Fix the failure of {code(c.command)} and run it again.")
         if not steps:

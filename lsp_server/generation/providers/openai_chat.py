@@ -11,6 +11,7 @@ import orjson
 
 from ...errors import HandoffError
 from . import GenerationRequest, ProviderOutput
+from . import prompt_text as _prompt_text
 from .http_stream import StreamedPost, error_message, sse_data
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ class OpenAIChatProvider:
                 headers["Authorization"] = f"Bearer {key}"
         body = {
             "model": s.model,
-            "messages": [{"role": "user", "content": request.prompt.text}],
+            "messages": [{"role": "user", "content": _prompt_text(request)}],
             "stream": True,
         }
         url = f"{s.base_url}/chat/completions"
