@@ -1,21 +1,773 @@
-"""The language server (stub until the LSP adapter lands): starts on stdio and answers
-``initialize``."""
+"""The language server: every command of ``spec/commands.md`` over
+``workspace/executeCommand``, a thin adapter over the service layer the CLI uses.
+
+It owns the protocol edge only: one object argument per command, the workspace folder,
+settings, work-done progress, cancellation, the mapping of errors to JSON-RPC, and the
+``handoff/didChange`` notification. The service, the store and Jinja are imported
+lazily so that ``initialize`` is answered as fast as a bare pygls server answers it.
+"""
 
 from __future__ import annotations
 
+import argparse
+import asyncio
+import contextlib
 import logging
+import os
 import sys
+import threading
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from lsprotocol import types
+from pygls.exceptions import FeatureRequestError, JsonRpcException
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol, lsp_method
+from pygls.uris import to_fs_path, uri_scheme
 
 from . import __version__
+from .config import (
+    DEFAULT_LOG_LEVEL,
+    LOG_LEVELS,
+    SECTION,
+    HandoffSettings,
+    describe_problems,
+    looks_like_section,
+    parse_settings,
+)
+
+if TYPE_CHECKING:
+    from .service import CallContext, CancelToken, HandoffService
+
+log = logging.getLogger(__name__)
+
+SERVER_NAME = "handoff-lsp"
+
+#: The notification sent after every successful mutation.
+DID_CHANGE = "handoff/didChange"
+
+#: The no-op command (health checks, benchmarks); needs no folder.
+PING = "handoff.ping"
+
+#: The commands of ``spec/commands.md`` and the params class that checks each one.
+#: Kept in step with ``HandoffService.COMMANDS`` by a test; listed here so that
+#: ``initialize`` does not have to import the service.
+SERVICE_COMMANDS: dict[str, str] = {
+    "handoff.contract": "ContractParams",
+    "handoff.recordWork": "RecordWorkParams",
+    "handoff.prepare": "PrepareParams",
+    "handoff.handoffCurrentWork": "HandoffCurrentWorkParams",
+    "handoff.commit": "CommitParams",
+    "handoff.continue": "ContinueParams",
+    "handoff.acknowledge": "AcknowledgeParams",
+    "handoff.recordOutcome": "OutcomeParams",
+    "handoff.report": "ReportParams",
+    "handoff.generate": "GenerateParams",
+    "handoff.sessions": "SessionsParams",
+}
+
+#: Every command advertised in ``executeCommandProvider``.
+COMMANDS: tuple[str, ...] = (*SERVICE_COMMANDS, PING)
+
+#: Long commands: work-done progress (cancellable) even when the client sent no token.
+LONG_COMMANDS: dict[str, str] = {
+    "handoff.generate": "Generating handoff…",
+    "handoff.report": "Rendering handoff report…",
+}
+
+#: Mutations that are not serialised by the per-folder lock: generation spends most of
+#: its time in a model call and writes its record in one store transaction, which the
+#: store's own lock serialises. Holding the folder lock for minutes would block every
+#: other mutation behind a model call.
+UNSERIALISED_MUTATIONS = frozenset({"handoff.generate"})
+
+#: JSON-RPC codes the server uses besides those of ``HandoffError``.
+JSONRPC_INVALID_PARAMS = -32602
+JSONRPC_INTERNAL_ERROR = -32603
+JSONRPC_REQUEST_FAILED = -32803
+JSONRPC_SERVER_NOT_INITIALIZED = -32002
+
+PROGRESS_CREATE_TIMEOUT = 5.0
+PARENT_POLL_SECONDS = 3.0
 
 
-def build_server() -> LanguageServer:
-    return LanguageServer("handoff-lsp", __version__)
+class CommandError(JsonRpcException):
+    """A refusal sent to the client exactly as ``code``/``message``/``data``."""
+
+
+def command_error(code: int, message: str, data_code: str, **data: Any) -> CommandError:
+    return CommandError(message=message, code=code, data={"code": data_code, **data})
+
+
+def invalid_params(message: str, **data: Any) -> CommandError:
+    return command_error(JSONRPC_INVALID_PARAMS, message, "invalid_params", **data)
+
+
+def from_domain(exc: Exception) -> CommandError:
+    """A ``HandoffError`` as the JSON-RPC error of the contract."""
+    err = exc.to_json()  # type: ignore[attr-defined]
+    return CommandError(message=err["message"], code=err["code"], data=err["data"])
+
+
+def internal_error(command: str) -> CommandError:
+    """Log the current exception with its traceback; tell the client only a short id."""
+    error_id = uuid.uuid4().hex[:8]
+    log.exception("internal error %s in %s", error_id, command)
+    return command_error(
+        JSONRPC_INTERNAL_ERROR,
+        f"Internal error in {command} (error id {error_id}). This is a bug in handoff-lsp; "
+        "the server log (stderr) has the details under that id.",
+        "internal_error",
+        errorId=error_id,
+        command=command,
+    )
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return type(value).__name__
+
+
+def command_keys(command: str) -> tuple[list[str], list[str]]:
+    """The required and the optional keys of ``command``'s argument object."""
+    import attrs
+
+    from . import params as params_module
+    from .params import REQUIRED_KEYS, camel
+
+    cls = getattr(params_module, SERVICE_COMMANDS[command], None)
+    if cls is None:
+        return [], ["workspace"]
+    required = list(REQUIRED_KEYS.get(cls, []))
+    optional = [camel(a.name) for a in attrs.fields(cls) if camel(a.name) not in required]
+    return required, [*optional, "workspace"]
+
+
+@dataclass(frozen=True)
+class Folder:
+    """One workspace folder of the editor, on the local file system."""
+
+    uri: str
+    path: Path
+
+
+class ServerLogFilter(logging.Filter):
+    """Keep expected refusals out of pygls's error log (they are logged as one line)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, CommandError)
+
+
+class HandoffProtocol(LanguageServerProtocol):
+    """pygls's protocol with ``workspace/executeCommand`` handled by the server itself.
+
+    The built-in handler unpacks the JSON arguments into Python parameters and runs the
+    command as an inner task that ``$/cancelRequest`` cannot reach; this one receives
+    the whole ``ExecuteCommandParams`` (with its ``workDoneToken``) and runs as the
+    request's own task, so a ``$/cancelRequest`` cancels it.
+    """
+
+    _server: HandoffLanguageServer
+
+    @lsp_method(types.WORKSPACE_EXECUTE_COMMAND)
+    async def lsp_workspace__execute_command(self, params: types.ExecuteCommandParams) -> Any:
+        return await self._server.execute_command(params)
+
+    def _send_response(self, msg_id, result=None, error=None):  # noqa: D401 - pygls hook
+        """Last line of defence: a traceback never travels to the client."""
+        data = getattr(error, "data", None)
+        if isinstance(data, dict) and "traceback" in data:
+            error_id = uuid.uuid4().hex[:8]
+            log.error(
+                "internal error %s (request %s): %s\n%s",
+                error_id,
+                msg_id,
+                error.message,
+                "".join(data["traceback"]),
+            )
+            error = types.ResponseError(
+                code=JSONRPC_INTERNAL_ERROR,
+                message=f"Internal error (error id {error_id}); the server log has the details.",
+                data={"code": "internal_error", "errorId": error_id},
+            )
+        return super()._send_response(msg_id, result, error)
+
+
+class HandoffLanguageServer(LanguageServer):
+    """The handoff server: settings, folders, and the executeCommand adapter."""
+
+    protocol: HandoffProtocol
+
+    def __init__(self, *, log_level_pinned: bool = False, parent_pid: int | None = None):
+        super().__init__(
+            SERVER_NAME,
+            __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.None_,
+            protocol_cls=HandoffProtocol,
+        )
+        self.settings = HandoffSettings()
+        self.log_level_pinned = log_level_pinned
+        self.parent_pid = parent_pid
+        self._services: dict[str, HandoffService] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._in_flight: set[CancelToken] = set()
+        self._pending_problems: list[str] = []
+        self._last_problems: tuple[str, ...] = ()
+        self._had_init_options = False
+        self._initialized = False
+        self._watchdog: asyncio.Task[None] | None = None
+
+    # -- pygls hooks -----------------------------------------------------------
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """Errors outside a request are logged, never shown with Python internals."""
+        if source is FeatureRequestError:
+            return
+        log.error("server error (%s): %s", getattr(source, "__name__", source), error)
+
+    # -- settings --------------------------------------------------------------
+
+    def apply_settings(self, raw: Any, origin: str) -> None:
+        """Parse a settings payload once; rebuild the services when it changed."""
+        settings, problems = parse_settings(raw)
+        if problems:
+            message = describe_problems(problems)
+            log.warning("%s (from %s)", message, origin)
+            if tuple(problems) != self._last_problems:
+                self._warn_user(message)
+        self._last_problems = tuple(problems)
+        if settings != self.settings:
+            log.info("settings from %s: %s", origin, settings)
+            self.settings = settings
+            self._services.clear()
+        if not self.log_level_pinned:
+            set_log_level(settings.log_level)
+
+    def _warn_user(self, message: str) -> None:
+        if not self._initialized:
+            # Before the client's `initialized`, keep it for then.
+            self._pending_problems.append(message)
+            return
+        self.window_show_message(
+            types.ShowMessageParams(type=types.MessageType.Warning, message=message)
+        )
+
+    async def pull_settings(self) -> None:
+        """Ask the client for the ``handoff`` section (``workspace/configuration``)."""
+        caps = self.client_capabilities
+        if not (caps.workspace and caps.workspace.configuration):
+            return
+        try:
+            values = await asyncio.wait_for(
+                self.workspace_configuration_async(
+                    types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)])
+                ),
+                PROGRESS_CREATE_TIMEOUT,
+            )
+        except Exception as exc:  # the client may not answer; settings stay as they are
+            log.info("workspace/configuration failed: %s", exc)
+            return
+        if values and isinstance(values[0], dict):
+            self.apply_settings(values[0], "workspace/configuration")
+
+    # -- folders and services ----------------------------------------------------
+
+    def folders(self) -> list[Folder]:
+        """The open folders on the local file system, first folder first (else rootUri)."""
+        ws = self.workspace
+        uris = [f.uri for f in ws.folders.values()]
+        if not uris and ws.root_uri:
+            uris = [ws.root_uri]
+        found = []
+        for uri in uris:
+            if uri_scheme(uri) != "file":
+                continue
+            path = to_fs_path(uri)
+            if path:
+                found.append(Folder(uri, Path(path)))
+        return found
+
+    def select_folder(self, requested: Any) -> Folder:
+        try:
+            folders = self.folders()
+        except RuntimeError:
+            raise command_error(
+                JSONRPC_SERVER_NOT_INITIALIZED,
+                "The server has not been initialized yet; send 'initialize' first.",
+                "not_initialized",
+            ) from None
+        if requested is None:
+            if not folders:
+                raise command_error(
+                    JSONRPC_REQUEST_FAILED,
+                    "No workspace folder is open: open a folder in your editor (handoff keeps "
+                    "its state in <folder>/.handoff/) and run the command again.",
+                    "no_workspace",
+                )
+            folder = folders[0]
+        else:
+            if not isinstance(requested, str) or not requested:
+                raise invalid_params(
+                    f"'workspace' must be the URI of an open workspace folder, not "
+                    f"{_json_type(requested)}.",
+                    workspace=requested if isinstance(requested, str) else None,
+                )
+            folder = self._match_folder(requested, folders)
+        if not folder.path.is_dir():
+            raise command_error(
+                JSONRPC_REQUEST_FAILED,
+                f"The workspace folder {folder.path} does not exist or is not a folder.",
+                "no_workspace",
+                workspace=folder.uri,
+            )
+        return folder
+
+    @staticmethod
+    def _match_folder(requested: str, folders: list[Folder]) -> Folder:
+        path = to_fs_path(requested) if uri_scheme(requested) == "file" else requested
+        if path and uri_scheme(requested) in ("file", None, ""):
+            want = os.path.normcase(os.path.abspath(path))
+            for folder in folders:
+                if os.path.normcase(os.path.abspath(folder.path)) == want:
+                    return folder
+        open_uris = [f.uri for f in folders]
+        raise invalid_params(
+            f"The workspace {requested} is not an open workspace folder"
+            + (f"; open folders: {', '.join(open_uris)}." if open_uris else "; no folder is open."),
+            workspace=requested,
+            openFolders=open_uris,
+        )
+
+    def service_for(self, folder: Folder) -> HandoffService:
+        key = str(folder.path)
+        svc = self._services.get(key)
+        if svc is None:
+            from .service import HandoffService
+
+            svc = HandoffService(folder.path, self.settings.service_config())
+            self._services[key] = svc
+        return svc
+
+    def lock_for(self, folder: Folder) -> asyncio.Lock:
+        return self._locks.setdefault(str(folder.path), asyncio.Lock())
+
+    # -- executeCommand ------------------------------------------------------------
+
+    async def execute_command(self, params: types.ExecuteCommandParams) -> Any:
+        command = params.command
+        try:
+            if command == PING:
+                return self.ping()
+            if command not in SERVICE_COMMANDS:
+                raise invalid_params(
+                    f"Unknown command {command!r}; this server runs: {', '.join(COMMANDS)}.",
+                    command=command,
+                )
+            args = self._single_argument(command, params.arguments)
+            folder = self.select_folder(args.pop("workspace", None))
+            return await self._run(command, args, folder, params.work_done_token)
+        except CommandError as exc:
+            log.info("%s refused: %s", command, exc.message)
+            raise
+        except Exception:
+            raise internal_error(command) from None
+
+    def ping(self) -> dict[str, Any]:
+        try:
+            folders = self.folders()
+        except RuntimeError:
+            folders = []
+        return {
+            "ok": True,
+            "version": __version__,
+            "server": SERVER_NAME,
+            "workspace": folders[0].uri if folders else None,
+            "settings": {
+                "scope": self.settings.scope,
+                "stateFolder": self.settings.state_folder,
+                "logLevel": self.settings.log_level,
+            },
+        }
+
+    @staticmethod
+    def _single_argument(command: str, arguments: Any) -> dict[str, Any]:
+        """The one JSON object a command takes (a palette call sends none)."""
+        if not arguments:
+            required, optional = command_keys(command)
+            if not required:
+                return {}
+            raise invalid_params(
+                f"{command} needs one argument: a JSON object with the keys "
+                f"{', '.join(required)} (optional: {', '.join(optional)}).",
+                command=command,
+                required=required,
+                optional=optional,
+                missing=required,
+            )
+        if len(arguments) != 1:
+            raise invalid_params(
+                f"{command} takes exactly one argument, a JSON object; got {len(arguments)}.",
+                command=command,
+            )
+        arg = arguments[0]
+        if not isinstance(arg, dict):
+            required, optional = command_keys(command)
+            raise invalid_params(
+                f"{command} takes one JSON object as its argument, not {_json_type(arg)}.",
+                command=command,
+                required=required,
+                optional=optional,
+            )
+        return dict(arg)
+
+    async def _run(
+        self, command: str, args: dict[str, Any], folder: Folder, client_token: Any
+    ) -> Any:
+        loop = asyncio.get_running_loop()
+        if not _WARM.is_set():  # never import on the event loop
+            await loop.run_in_executor(None, warm_imports)
+        from .errors import HandoffError
+        from .service import CallContext, CancelToken, HandoffService
+
+        svc = self.service_for(folder)
+        ctx = CallContext(cancel=CancelToken())
+        mutation = command in HandoffService.MUTATIONS
+        progress: WorkDone | None = None
+        self._in_flight.add(ctx.cancel)
+        outcome = "Failed"
+        try:
+            try:
+                progress = await self._begin_progress(command, client_token, ctx)
+                lock = (
+                    self.lock_for(folder)
+                    if mutation and command not in UNSERIALISED_MUTATIONS
+                    else contextlib.nullcontext()
+                )
+                async with lock:
+                    ctx.cancel.raise_if_cancelled()
+                    work = loop.run_in_executor(None, svc.call, command, args, ctx)
+                    result = await self._finish(work, ctx)
+            except asyncio.CancelledError:
+                # $/cancelRequest (or shutdown) before the work started: nothing ran.
+                _uncancel()
+                ctx.cancel.cancel()
+                raise HandoffError(
+                    "cancelled", "The command was cancelled before it started; nothing was written."
+                ) from None
+            outcome = "Done"
+        except HandoffError as exc:
+            outcome = "Cancelled" if exc.code == "cancelled" else "Failed"
+            raise from_domain(exc) from None
+        finally:
+            self._in_flight.discard(ctx.cancel)
+            if progress is not None:
+                progress.end(outcome)
+        if mutation:
+            self._announce_change(command, folder, svc, args, result)
+        return result
+
+    async def _finish(self, work: asyncio.Future[Any], ctx: CallContext) -> Any:
+        """Await the work; on cancellation tell it to stop and wait until it has.
+
+        Answering before the work stops could let it write after the client was told
+        "cancelled"; so the answer waits for the work, which then either stopped before
+        writing (``cancelled``) or had already committed (its real result).
+        """
+        try:
+            return await asyncio.shield(work)
+        except asyncio.CancelledError:
+            _uncancel()
+            ctx.cancel.cancel()
+            log.info("cancellation requested; waiting for the work to stop")
+        while True:
+            try:
+                return await asyncio.shield(work)
+            except asyncio.CancelledError:
+                _uncancel()
+
+    def _announce_change(
+        self, command: str, folder: Folder, svc: HandoffService, args: dict, result: Any
+    ) -> None:
+        scope = result.get("scope") if isinstance(result, dict) else None
+        if not isinstance(scope, str):
+            try:
+                scope = svc.resolve_scope(args.get("scope"))
+            except Exception:
+                scope = None
+        self.protocol.notify(
+            DID_CHANGE, {"workspace": folder.uri, "scope": scope, "command": command}
+        )
+
+    async def _begin_progress(
+        self, command: str, client_token: Any, ctx: CallContext
+    ) -> WorkDone | None:
+        long = command in LONG_COMMANDS
+        token = client_token
+        if token is None:
+            if not long or not self._client_has_progress():
+                return None
+            token = f"handoff/{command}/{uuid.uuid4().hex}"
+            try:
+                await asyncio.wait_for(
+                    self.work_done_progress.create_async(token), PROGRESS_CREATE_TIMEOUT
+                )
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.info("window/workDoneProgress/create failed (%s); no progress shown", exc)
+                return None
+        progress = WorkDone(self, token, asyncio.get_running_loop())
+        progress.begin(LONG_COMMANDS.get(command, command), cancellable=long, cancel=ctx.cancel)
+        ctx.progress = progress.report_threadsafe
+        return progress
+
+    def _client_has_progress(self) -> bool:
+        caps = self.client_capabilities
+        return bool(caps and caps.window and caps.window.work_done_progress)
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    def cancel_all(self, why: str) -> None:
+        if self._in_flight:
+            log.info("cancelling %d command(s): %s", len(self._in_flight), why)
+        for token in list(self._in_flight):
+            token.cancel()
+
+    def start_parent_watchdog(self, pid: int | None) -> None:
+        """Exit when the editor process is gone (POSIX only: os.kill(pid, 0))."""
+        if pid is None or os.name != "posix" or self._watchdog is not None:
+            return
+        self._watchdog = asyncio.get_running_loop().create_task(self._watch_parent(pid))
+
+    async def _watch_parent(self, pid: int) -> None:
+        while True:
+            await asyncio.sleep(PARENT_POLL_SECONDS)
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            except PermissionError:
+                continue
+        log.warning("the editor process %s is gone; stopping", pid)
+        self.cancel_all("editor process exited")
+        for _ in range(100):  # let cancelled work stop (it never writes after a cancel)
+            if not self._in_flight:
+                break
+            await asyncio.sleep(0.1)
+        os._exit(0)
+
+
+class WorkDone:
+    """One work-done progress: begin, reports from any thread, end once."""
+
+    def __init__(self, server: HandoffLanguageServer, token: Any, loop: asyncio.AbstractEventLoop):
+        self.server = server
+        self.token = token
+        self.loop = loop
+        self.ended = False
+
+    def begin(self, title: str, *, cancellable: bool, cancel: CancelToken) -> None:
+        progress = self.server.work_done_progress
+        progress.begin(
+            self.token,
+            types.WorkDoneProgressBegin(title=title, cancellable=cancellable),
+        )
+        future = progress.tokens.get(self.token)
+        if future is not None:
+            # window/workDoneProgress/cancel cancels this future.
+            future.add_done_callback(lambda f: f.cancelled() and cancel.cancel())
+
+    def report(self, message: str, percentage: int | None) -> None:
+        if self.ended:
+            return
+        if percentage is not None:
+            percentage = max(0, min(100, int(percentage)))
+        self.server.work_done_progress.report(
+            self.token, types.WorkDoneProgressReport(message=message, percentage=percentage)
+        )
+
+    def report_threadsafe(self, message: str, percentage: int | None = None) -> None:
+        self.loop.call_soon_threadsafe(self.report, str(message), percentage)
+
+    def end(self, message: str) -> None:
+        if self.ended:
+            return
+        self.ended = True
+        self.server.work_done_progress.end(self.token, types.WorkDoneProgressEnd(message=message))
+        self.server.work_done_progress.tokens.pop(self.token, None)
+
+
+def _uncancel() -> None:
+    task = asyncio.current_task()
+    if task is not None:
+        task.uncancel()
+
+
+_WARM = threading.Event()
+
+
+def warm_imports() -> None:
+    """Import what the first command needs (run in a thread after ``initialized``)."""
+    try:
+        from . import params, reports, service  # noqa: F401
+    except Exception:  # the first command reports it properly
+        log.exception("could not import the service layer")
+    else:
+        _WARM.set()
+
+
+def set_log_level(level: str) -> None:
+    """The server logs at ``level``; libraries (pygls, filelock, asyncio) only say more
+    at ``debug``/``trace``."""
+    value = LOG_LEVELS.get(level, logging.INFO)
+    logging.getLogger().setLevel(value)
+    logging.getLogger("lsp_server").setLevel(value)
+    chatty = {"trace": logging.DEBUG, "debug": logging.INFO}.get(level, logging.WARNING)
+    for name in ("pygls", "filelock", "asyncio"):
+        logging.getLogger(name).setLevel(chatty)
+
+
+def build_server(
+    *, log_level_pinned: bool = False, parent_pid: int | None = None
+) -> HandoffLanguageServer:
+    """A fresh server with its features registered."""
+    server = HandoffLanguageServer(log_level_pinned=log_level_pinned, parent_pid=parent_pid)
+
+    for command in COMMANDS:
+        # Registered so pygls advertises them; HandoffProtocol dispatches the calls.
+        server.command(command)(_advertised(command))
+
+    @server.feature(types.INITIALIZE)
+    def on_initialize(ls: HandoffLanguageServer, params: types.InitializeParams) -> None:
+        options = params.initialization_options
+        ls._had_init_options = looks_like_section(options)
+        if options is not None:
+            ls.apply_settings(options, "initializationOptions")
+        if ls.parent_pid is None:
+            ls.parent_pid = params.process_id
+
+    @server.feature(types.INITIALIZED)
+    async def on_initialized(ls: HandoffLanguageServer, params: types.InitializedParams) -> None:
+        ls._initialized = True
+        asyncio.get_running_loop().run_in_executor(None, warm_imports)
+        ls.start_parent_watchdog(ls.parent_pid)
+        for message in ls._pending_problems:
+            ls.window_show_message(
+                types.ShowMessageParams(type=types.MessageType.Warning, message=message)
+            )
+        ls._pending_problems.clear()
+        if not ls._had_init_options:
+            await ls.pull_settings()
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    def on_configuration(
+        ls: HandoffLanguageServer, params: types.DidChangeConfigurationParams
+    ) -> None:
+        settings = params.settings
+        if looks_like_section(settings) or (
+            isinstance(settings, dict) and isinstance(settings.get(SECTION), dict)
+        ):
+            # Applied before the next message is read: the next command sees it.
+            ls.apply_settings(settings, "workspace/didChangeConfiguration")
+        else:  # e.g. `settings: null`: the client wants us to ask
+            asyncio.ensure_future(ls.pull_settings())
+
+    @server.feature(types.SHUTDOWN)
+    def on_shutdown(ls: HandoffLanguageServer, params: None) -> None:
+        ls.cancel_all("shutdown")
+
+    return server
+
+
+def _advertised(command: str):
+    async def not_called(ls: HandoffLanguageServer, *args: Any) -> Any:  # pragma: no cover
+        raise invalid_params(f"{command} is dispatched by HandoffProtocol.")
+
+    return not_called
+
+
+# -- process -------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="handoff-lsp",
+        description="The handoff language server (LSP over stdio by default).",
+    )
+    parser.add_argument("--version", action="version", version=f"{SERVER_NAME} {__version__}")
+    parser.add_argument("--stdio", action="store_true", help="talk LSP over stdio (the default)")
+    parser.add_argument("--tcp", action="store_true", help="listen on TCP instead (debugging)")
+    parser.add_argument("--host", default="127.0.0.1", help="TCP address (default: 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=2087, help="TCP port (default: 2087)")
+    parser.add_argument("--log-file", help="also write the log to this file")
+    parser.add_argument(
+        "--log-level",
+        choices=sorted(LOG_LEVELS),
+        help=f"log level (default: the 'handoff.logLevel' setting, else {DEFAULT_LOG_LEVEL}); "
+        "given here, it wins over the setting",
+    )
+    parser.add_argument(
+        "--clientProcessId",
+        dest="client_process_id",
+        type=int,
+        help="exit when this process exits (as vscode-languageclient passes it)",
+    )
+    return parser
+
+
+def configure_logging(level: str, log_file: str | None) -> None:
+    """Log to stderr (and a file); stdout is the transport."""
+    fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    if log_file:
+        handlers.append(logging.FileHandler(log_file, encoding="utf-8"))
+    root = logging.getLogger()
+    for handler in handlers:
+        handler.setFormatter(fmt)
+        root.addHandler(handler)
+    logging.getLogger("pygls.protocol.json_rpc").addFilter(ServerLogFilter())
+    logging.getLogger("pygls.protocol.language_server").addFilter(ServerLogFilter())
+    set_log_level(level)
+
+
+def claim_stdio() -> tuple[Any, Any]:
+    """Keep the protocol streams for ourselves; fd 0/1 become /dev/null and stderr.
+
+    A stray ``print`` or a child process (a generation command) then writes to stderr
+    and reads nothing, instead of corrupting or stealing the protocol stream.
+    """
+    proto_in = os.fdopen(os.dup(0), "rb")
+    proto_out = os.fdopen(os.dup(1), "wb")
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return proto_in, proto_out
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(stream=sys.stderr, level=logging.INFO)
-    build_server().start_io()
+    args = build_parser().parse_args(argv)
+    configure_logging(args.log_level or DEFAULT_LOG_LEVEL, args.log_file)
+    server = build_server(
+        log_level_pinned=args.log_level is not None, parent_pid=args.client_process_id
+    )
+    if args.tcp:
+        log.info("%s %s listening on %s:%s", SERVER_NAME, __version__, args.host, args.port)
+        server.start_tcp(args.host, args.port)
+    else:
+        stdin, stdout = claim_stdio()
+        server.start_io(stdin, stdout)
     return 0

@@ -1,0 +1,153 @@
+"""The server's settings (section ``handoff``), parsed once into a typed value; a bad
+setting costs one warning and its default, never a crash."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath, PureWindowsPath
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the service is imported lazily (server start time)
+    from .service import ServiceConfig
+
+SECTION = "handoff"
+DEFAULT_STATE_FOLDER = ".handoff"
+DEFAULT_LOG_LEVEL = "info"
+
+#: ``logLevel`` values and the logging level each one means.
+LOG_LEVELS: dict[str, int] = {
+    "error": logging.ERROR,
+    "warning": logging.WARNING,
+    "warn": logging.WARNING,
+    "info": logging.INFO,
+    "debug": logging.DEBUG,
+    "trace": logging.DEBUG,
+}
+
+#: The keys this server reads; anything else in the section belongs to the editors.
+KNOWN_KEYS = ("scope", "stateFolder", "logLevel", "generation")
+
+# Same rule as ``lifecycle.SCOPE_RE`` (kept here so parsing settings imports nothing heavy).
+_SCOPE_RE = re.compile(r"(?![/.])(?!.*\.\.)[A-Za-z0-9._/-]{1,128}")
+
+
+@dataclass(frozen=True)
+class HandoffSettings:
+    """What the ``handoff`` settings section says, checked."""
+
+    scope: str | None = None
+    state_folder: str = DEFAULT_STATE_FOLDER
+    log_level: str = DEFAULT_LOG_LEVEL
+    #: Passed through to the generation engine, which checks it.
+    generation: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def logging_level(self) -> int:
+        return LOG_LEVELS[self.log_level]
+
+    def service_config(self) -> ServiceConfig:
+        from .service import ServiceConfig
+
+        return ServiceConfig(
+            scope=self.scope,
+            state_folder=self.state_folder,
+            generation=dict(self.generation),
+        )
+
+
+def section_of(raw: Any) -> Any:
+    """The ``handoff`` section of a settings payload.
+
+    Accepts ``{"handoff": {...}}`` (VS Code's and Neovim's ``settings``) and the bare
+    section ``{...}`` (``initializationOptions`` as most clients send it).
+    """
+    if isinstance(raw, Mapping) and isinstance(raw.get(SECTION), Mapping):
+        return raw[SECTION]
+    return raw
+
+
+def looks_like_section(raw: Any) -> bool:
+    """True when ``raw`` carries any handoff setting (bare or under ``handoff``)."""
+    section = section_of(raw)
+    return isinstance(section, Mapping) and any(k in section for k in KNOWN_KEYS)
+
+
+def _state_folder_problem(value: Any) -> str | None:
+    if not isinstance(value, str) or not value.strip():
+        return "must be a folder name such as '.handoff'"
+    for flavour in (PurePosixPath, PureWindowsPath):
+        p = flavour(value)
+        if p.is_absolute() or p.anchor or ".." in p.parts:
+            return "must be a relative folder inside the workspace (no '..', not absolute)"
+    if value.strip() in (".", "./"):
+        return "must name a folder, not the workspace itself"
+    return None
+
+
+def parse_settings(raw: Any) -> tuple[HandoffSettings, list[str]]:
+    """Turn a settings payload into :class:`HandoffSettings` and a list of problems.
+
+    Every bad value falls back to its default; unknown keys are ignored (the section
+    also holds the editors' own settings).
+    """
+    section = section_of(raw)
+    if section is None:
+        return HandoffSettings(), []
+    if not isinstance(section, Mapping):
+        return HandoffSettings(), [
+            f"the '{SECTION}' settings must be an object, not {type(section).__name__}"
+        ]
+    problems: list[str] = []
+    values: dict[str, Any] = {}
+
+    scope = section.get("scope")
+    if scope is not None and scope != "":
+        if isinstance(scope, str) and _SCOPE_RE.fullmatch(scope):
+            values["scope"] = scope
+        else:
+            problems.append(
+                f"scope {scope!r} is not valid (1-128 characters of A-Z a-z 0-9 . _ - /, "
+                "not starting with '/' or '.', without '..'); the git branch is used instead"
+            )
+
+    folder = section.get("stateFolder")
+    if folder is not None:
+        problem = _state_folder_problem(folder)
+        if problem is None:
+            values["state_folder"] = folder.strip()
+        else:
+            problems.append(f"stateFolder {folder!r} {problem}; using {DEFAULT_STATE_FOLDER!r}")
+
+    level = section.get("logLevel")
+    if level is not None:
+        if isinstance(level, str) and level.strip().lower() in LOG_LEVELS:
+            values["log_level"] = level.strip().lower()
+        else:
+            problems.append(
+                f"logLevel {level!r} is not one of error, warning, info, debug; using "
+                f"{DEFAULT_LOG_LEVEL!r}"
+            )
+
+    generation = section.get("generation")
+    if generation is not None:
+        if isinstance(generation, Mapping):
+            values["generation"] = dict(generation)
+        else:
+            problems.append(
+                f"generation must be an object, not {type(generation).__name__}; using the "
+                "built-in extractive provider"
+            )
+
+    return HandoffSettings(**values), problems
+
+
+def describe_problems(problems: list[str]) -> str:
+    """One warning a person can act on, for all the problems at once."""
+    return (
+        "Handoff: some settings were ignored: "
+        + "; ".join(problems)
+        + ". Fix them in your editor's 'handoff' settings."
+    )
