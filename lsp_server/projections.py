@@ -383,6 +383,12 @@ def one_line(text: Any, limit: int = 160) -> str:
     return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
+def tail_path(path: Any, limit: int = 80) -> str:
+    """A path on one line, shortened from the front so the file name stays."""
+    s = one_line(path, 10_000)
+    return s if len(s) <= limit else "…" + s[-(limit - 1) :]
+
+
 def _target_label(target: str) -> str:
     if target.startswith("prepared:"):
         return f"prepared handoff {target.removeprefix('prepared:sha256:')[:12]}"
@@ -459,10 +465,10 @@ def _generation_event(g: dict[str, Any]) -> dict[str, Any]:
     src, new = g["sourceSession"], g.get("newSession") or {}
     summary = (
         f"Handoff document generated from the {one_line(src.get('format') or 'agent', 20)} "
-        f"session {one_line(src['path'], 80)}"
+        f"session {tail_path(src['path'])}"
     )
     if new.get("path"):
-        summary += f"; new session {one_line(new['path'], 80)}"
+        summary += f"; new session {tail_path(new['path'])}"
     if g.get("provider"):
         summary += f" (provider {one_line(g['provider'], 30)})"
     missing = g.get("missingSections")

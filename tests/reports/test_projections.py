@@ -4,7 +4,9 @@ written straight into the real store file, as another version or a person would.
 
 from __future__ import annotations
 
+import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -573,3 +575,52 @@ def test_generation_records_appear_as_session_lineage(svc, walk):
     assert "Key Decisions" in event["summary"] and "extractive" in event["summary"]
     assert event["refs"]["newSession"] == "/home/u/.pi/s2.jsonl"
     assert "| generation |" in report(svc, "continuity")["markdown"]
+
+
+def test_a_real_generation_appears_as_session_lineage(svc, workspace, tmp_path, monkeypatch):
+    """``handoff.generate`` on a small pi session (written here) records the lineage the
+    continuity view shows: the source session and the new one started from it."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "pi"))
+    folder = (
+        tmp_path / "pi" / "sessions" / ("--" + str(workspace).strip("/").replace("/", "-") + "--")
+    )
+    folder.mkdir(parents=True)
+    session = folder / "2026-05-12T01-02-27-657Z_small.jsonl"
+    entries = [
+        {
+            "type": "session",
+            "version": 3,
+            "id": "s-1",
+            "timestamp": "2026-05-12T01:02:27.657Z",
+            "cwd": str(workspace),
+        },
+        {
+            "type": "message",
+            "id": "m1",
+            "parentId": None,
+            "timestamp": "2026-05-12T01:02:28.000Z",
+            "message": {
+                "role": "user",
+                "content": [{"type": "text", "text": "Regenerate the client"}],
+            },
+        },
+        {
+            "type": "message",
+            "id": "m2",
+            "parentId": "m1",
+            "timestamp": "2026-05-12T01:02:29.000Z",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "Regenerated."}]},
+        },
+    ]
+    session.write_text("".join(json.dumps(e) + "\n" for e in entries), encoding="utf-8")
+    result = svc.call("handoff.generate", {"session": str(session), "scope": SCOPE})
+    view = continuity(svc)
+    assert view["invalidRecordCount"] == 0
+    event = view["events"][-1]
+    assert event["kind"] == "generation"
+    assert event["refs"]["sourceSession"] == str(session)
+    assert session.name in event["summary"] and "the pi session" in event["summary"]
+    new = (result.get("newSession") or {}).get("path")
+    assert new and event["refs"]["newSession"] == new
+    assert event["summary"].endswith(f"{Path(new).name} (provider extractive)")
