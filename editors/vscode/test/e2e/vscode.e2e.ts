@@ -3,11 +3,9 @@
  * and shows a refusal in an error notification. */
 
 import { strict as assert } from 'assert';
-import { rmSync } from 'fs';
 import * as path from 'path';
 import { expect } from './expect';
-import { execFileSync } from 'child_process';
-import { readdirSync } from 'fs';
+import { readdirSync, readFileSync, rmSync } from 'fs';
 import {
   extensionRoot,
   handoffCli,
@@ -168,14 +166,17 @@ describe('VS Code extension end to end', function () {
     const sessionFiles = () => readdirSync(session!.piSessions, { recursive: true }).map(String).sort();
     const filesBefore = sessionFiles();
     const headBefore = continuity(session!.workspace).head;
-    const running = () => {
-      try {
-        execFileSync('pgrep', ['-f', marker], { stdio: 'ignore' });
-        return true;
-      } catch {
-        return false;
-      }
-    };
+    // Is the provider subprocess (its command line carries the marker) alive?
+    const running = () =>
+      readdirSync('/proc')
+        .filter((pid) => /^\d+$/.test(pid) && Number(pid) !== process.pid)
+        .some((pid) => {
+          try {
+            return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(marker);
+          } catch {
+            return false; // exited meanwhile
+          }
+        });
 
     await runFromPalette(page, 'Handoff: Generate from Agent Session');
     await pickRow(page, /4 messages/);
