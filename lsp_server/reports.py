@@ -187,10 +187,10 @@ def make_environment(folders: list[Path]) -> ReportSandbox:
 _environments: dict[tuple[str, ...], ReportSandbox] = {}
 
 
-def environment(folders: list[Path]) -> ReportSandbox:
-    """A cached environment per folder list (compiled templates are reused; an edited
-    override file is reloaded because the loaders check modification times)."""
-    key = tuple(str(f) for f in folders)
+def environment(folders: list[Path], stamp: Any = None) -> ReportSandbox:
+    """A cached environment per folder list and override stamp: compiled templates are
+    reused until an override file changes (even within one mtime tick)."""
+    key = (*(str(f) for f in folders), repr(stamp))
     env = _environments.get(key)
     if env is None:
         if len(_environments) > 16:
@@ -223,9 +223,10 @@ def render(
     with a warning (never a crash)."""
     warnings: list[str] = []
     name = TEMPLATE_FOR[kind]
-    if workspace_templates is not None and workspace_templates.is_dir():
+    stamp = None if workspace_templates is None else _templates_stamp(workspace_templates)
+    if stamp is not None and workspace_templates is not None:
         try:
-            env = environment([workspace_templates, builtin_templates()])
+            env = environment([workspace_templates, builtin_templates()], stamp)
             return _render_bounded(env, name, context), warnings
         except Exception as exc:  # a broken override must never break the report
             msg = (
