@@ -19,7 +19,7 @@ import {
 } from 'vscode-languageclient/node';
 import type { ExecuteOptions, HandoffServer } from './commands';
 import { HandoffCommandError, toCommandError } from './errors';
-import { DID_CHANGE_NOTIFICATION, DidChangeParams, ServerCommandId } from './protocol';
+import { DID_CHANGE_NOTIFICATION, DidChangeParams, ServerCommand, ServerCommandId } from './protocol';
 import { expandPythonSetting, findCheckout, resolveServerLaunch, ServerLaunch, ServerNotFoundError } from './python';
 import { SETTINGS_SECTION, serverSettings } from './settings';
 
@@ -128,6 +128,12 @@ export class HandoffClient implements HandoffServer, vscode.Disposable {
       this.client = client;
       await client.start();
       this.stateEmitter.fire('running');
+      client
+        .sendRequest(ExecuteCommandRequest.type, { command: ServerCommand.ping, arguments: [{}] })
+        .then(
+          (pong) => this.log.info(`Server ready: ${JSON.stringify(pong)}`),
+          (error) => this.log.warn(`handoff.ping failed: ${toCommandError(error).message}`),
+        );
       return client;
     } catch (error) {
       this.stateEmitter.fire('failed');

@@ -240,7 +240,7 @@ export class HandoffCommands {
       const receipts = [...this.receipts];
       try {
         const { revisions } = await this.history();
-        for (const ack of ((revisions[0] as { acknowledgements?: { receipt: string; status: string }[] })?.acknowledgements ?? []).slice().reverse()) {
+        for (const ack of [...(revisions[0]?.acknowledgements ?? [])].reverse()) {
           if (!receipts.some((r) => r.receipt === ack.receipt)) {
             receipts.push({ receipt: ack.receipt, description: `${ack.status} of ${revisions[0].revision}` });
           }

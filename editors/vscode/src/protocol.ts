@@ -145,6 +145,7 @@ export interface HistoryRevision {
   content?: Partial<HandoffDraft>;
   committedAt?: string;
   covered?: boolean;
+  acknowledgements?: { receipt: string; status: string; actor?: string | null }[];
 }
 
 export interface ReportResult<D = unknown> {

@@ -60,6 +60,9 @@ describe('VS Code extension end to end', function () {
     const page = session!.page;
     const item = page.locator('.statusbar-item', { hasText: `${SCOPE} · @1` });
     await expect(item, 'the Handoff status bar item').toContainText('accepted', 120_000);
+    // The health check answered, and the log names the interpreter it came from.
+    await waitForLog(session!.userData, 'Server ready: {"ok":true', 0);
+    assert.match(handoffLog(session!.userData, Infinity), /interpreter from setting/);
   });
 
   it('"Handoff: Show Continuity" opens the continuity report in the preview pane', async () => {
