@@ -804,9 +804,18 @@ class StateStore:
             yield tx
             if tx.storage.dirty:
                 data = tx.storage.data
+                meta = data["_meta"]["1"]
+                new_id = not isinstance(meta.get("storeId"), str)
+                if new_id:
+                    meta["storeId"] = new_store_id()
                 try:
                     payload = orjson.dumps(data)
-                    if len(payload) > self.seal_bytes and self._seal(data):
+                    if len(payload) > self.seal_bytes and self._worth_sealing(data):
+                        if new_id:
+                            # Segments carry the store id in their names; it must be on
+                            # disk first, or a crash would leave orphans nobody can sweep.
+                            atomic_write(self.path, payload)
+                        self._seal(data)
                         payload = orjson.dumps(data)
                     atomic_write(self.path, payload)
                 except OSError as exc:
@@ -822,16 +831,16 @@ class StateStore:
 
     # -- sealing ---------------------------------------------------------------
 
-    def _seal(self, data: dict[str, Any]) -> bool:
+    def _worth_sealing(self, data: dict[str, Any]) -> bool:
+        """Whether the log tail (not other tables) makes the live file big."""
+        tail = {name: data.get(name) or {} for name in SEALED_TABLES}
+        return len(orjson.dumps(tail)) * 2 >= self.seal_bytes
+
+    def _seal(self, data: dict[str, Any]) -> None:
         """Move the log tail of ``data`` into new segment files (written and fsync'd
         here); the caller's write of the live file then commits the seal."""
         tail = {name: data.get(name) or {} for name in SEALED_TABLES}
-        tail_bytes = len(orjson.dumps(tail))
-        if tail_bytes * 2 < self.seal_bytes:
-            return False  # the live file is big for other reasons; nothing worth sealing
         meta = data["_meta"]["1"]
-        if not isinstance(meta.get("storeId"), str):
-            meta["storeId"] = new_store_id()
         store_id = meta["storeId"]
         manifest = list(meta["segments"])
         self.segment_dir.mkdir(exist_ok=True)
@@ -849,7 +858,6 @@ class StateStore:
             data[name] = {}
         meta["segments"] = manifest
         meta["idFloor"] = floors
-        return True
 
     def _chunk(self, tail: dict[str, dict[str, Any]]) -> list[dict[str, dict[str, Any]]]:
         """Split the tail into segment-sized groups, each table in document order."""

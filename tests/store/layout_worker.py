@@ -52,6 +52,7 @@ def main(argv: list[str]) -> int:
     svc = HandoffService(workspace, ServiceConfig())
     if verb == "churn":
         ref = contract(svc, "crash")
+        print("ready", flush=True)  # start-up is over: the parent's kill lands in the loop
         n = 0
         while True:
             n += 1
