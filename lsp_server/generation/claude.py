@@ -18,6 +18,7 @@ from .transcript import (
     MAX_TOOL_RESULT_CHARS,
     Message,
     ReadStats,
+    TextBudget,
     ToolCall,
     Transcript,
     clip,
@@ -165,6 +166,7 @@ def _assistant_message(
 def read_claude(path: Path, stats: ReadStats | None = None) -> Transcript:
     """Read one Claude Code session file into a :class:`Transcript`."""
     stats = stats or ReadStats()
+    budget = TextBudget()
     nodes: dict[str, _Node] = {}
     order: list[str] = []
     tool_names: dict[str, str] = {}
@@ -223,6 +225,8 @@ def read_claude(path: Path, stats: ReadStats | None = None) -> Transcript:
                 model = message["model"]
         elif etype == "system" and obj.get("subtype") == "compact_boundary":
             node.boundary = True
+        for m in node.messages:
+            budget.add(m)
         nodes[uuid] = node
         order.append(uuid)
         if etype in ("user", "assistant"):
@@ -230,6 +234,7 @@ def read_claude(path: Path, stats: ReadStats | None = None) -> Transcript:
             if not node.sidechain:
                 leaf_main = uuid
 
+    stats.shortened = budget.shrunk
     leaf = leaf_main or leaf_any
     # The main path, crossing compact boundaries through their logical parent.
     on_path: dict[str, int] = {}

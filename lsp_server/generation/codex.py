@@ -18,6 +18,7 @@ from .transcript import (
     MAX_TOOL_RESULT_CHARS,
     Message,
     ReadStats,
+    TextBudget,
     ToolCall,
     Transcript,
     clip,
@@ -132,6 +133,7 @@ class _Reader:
     def __init__(self, path: Path, stats: ReadStats) -> None:
         self.path = path
         self.stats = stats
+        self.budget = TextBudget()
         self.history: list[Message] = []
         self.context: list[Message] = []
         self.meta: dict[str, Any] | None = None
@@ -231,8 +233,10 @@ class _Reader:
                 m = Message(
                     "context", clip(text, MAX_MESSAGE_CHARS), kind="agent_message", timestamp=ts
                 )
-        if m is not None and not replaying:
-            self.add(m, counted=counted)
+        if m is not None:
+            self.budget.add(m)
+            if not replaying:
+                self.add(m, counted=counted)
         return m
 
     def event(self, p: dict[str, Any]) -> None:
@@ -317,6 +321,7 @@ class _Reader:
             else:
                 self.stats.unknown_entries += 1
 
+        self.stats.shortened = self.budget.shrunk
         for m in self.history:
             if m.role == "tool" and m.tool_call_id in self.exit_codes:
                 m.exit_code = self.exit_codes[m.tool_call_id]

@@ -17,6 +17,7 @@ from .transcript import (
     MAX_TOOL_RESULT_CHARS,
     Message,
     ReadStats,
+    TextBudget,
     ToolCall,
     Transcript,
     clip,
@@ -165,6 +166,7 @@ class _Node:
 def read_pi(path: Path, stats: ReadStats | None = None) -> Transcript:
     """Read one pi/oh-my-pi session file into a :class:`Transcript`."""
     stats = stats or ReadStats()
+    budget = TextBudget()
     header: dict[str, Any] | None = None
     version: int | None = None
     nodes: dict[str, _Node] = {}
@@ -246,7 +248,10 @@ def read_pi(path: Path, stats: ReadStats | None = None) -> Transcript:
                 node.first_kept = f"{obj.get('provider') or '?'}/{obj['modelId']}"
         elif etype not in KNOWN_TYPES:
             stats.unknown_entries += 1
+        if node.message is not None:
+            budget.add(node.message)
 
+    stats.shortened = budget.shrunk
     # The branch: leaf to root, guarded against cycles.
     path_ids: list[str] = []
     seen: set[str] = set()

@@ -96,12 +96,15 @@ class ReadStats:
     lines: int = 0
     junk_lines: int = 0
     unknown_entries: int = 0
+    #: Old messages cut down to keep the reader's memory bounded (huge sessions only).
+    shortened: int = 0
 
     def to_json(self) -> dict[str, int]:
         return {
             "lines": self.lines,
             "junkLines": self.junk_lines,
             "unknownEntries": self.unknown_entries,
+            "shortenedMessages": self.shortened,
         }
 
 
@@ -182,3 +185,70 @@ def call_path(call: ToolCall) -> str | None:
             if isinstance(value, str) and value:
                 return value
     return None
+
+
+#: Characters of message text and tool arguments a reader keeps at once. Past it, the
+#: oldest messages are cut down (to ``SHRUNK_TEXT``), so a reader's memory follows the
+#: number of entries, never the bytes of the file.
+MAX_RETAINED_CHARS = 12_000_000
+SHRUNK_TEXT = 400
+SHRUNK_ARGUMENT = 160
+PROTECTED_USER_MESSAGES = 3
+
+
+def _weight(value: Any, depth: int = 0) -> int:
+    if isinstance(value, str):
+        return len(value)
+    if depth > 4:
+        return 16
+    if isinstance(value, dict):
+        return sum(_weight(v, depth + 1) + 8 for v in value.values())
+    if isinstance(value, list):
+        return sum(_weight(v, depth + 1) + 4 for v in value)
+    return 8
+
+
+def weight(m: Message) -> int:
+    """About how many characters a message holds."""
+    return len(m.text) + sum(_weight(c.arguments) + 16 for c in m.tool_calls)
+
+
+class TextBudget:
+    """Keeps a reader's retained text under a limit by cutting the oldest messages
+    down; the first user requests and the newest messages keep their full text."""
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = limit or MAX_RETAINED_CHARS
+        self.size = 0
+        self.shrunk = 0
+        self._queue: list[Message] = []
+        self._cursor = 0
+        self._users = 0
+
+    def add(self, m: Message) -> Message:
+        self.size += weight(m)
+        if m.role == "user" and m.kind is None and self._users < PROTECTED_USER_MESSAGES:
+            self._users += 1
+        else:
+            self._queue.append(m)
+        if self.size > self.limit:
+            self._shrink()
+        return m
+
+    def _shrink(self) -> None:
+        target = self.limit // 2
+        queue = self._queue
+        while self.size > target and self._cursor < len(queue):
+            m = queue[self._cursor]
+            self._cursor += 1
+            before = weight(m)
+            m.text = clip(m.text, SHRUNK_TEXT)
+            if m.tool_calls:
+                m.tool_calls = [
+                    ToolCall(c.id, c.name, clip_arguments(c.arguments, SHRUNK_ARGUMENT))
+                    for c in m.tool_calls
+                ]
+            self.size -= before - weight(m)
+            self.shrunk += 1
+        del queue[: self._cursor]
+        self._cursor = 0

@@ -419,3 +419,26 @@ def test_not_a_session_and_missing_file_are_clear_errors(tmp_path: Path) -> None
     with pytest.raises(HandoffError) as err:
         read_session(other, "gemini")
     assert err.value.code == "invalid_params"
+
+
+def test_huge_sessions_keep_memory_bounded_by_cutting_old_messages(
+    sessions: Path, monkeypatch
+) -> None:
+    from lsp_server.generation import transcript
+
+    path = sessions / "pi/badlogic__pi-mono__before-compaction.jsonl"
+    full = read_session(path)
+    monkeypatch.setattr(transcript, "MAX_RETAINED_CHARS", 100_000)
+    cut = read_session(path)
+    assert full.stats.shortened == 0 and cut.stats.shortened > 500
+    # What is kept is the newest messages whole and the rest cut down: a cost per entry.
+    kept = sum(transcript.weight(m) for m in cut.history)
+    assert kept < sum(transcript.weight(m) for m in full.history) / 2
+    assert kept < 100_000 + len(cut.history) * (transcript.SHRUNK_TEXT + 4 * transcript.SHRUNK_ARGUMENT)
+    # The structure is the same; the first request and the newest messages are whole.
+    assert [m.role for m in cut.history] == [m.role for m in full.history]
+    assert cut.message_count == full.message_count
+    assert cut.first_request().text == full.first_request().text
+    assert [m.text for m in cut.history[-20:]] == [m.text for m in full.history[-20:]]
+    old = next(i for i, m in enumerate(full.history) if len(m.text) > 1000)
+    assert len(cut.history[old].text) < len(full.history[old].text)
