@@ -4,6 +4,7 @@ session's current branch, what the agent's context holds now, and what was skipp
 from __future__ import annotations
 
 import re
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -214,41 +215,38 @@ def weight(m: Message) -> int:
 
 
 class TextBudget:
-    """Keeps a reader's retained text under a limit by cutting the oldest messages
-    down; the first user requests and the newest messages keep their full text."""
+    """Keeps a reader's retained text bounded by cutting the oldest messages down once
+    the uncut ones pass the limit; the first user requests and the newest messages (up
+    to half the limit) keep their full text."""
 
     def __init__(self, limit: int | None = None) -> None:
         self.limit = limit or MAX_RETAINED_CHARS
-        self.size = 0
+        self.uncut = 0
         self.shrunk = 0
-        self._queue: list[Message] = []
-        self._cursor = 0
+        self._queue: deque[tuple[Message, int]] = deque()
         self._users = 0
 
     def add(self, m: Message) -> Message:
-        self.size += weight(m)
         if m.role == "user" and m.kind is None and self._users < PROTECTED_USER_MESSAGES:
             self._users += 1
-        else:
-            self._queue.append(m)
-        if self.size > self.limit:
+            return m
+        w = weight(m)
+        self._queue.append((m, w))
+        self.uncut += w
+        if self.uncut > self.limit:
             self._shrink()
         return m
 
     def _shrink(self) -> None:
-        target = self.limit // 2
+        keep = self.limit // 2
         queue = self._queue
-        while self.size > target and self._cursor < len(queue):
-            m = queue[self._cursor]
-            self._cursor += 1
-            before = weight(m)
+        while self.uncut > keep and queue:
+            m, w = queue.popleft()
+            self.uncut -= w
             m.text = clip(m.text, SHRUNK_TEXT)
             if m.tool_calls:
                 m.tool_calls = [
                     ToolCall(c.id, c.name, clip_arguments(c.arguments, SHRUNK_ARGUMENT))
                     for c in m.tool_calls
                 ]
-            self.size -= before - weight(m)
             self.shrunk += 1
-        del queue[: self._cursor]
-        self._cursor = 0
