@@ -233,10 +233,9 @@ class _Reader:
                 m = Message(
                     "context", clip(text, MAX_MESSAGE_CHARS), kind="agent_message", timestamp=ts
                 )
-        if m is not None:
+        if m is not None and not replaying:  # replayed items are transient context
             self.budget.add(m)
-            if not replaying:
-                self.add(m, counted=counted)
+            self.add(m, counted=counted)
         return m
 
     def event(self, p: dict[str, Any]) -> None:

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 #: Caps applied while reading, so a transcript's size does not follow the file's.
 MAX_MESSAGE_CHARS = 16_000
 MAX_TOOL_RESULT_CHARS = 4_000
@@ -197,21 +199,15 @@ SHRUNK_ARGUMENT = 160
 PROTECTED_USER_MESSAGES = 3
 
 
-def _weight(value: Any, depth: int = 0) -> int:
-    if isinstance(value, str):
-        return len(value)
-    if depth > 4:
-        return 16
-    if isinstance(value, dict):
-        return sum(_weight(v, depth + 1) + 8 for v in value.values())
-    if isinstance(value, list):
-        return sum(_weight(v, depth + 1) + 4 for v in value)
-    return 8
-
-
 def weight(m: Message) -> int:
-    """About how many characters a message holds."""
-    return len(m.text) + sum(_weight(c.arguments) + 16 for c in m.tool_calls)
+    """About how many characters a message holds (tool arguments as compact JSON)."""
+    total = len(m.text)
+    for c in m.tool_calls:
+        try:
+            total += len(orjson.dumps(c.arguments)) + 16
+        except TypeError:
+            total += 256
+    return total
 
 
 class TextBudget:
