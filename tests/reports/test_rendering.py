@@ -334,7 +334,8 @@ def test_workspace_override_of_one_partial_is_used_by_the_builtin_view(svc, walk
         "{% for i in range(99999) %}{% for j in range(99999) %}{{ i }}{% endfor %}{% endfor %}",
     ],
 )
-def test_broken_override_falls_back_to_builtin_with_a_warning(svc, walk, text, caplog):
+def test_broken_override_falls_back_to_builtin_with_a_warning(svc, walk, text, caplog, monkeypatch):
+    monkeypatch.setattr(reports, "OVERRIDE_MAX_SECONDS", 1.0)
     _override(svc, "continuity.md.j2", text)
     started = time.monotonic()
     out = report(svc, "continuity")
