@@ -55,8 +55,10 @@ def _settings(service: HandoffService) -> GenerationSettings:
 def _session_path(service: HandoffService, p: GenerateParams, ctx: CallContext) -> tuple[Path, str]:
     """The session to read and its agent: the named file, else the newest one."""
     if p.session is not None:
-        if not p.session.strip():
-            raise HandoffError("invalid_params", "session is empty: name a session file.")
+        if not p.session.strip() or "\x00" in p.session:
+            raise HandoffError(
+                "invalid_params", "session must name a session file (a non-empty path)."
+            )
         path = Path(os.path.expanduser(p.session))
         if not path.is_absolute():
             path = service.workspace / path

@@ -70,10 +70,11 @@ def read_session(path: Path, format: str = "auto") -> Transcript:
         from .codex import read_codex
 
         return read_codex(path, stats)
-    except OSError as exc:
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "strerror", None) or exc
         raise HandoffError(
             "session_not_found",
-            f"The session file {path} cannot be read ({exc.strerror or exc}).",
+            f"The session file {path} cannot be read ({reason}).",
             session=str(path),
         ) from None
 
