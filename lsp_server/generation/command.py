@@ -127,7 +127,7 @@ def run_generate(service: HandoffService, params: Any, ctx: CallContext) -> dict
 
     ctx.report("Reading the agent session…", 0)
     path, agent = _session_path(service, p, ctx)
-    transcript = read_session(path, p.format)
+    transcript = read_session(path, p.format, stop=lambda: ctx.cancel.cancelled)
     if agent == "?":
         agent = transcript.format
     ctx.cancel.raise_if_cancelled()

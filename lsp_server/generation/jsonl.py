@@ -8,8 +8,11 @@ from typing import Any
 
 import orjson
 
+from ..errors import HandoffError
 from .transcript import ReadStats
 
+#: Lines read between two polls of the stop callback.
+STOP_EVERY = 1024
 #: A line longer than this is skipped (and counted): a session's memory stays bounded.
 MAX_LINE_BYTES = 64 * 1024 * 1024
 
@@ -20,9 +23,16 @@ def iter_objects(
     """Yield each JSON object line of ``path``; count blank-free junk in ``stats``."""
     loads = orjson.loads
     decode_error = orjson.JSONDecodeError
+    stop = stats.stop
+    count = 0
     with open(path, "rb") as fh:
         readline = fh.readline
         while True:
+            count += 1
+            if stop is not None and count % STOP_EVERY == 0 and stop():
+                raise HandoffError(
+                    "cancelled", "Reading the session was cancelled; nothing was written."
+                )
             line = readline(max_line)
             if not line:
                 return

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import HandoffError
@@ -33,8 +34,10 @@ def sniff_format(path: Path) -> str | None:
     return None
 
 
-def read_session(path: Path, format: str = "auto") -> Transcript:
-    """Read ``path`` with the reader its format needs."""
+def read_session(
+    path: Path, format: str = "auto", stop: Callable[[], bool] | None = None
+) -> Transcript:
+    """Read ``path`` with the reader its format needs (``stop`` polled: cancel)."""
     if format not in ("auto", *FORMATS):
         raise HandoffError(
             "invalid_params",
@@ -58,7 +61,7 @@ def read_session(path: Path, format: str = "auto") -> Transcript:
                     session=str(path),
                 )
             format = detected
-        stats = ReadStats()
+        stats = ReadStats(stop=stop)
         if format == "pi":
             from .pi import read_pi
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -101,6 +102,8 @@ class ReadStats:
     unknown_entries: int = 0
     #: Old messages cut down to keep the reader's memory bounded (huge sessions only).
     shortened: int = 0
+    #: Polled while reading; when it returns true the read stops with ``cancelled``.
+    stop: Callable[[], bool] | None = field(default=None, repr=False, compare=False)
 
     def to_json(self) -> dict[str, int]:
         return {

@@ -442,3 +442,19 @@ def test_huge_sessions_keep_memory_bounded_by_cutting_old_messages(
     assert [m.text for m in cut.history[-8:]] == [m.text for m in full.history[-8:]]
     old = next(i for i, m in enumerate(full.history) if len(m.text) > 1000)
     assert len(cut.history[old].text) < len(full.history[old].text)
+
+
+def test_reading_stops_when_cancelled(sessions: Path, tmp_path: Path) -> None:
+    source = (sessions / "pi/badlogic__pi-mono__before-compaction.jsonl").read_bytes()
+    path = tmp_path / "long.jsonl"
+    path.write_bytes(source * 3)  # 3,009 lines (the repeated headers are skipped)
+    polls = []
+
+    def stop() -> bool:
+        polls.append(1)
+        return len(polls) >= 2
+
+    with pytest.raises(HandoffError) as err:
+        read_session(path, stop=stop)
+    assert err.value.code == "cancelled" and len(polls) == 2
+    assert read_session(path, stop=lambda: False).stats.lines == 3009
