@@ -506,9 +506,12 @@ class HandoffLanguageServer(LanguageServer):
                 scope = svc.resolve_scope(args.get("scope"))
             except Exception:
                 scope = None
-        self.protocol.notify(
-            DID_CHANGE, {"workspace": folder.uri, "scope": scope, "command": command}
-        )
+        try:
+            self.protocol.notify(
+                DID_CHANGE, {"workspace": folder.uri, "scope": scope, "command": command}
+            )
+        except OSError as exc:  # the client is gone; the change itself is complete
+            log.info("could not announce %s: %s", command, exc)
 
     async def _begin_progress(
         self, command: str, client_token: Any, ctx: CallContext

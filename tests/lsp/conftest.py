@@ -84,6 +84,7 @@ async def start_session(client_name, workspace):
         env: dict[str, str] | None = None,
         capabilities: types.ClientCapabilities | None = None,
         server_command: list[str] | None = None,
+        configuration: dict[str, Any] | None = None,
     ) -> Lsp:
         folders = [workspace] if folders is None else folders
         config = ClientServerConfig(
@@ -93,6 +94,8 @@ async def start_session(client_name, workspace):
         client = await config.start()
         lsp = Lsp(client, folders)
         started.append(lsp)
+        if configuration is not None:  # answers workspace/configuration
+            client.set_configuration(configuration)
         client.feature("handoff/didChange")(lambda p: lsp.changes.append(as_dict(p)))
         lsp.init = await client.initialize_session(
             types.InitializeParams(
