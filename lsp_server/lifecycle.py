@@ -629,11 +629,31 @@ def source_ref(rec: dict[str, Any]) -> str:
     return f"source/{rec['id']}"
 
 
-def commit_prepared(
-    tx: Transaction, prepared: dict[str, Any], scope: str, workspace: Path
-) -> dict[str, Any]:
-    """The three commit checks, idempotent retry, then revision n+1 and the new head."""
+def precheck_commit(
+    prepared: Any, scope: str, ledger: AnyLedger, workspace: Path
+) -> list[dict[str, Any]]:
+    """The commit checks that need no lock: shape, scope and digest (raised now), and
+    the evidence as it reads now (returned; ``commit_prepared`` decides)."""
     check_prepared(prepared, scope)
+    return evidence_chain(prepared, ledger, workspace)
+
+
+def commit_prepared(
+    tx: Transaction,
+    prepared: dict[str, Any],
+    scope: str,
+    workspace: Path,
+    unreadable_before: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The three commit checks, idempotent retry, then revision n+1 and the new head.
+
+    With ``unreadable_before`` from ``precheck_commit`` (run just before, outside the
+    lock) the evidence is not read again under the lock when it was all readable: Sources
+    are never removed and artifacts are not locked by the store either way, so the
+    outcome is the same and the lock is held for less time.
+    """
+    if unreadable_before is None:
+        check_prepared(prepared, scope)
     ledger = ledger_of(tx)
     done = ledger.revision_by_digest(prepared["digest"])
     if done is not None and done["scope"] == scope:
@@ -653,7 +673,7 @@ def commit_prepared(
             expected=prepared["base"],
             current=head,
         )
-    unreadable = evidence_chain(prepared, ledger, workspace)
+    unreadable = evidence_chain(prepared, ledger, workspace) if unreadable_before != [] else []
     if unreadable:
         raise HandoffError(
             "invalid_evidence",

@@ -289,9 +289,10 @@ class HandoffService:
     def commit(self, params: Any, ctx: CallContext) -> dict[str, Any]:
         p: CommitParams = structure(params, CommitParams, "handoff.commit")
         scope = self.resolve_scope(p.scope)
+        unreadable = lc.precheck_commit(p.prepared, scope, self.ledger(), self.workspace)
         ctx.cancel.raise_if_cancelled()
         with self.store.transaction() as tx:
-            result = lc.commit_prepared(tx, p.prepared, scope, self.workspace)
+            result = lc.commit_prepared(tx, p.prepared, scope, self.workspace, unreadable)
         return {"scope": scope, **result}
 
     # -- continue / acknowledge ----------------------------------------------

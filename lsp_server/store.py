@@ -50,13 +50,16 @@ LOCK_FILE = "state.lock"
 SEGMENT_DIR = "segments"
 DEFAULT_LOCK_TIMEOUT = 10.0
 #: Seal the log tail once the live file is larger than this (bytes).
-DEFAULT_SEAL_BYTES = 256 * 1024
+DEFAULT_SEAL_BYTES = 64 * 1024
 #: How often a waiting writer retries the lock (seconds).
 LOCK_POLL_INTERVAL = 0.002
 #: Parsed segment records kept for lookups (the full view keeps its own references).
 RECORDS_CACHE_SEGMENTS = 32
 #: Lookups a segment answers by a byte search of its raw index before it is parsed.
 RAW_SCAN_LOOKUPS = 8
+#: Snapshots with segments a process reads before it merges all segment indexes into
+#: one in-memory index (a language server does; a single CLI command does not).
+MERGE_AFTER_SNAPSHOTS = 4
 
 TABLES = ("_meta", "sources", "revisions", "scopes", "generations")
 #: Append-only tables whose records move into segments when sealed.
@@ -310,13 +313,21 @@ class Segment:
         self._index, self._raw = index, None
         return index
 
+    @property
+    def number(self) -> int:
+        return self.header["number"]
+
+    def parsed(self) -> dict[str, Any]:
+        return self._index if self._index is not None else self._parse()
+
+    def decode_source(self, hit: list[Any]) -> tuple[str, str, str, int]:
+        doc_id, scope_i, kind_i, seq = hit
+        return str(doc_id), self.header["scopes"][scope_i], self.header["kinds"][kind_i], seq
+
     def source_entry(self, sid: str) -> tuple[str, str, str, int] | None:
         """(docId, scope, kind, seq) of a Source in this segment."""
         hit = self._lookup("sources", sid)
-        if hit is None:
-            return None
-        doc_id, scope_i, kind_i, seq = hit
-        return str(doc_id), self.header["scopes"][scope_i], self.header["kinds"][kind_i], seq
+        return None if hit is None else self.decode_source(hit)
 
     def revision_doc(self, ref: str) -> str | None:
         hit = self._lookup("revisions", ref)
@@ -335,6 +346,33 @@ class SegmentError(Exception):
         self.problem = problem
 
 
+class MergedIndex:
+    """The indexes of a manifest's first segments merged into one dict per key kind,
+    so a long-lived process finds a sealed record in O(1) however many segments exist.
+    Each hit names its segment."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.sources: dict[str, tuple[Segment, tuple[str, str, str, int]]] = {}
+        self.revisions: dict[str, tuple[Segment, str]] = {}
+        self.digests: dict[str, tuple[Segment, str]] = {}
+
+    def covers_prefix_of(self, entries: list[dict[str, Any]]) -> bool:
+        n = len(self.names)
+        return n <= len(entries) and (n == 0 or entries[n - 1]["name"] == self.names[-1])
+
+    def extend(self, seg: Segment) -> None:
+        index = seg.parsed()
+        sources = self.sources
+        for sid, hit in index["sources"].items():
+            sources[sid] = (seg, seg.decode_source(hit))
+        for ref, doc_id in index["revisions"].items():
+            self.revisions[ref] = (seg, str(doc_id))
+        for digest, ref in index["digests"].items():
+            self.digests[digest] = (seg, ref)
+        self.names.append(seg.name)
+
+
 class History:
     """Narrow read accessors over one snapshot of the live file and its segments.
 
@@ -346,6 +384,7 @@ class History:
         self.store = store
         self.live = live
         self._segments: list[Segment] | None = None
+        self._merged: MergedIndex | None | bool = False  # False: not asked yet
         self._tail_of: tuple[Any, Any] | None = None
         self._tail: dict[str, Any] = {}
 
@@ -357,6 +396,31 @@ class History:
                 self.store._segment(entry) for entry in self.live["_meta"]["1"]["segments"]
             ]
         return self._segments
+
+    def _merged_index(self) -> MergedIndex | None:
+        if self._merged is False:
+            self._merged = self.store._merged_for(self.live["_meta"]["1"]["segments"])
+        return self._merged  # type: ignore[return-value]
+
+    def _sealed(self, section: str, key: str) -> tuple[Segment, Any] | None:
+        """The newest sealed entry for ``key`` within this snapshot's segments."""
+        count = len(self.live["_meta"]["1"]["segments"])
+        merged = self._merged_index()
+        if merged is not None:
+            hit = getattr(merged, section).get(key)
+            if hit is None or hit[0].number <= count:
+                return hit
+            # Found only in a segment sealed after this snapshot: look the slow way.
+        for seg in reversed(self.segments()):
+            if section == "sources":
+                value = self.store._guard(seg, seg.source_entry, key)
+            elif section == "revisions":
+                value = self.store._guard(seg, seg.revision_doc, key)
+            else:
+                value = self.store._guard(seg, seg.digest_ref, key)
+            if value is not None:
+                return seg, value
+        return None
 
     def _tail_index(self) -> dict[str, Any]:
         """The index of the live tail (rebuilt when a table of the snapshot changed)."""
@@ -378,11 +442,7 @@ class History:
         hit = self._tail_index()["sources"].get(sid)
         if hit is not None:
             return None, tuple(hit)
-        for seg in reversed(self.segments()):
-            entry = self.store._guard(seg, seg.source_entry, sid)
-            if entry is not None:
-                return seg, entry
-        return None
+        return self._sealed("sources", sid)
 
     def full(self) -> dict[str, Any]:
         """Every record of this snapshot, as ``store.read()`` returns them (reads all
@@ -420,7 +480,11 @@ class History:
         if seg is None:
             where = self._tail_index()["sources"].get(sid)
         else:
-            where = self.store._guard(seg, seg.source_entry, sid)
+            found = self._sealed("sources", sid)
+            if found is not None and found[0] is not seg:
+                seg, where = found  # a later record took this id (hand-written logs)
+            else:
+                where = found[1] if found else None
         return self._record(seg, "sources", where[0]) if where else None
 
     def has_scope(self, scope: str) -> bool:
@@ -433,20 +497,15 @@ class History:
         doc_id = self._tail_index()["revisions"].get(ref)
         if doc_id is not None:
             return self._record(None, "revisions", doc_id)
-        for seg in reversed(self.segments()):
-            doc_id = self.store._guard(seg, seg.revision_doc, ref)
-            if doc_id is not None:
-                return self._record(seg, "revisions", doc_id)
-        return None
+        found = self._sealed("revisions", ref)
+        return None if found is None else self._record(found[0], "revisions", found[1])
 
     def revision_by_digest(self, digest: str) -> dict[str, Any] | None:
         """The committed revision of a prepared handoff's digest (the idempotency key)."""
         ref = self._tail_index()["digests"].get(digest)
         if ref is None:
-            for seg in reversed(self.segments()):
-                ref = self.store._guard(seg, seg.digest_ref, digest)
-                if ref is not None:
-                    break
+            found = self._sealed("digests", digest)
+            ref = found[1] if found else None
         return None if ref is None else self.revision(ref)
 
     def scope_record(self, scope: str) -> dict[str, Any] | None:
@@ -495,6 +554,9 @@ class StateStore:
         self._cache_lock = threading.Lock()
         self._segments: dict[str, Segment] = {}
         self._records: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._merge_lock = threading.Lock()
+        self._merged: MergedIndex | None = None
+        self._snapshots_with_segments = 0
 
     # -- reading the live file -------------------------------------------------
 
@@ -718,6 +780,26 @@ class StateStore:
             self._segments[name] = seg
         return seg
 
+    def _merged_for(self, entries: list[dict[str, Any]]) -> MergedIndex | None:
+        """The merged index covering these manifest entries, once this process has
+        shown it keeps asking (see ``MERGE_AFTER_SNAPSHOTS``); else ``None``."""
+        if not entries:
+            return None
+        with self._merge_lock:
+            self._snapshots_with_segments += 1
+            merged = self._merged
+            if merged is None and self._snapshots_with_segments < MERGE_AFTER_SNAPSHOTS:
+                return None
+            if merged is None or not merged.covers_prefix_of(entries):
+                merged = MergedIndex()
+            # Extended in place: a snapshot that lists fewer segments ignores hits in
+            # the newer ones (see ``History._sealed``).
+            for entry in entries[len(merged.names) :]:
+                seg = self._segment(entry)
+                self._guard(seg, lambda _key, seg=seg: merged.extend(seg), "")
+            self._merged = merged
+            return merged
+
     def _segment_records(self, seg: Segment, *, cache: bool = True) -> dict[str, Any]:
         """The records of a segment (a small LRU keeps recently used ones)."""
         with self._cache_lock:
@@ -786,10 +868,7 @@ class StateStore:
 
     def _sweep_temp_files(self) -> None:
         """Remove temp files of writers that died mid-write (only ever under the lock)."""
-        leftovers = list(self.folder.glob(f".{STATE_FILE}.tmp-*"))
-        if self.segment_dir.is_dir():
-            leftovers += self.segment_dir.glob(".seg-*.tmp-*")
-        for leftover in leftovers:
+        for leftover in self.folder.glob(f".{STATE_FILE}.tmp-*"):
             with contextlib.suppress(OSError):
                 leftover.unlink()
 
@@ -928,6 +1007,9 @@ class StateStore:
     def _sweep_orphans(self, store_id: str, listed: set[str]) -> None:
         """Remove this store's segments that no manifest lists: left by a seal whose
         live-file write never happened (only ever under the lock)."""
+        for path in self.segment_dir.glob(".seg-*.tmp-*"):
+            with contextlib.suppress(OSError):
+                path.unlink()
         for path in self.segment_dir.glob(f"seg-{store_id}-*.json"):
             if path.name not in listed:
                 with self._cache_lock:
