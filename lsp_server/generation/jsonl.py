@@ -11,6 +11,7 @@ import orjson
 from ..errors import HandoffError
 from .transcript import ReadStats
 
+READ_BUFFER = 1 << 20
 #: Lines read between two polls of the stop callback.
 STOP_EVERY = 1024
 #: A line longer than this is skipped (and counted): a session's memory stays bounded.
@@ -25,7 +26,7 @@ def iter_objects(
     decode_error = orjson.JSONDecodeError
     stop = stats.stop
     count = 0
-    with open(path, "rb") as fh:
+    with open(path, "rb", buffering=READ_BUFFER) as fh:
         readline = fh.readline
         while True:
             count += 1

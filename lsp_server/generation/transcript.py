@@ -35,22 +35,18 @@ def clip(text: str, limit: int) -> str:
     return f"{text[:head]}\n[… {omitted} characters omitted …]\n{text[-tail:]}"
 
 
-_SCALARS = (int, float, bool)
-
-
 def clip_arguments(value: Any, limit: int = MAX_ARGUMENT_CHARS) -> Any:
     """Tool-call arguments with every long string clipped (structure kept)."""
     if isinstance(value, str):
         return clip(value, limit)
-    if isinstance(value, dict):
-        if len(value) <= 50 and all(
-            v is None or type(v) in _SCALARS or (type(v) is str and len(v) <= limit)
-            for v in value.values()
-        ):
-            return value  # already small and flat: no copy
-
-        return {str(k): clip_arguments(v, limit) for k, v in list(value.items())[:50]}
-    if isinstance(value, list):
+    if isinstance(value, dict | list):
+        try:
+            if len(orjson.dumps(value)) <= limit:
+                return value  # small already: no copy
+        except TypeError:
+            pass
+        if isinstance(value, dict):
+            return {str(k): clip_arguments(v, limit) for k, v in list(value.items())[:50]}
         return [clip_arguments(v, limit) for v in value[:100]]
     return value
 
@@ -196,7 +192,7 @@ def call_path(call: ToolCall) -> str | None:
 #: Characters of message text and tool arguments a reader keeps at once. Past it, the
 #: oldest messages are cut down (to ``SHRUNK_TEXT``), so a reader's memory follows the
 #: number of entries, never the bytes of the file.
-MAX_RETAINED_CHARS = 12_000_000
+MAX_RETAINED_CHARS = 4_000_000
 SHRUNK_TEXT = 400
 SHRUNK_ARGUMENT = 160
 PROTECTED_USER_MESSAGES = 3
