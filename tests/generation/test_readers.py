@@ -434,7 +434,9 @@ def test_huge_sessions_keep_memory_bounded_by_cutting_old_messages(
     # What is kept is the newest messages whole and the rest cut down: a cost per entry.
     kept = sum(transcript.weight(m) for m in cut.history)
     assert kept < sum(transcript.weight(m) for m in full.history) / 2
-    assert kept < 100_000 + len(cut.history) * (transcript.SHRUNK_TEXT + 4 * transcript.SHRUNK_ARGUMENT)
+    assert kept < 100_000 + len(cut.history) * (
+        transcript.SHRUNK_TEXT + 4 * transcript.SHRUNK_ARGUMENT
+    )
     # The structure is the same; the first request and the newest messages are whole.
     assert [m.role for m in cut.history] == [m.role for m in full.history]
     assert cut.message_count == full.message_count

@@ -54,8 +54,13 @@ _PLAN_CUE = re.compile(
 )
 _LIST_ITEM = re.compile(r"^\s{0,3}(?:[-*+]|\d{1,2}[.)])\s+(?:\[[ xX]\]\s+)?(.+?)\s*$")
 _ERROR_LINE = re.compile(
-    r"(error|exception|failed|failure|traceback|not found|cannot|denied|fatal|panic)", re.IGNORECASE
+    r"(error|exception|traceback|not found|cannot|denied|fatal|panic|no such)", re.IGNORECASE
 )
+_FAILED_LINE = re.compile(r"(failed|failure|failing)", re.IGNORECASE)
+_EXIT_NOTE = re.compile(
+    r"^(command exited with code|exit code:?|process exited with)", re.IGNORECASE
+)
+
 _TASK_ID = re.compile(r"#(\d+)")
 
 
@@ -251,10 +256,16 @@ class Extractor:
 
     @staticmethod
     def _error_line(text: str) -> str | None:
-        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-        for line in reversed(lines):
-            if _ERROR_LINE.search(line):
-                return one_line(line, 200)
+        """The most telling line of a failed result: an error message over a summary."""
+        lines = [
+            ln.strip()
+            for ln in text.splitlines()
+            if ln.strip() and not _EXIT_NOTE.match(ln.strip())
+        ]
+        for pattern in (_ERROR_LINE, _FAILED_LINE):
+            for line in reversed(lines):
+                if pattern.search(line):
+                    return one_line(line, 200)
         return one_line(lines[-1], 200) if lines else None
 
     @staticmethod
