@@ -168,6 +168,7 @@ def run_generate(service: HandoffService, params: Any, ctx: CallContext) -> dict
     content = wrap(document, str(transcript.path))
     written: list[Path] = []
     try:
+        service.store.ensure_folder()  # refuses a state folder that is a symbolic link
         saved = save_document(service.store.folder, generation_id, content)
         written.append(saved)
         new_session = None
@@ -184,7 +185,7 @@ def run_generate(service: HandoffService, params: Any, ctx: CallContext) -> dict
             "newSession": new_session,
             "missingSections": missing,
             "durationMs": duration_ms,
-            "document": saved.relative_to(service.workspace).as_posix(),
+            "document": _workspace_path(saved, service.workspace),
         }
         if redactions:
             record["redactions"] = redactions
@@ -240,6 +241,14 @@ def run_generate(service: HandoffService, params: Any, ctx: CallContext) -> dict
         result["warnings"] = list(settings.warnings)
     ctx.report("Handoff generated", 100)
     return result
+
+
+def _workspace_path(path: Path, workspace: Path) -> str:
+    """``path`` relative to the workspace when inside it, else absolute."""
+    try:
+        return path.relative_to(workspace).as_posix()
+    except ValueError:
+        return str(path)
 
 
 def _continue_command(
