@@ -153,6 +153,7 @@ def test_end_to_end_pi_writes_handoff_reads_pi_resumes(pi_agent, homes, workspac
             ],
             cwd=workspace,
             env=pi_env(homes),
+            stdin=subprocess.DEVNULL,  # print mode would read a piped stdin into the prompt
             capture_output=True,
             text=True,
             timeout=PI_TIMEOUT,
