@@ -37,6 +37,7 @@ from .config import (
     looks_like_section,
     parse_settings,
 )
+from .errors import HandoffError
 
 if TYPE_CHECKING:
     from .service import CallContext, CancelToken, HandoffService
@@ -436,19 +437,19 @@ class HandoffLanguageServer(LanguageServer):
         self, command: str, args: dict[str, Any], folder: Folder, client_token: Any
     ) -> Any:
         loop = asyncio.get_running_loop()
-        if not _WARM.is_set():  # never import on the event loop
-            await loop.run_in_executor(None, warm_imports)
-        from .errors import HandoffError
-        from .service import CallContext, CancelToken, HandoffService
-
-        svc = self.service_for(folder)
-        ctx = CallContext(cancel=CancelToken())
-        mutation = command in HandoffService.MUTATIONS
+        ctx: CallContext | None = None
         progress: WorkDone | None = None
-        self._in_flight.add(ctx.cancel)
         outcome = "Failed"
         try:
             try:
+                if not _WARM.is_set():  # never import on the event loop
+                    await loop.run_in_executor(None, warm_imports)
+                from .service import CallContext, CancelToken, HandoffService
+
+                svc = self.service_for(folder)
+                ctx = CallContext(cancel=CancelToken())
+                self._in_flight.add(ctx.cancel)
+                mutation = command in HandoffService.MUTATIONS
                 progress = await self._begin_progress(command, client_token, ctx)
                 lock = (
                     self.lock_for(folder)
@@ -462,7 +463,8 @@ class HandoffLanguageServer(LanguageServer):
             except asyncio.CancelledError:
                 # $/cancelRequest (or shutdown) before the work started: nothing ran.
                 _uncancel()
-                ctx.cancel.cancel()
+                if ctx is not None:
+                    ctx.cancel.cancel()
                 raise HandoffError(
                     "cancelled", "The command was cancelled before it started; nothing was written."
                 ) from None
@@ -471,7 +473,8 @@ class HandoffLanguageServer(LanguageServer):
             outcome = "Cancelled" if exc.code == "cancelled" else "Failed"
             raise from_domain(exc) from None
         finally:
-            self._in_flight.discard(ctx.cancel)
+            if ctx is not None:
+                self._in_flight.discard(ctx.cancel)
             if progress is not None:
                 progress.end(outcome)
         if mutation:
@@ -602,7 +605,9 @@ class WorkDone:
         )
 
     def report_threadsafe(self, message: str, percentage: int | None = None) -> None:
-        self.loop.call_soon_threadsafe(self.report, str(message), percentage)
+        # RuntimeError: the loop has closed (shutting down), nobody is watching.
+        with contextlib.suppress(RuntimeError):
+            self.loop.call_soon_threadsafe(self.report, str(message), percentage)
 
     def end(self, message: str) -> None:
         if self.ended:
