@@ -555,6 +555,15 @@ class HandoffLanguageServer(LanguageServer):
         """Exit when the editor process is gone (POSIX only: os.kill(pid, 0))."""
         if pid is None or os.name != "posix" or self._watchdog is not None:
             return
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            # Not visible from here (another PID namespace, e.g. a container): the
+            # editor is not watchable, and must not be taken for dead.
+            log.info("editor process %s is not visible; not watching it", pid)
+            return
+        except PermissionError:
+            pass
         self._watchdog = asyncio.get_running_loop().create_task(self._watch_parent(pid))
 
     async def _watch_parent(self, pid: int) -> None:

@@ -23,6 +23,7 @@ from pytest_lsp import LanguageClient, client_capabilities
 from pytest_lsp.client import make_test_lsp_client
 
 from lsp_server import __version__
+from lsp_server.server import PARENT_POLL_SECONDS
 from lsp_server.service import HandoffService
 from lsp_server.store import StateStore
 
@@ -199,12 +200,31 @@ def test_server_exits_when_the_editor_process_dies(workspace):
     client = RawClient([*SERVER, "--clientProcessId", str(editor.pid)])
     try:
         client.initialize(workspace)
+        # Once a command has been answered, `initialized` (which starts the watch) ran.
+        assert client.call("workspace/executeCommand", {"command": "handoff.ping"})["result"]
         editor.kill()
         editor.wait()
         wait_exit(client.proc, 20)  # stdin is still open: only the watchdog can end it
     finally:
         client.kill()
         editor.kill()
+
+
+def test_editor_pid_not_visible_at_start_is_not_taken_for_dead(workspace):
+    # An editor outside this PID namespace (e.g. the server runs in a container) sends
+    # a processId this host cannot see: the server must keep serving.
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    client = RawClient()
+    try:
+        client.initialize(workspace, processId=gone.pid)
+        time.sleep(PARENT_POLL_SECONDS + 1.5)
+        assert client.proc.poll() is None
+        reply = client.call("workspace/executeCommand", {"command": "handoff.ping"})
+        assert reply["result"]["ok"] is True
+        assert client.shutdown() == 0
+    finally:
+        client.kill()
 
 
 def free_port() -> int:

@@ -89,6 +89,19 @@ async def test_folder_added_later_can_be_selected(start_session, tmp_path):
     assert result["seq"] == 1 and (c / ".handoff").is_dir()
 
 
+async def test_folder_uri_with_spaces_and_non_ascii(start_session, tmp_path):
+    odd = folder(tmp_path, "my wörk space")
+    lsp = await start_session(folders=[odd])
+    assert (await lsp.call("handoff.contract", CONTRACT))["seq"] == 1
+    assert (odd / ".handoff").is_dir()
+    (change,) = await lsp.wait_change(1)
+    assert change["workspace"] == from_fs_path(str(odd))  # the URI as the client sent it
+    selected = await lsp.call(
+        "handoff.continue", {"mode": "latest", "workspace": from_fs_path(str(odd))}
+    )
+    assert selected["found"] is False
+
+
 # -- settings -------------------------------------------------------------------------
 
 
