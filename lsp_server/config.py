@@ -64,7 +64,7 @@ def section_of(raw: Any) -> Any:
     Accepts ``{"handoff": {...}}`` (VS Code's and Neovim's ``settings``) and the bare
     section ``{...}`` (``initializationOptions`` as most clients send it).
     """
-    if isinstance(raw, Mapping) and isinstance(raw.get(SECTION), Mapping):
+    if isinstance(raw, Mapping) and SECTION in raw:
         return raw[SECTION]
     return raw
 

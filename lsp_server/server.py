@@ -693,9 +693,7 @@ def build_server(
         ls: HandoffLanguageServer, params: types.DidChangeConfigurationParams
     ) -> None:
         settings = params.settings
-        if looks_like_section(settings) or (
-            isinstance(settings, dict) and isinstance(settings.get(SECTION), dict)
-        ):
+        if looks_like_section(settings) or (isinstance(settings, dict) and SECTION in settings):
             # Applied before the next message is read: the next command sees it.
             ls.apply_settings(settings, "workspace/didChangeConfiguration")
         else:  # e.g. `settings: null`: the client wants us to ask

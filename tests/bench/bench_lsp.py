@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import io
 import itertools
-import json
 import subprocess
 import sys
 import tempfile
@@ -23,6 +22,7 @@ from typing import Any
 
 from lsp_server import __version__
 
+from ..lsp.rawclient import frame, read_frame
 from .common import BenchResult, Table, Target, emit, machine, p50, pct
 
 REPO = Path(__file__).resolve().parents[2]
@@ -48,11 +48,6 @@ MINIMAL_SERVER = [
 # -- a synchronous client: no library between the clock and the server -----------------
 
 
-def _frame(message: dict[str, Any]) -> bytes:
-    body = json.dumps(message).encode()
-    return b"Content-Length: %d\r\n\r\n" % len(body) + body
-
-
 class StdioSession:
     """One server process; requests are sent and answered one at a time."""
 
@@ -63,19 +58,13 @@ class StdioSession:
         self.ids = itertools.count(1)
 
     def _read(self) -> dict[str, Any]:
-        length = 0
-        while True:
-            line = self.proc.stdout.readline()
-            if not line:
-                raise RuntimeError("the server closed its stdout")
-            if line == b"\r\n":
-                break
-            if line.lower().startswith(b"content-length:"):
-                length = int(line.split(b":")[1])
-        return json.loads(self.proc.stdout.read(length))
+        got = read_frame(self.proc.stdout)
+        if got is None:
+            raise RuntimeError("the server closed its stdout")
+        return got[0]
 
     def send(self, message: dict[str, Any]) -> None:
-        self.proc.stdin.write(_frame(message))
+        self.proc.stdin.write(frame(message))
         self.proc.stdin.flush()
 
     def request(self, method: str, params: Any) -> dict[str, Any]:
