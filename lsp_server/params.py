@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 import attrs
 import cattrs
+import orjson
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from .errors import HandoffError
@@ -231,6 +232,23 @@ def _describe(exc: BaseException) -> list[str]:
     return out
 
 
+_NOT_PLAIN_JSON = {
+    "surrogates": "contain text that is not valid Unicode (a lone UTF-16 surrogate)",
+    "64-bit": "contain an integer beyond the 64-bit range",
+    "Recursion": "are nested too deeply",
+}
+
+
+def check_plain_json(params: Any, command: str) -> None:
+    """Refuse values the store and the CLI cannot write back as JSON (lone surrogates,
+    integers beyond 64 bits, nesting deeper than 254 levels) before anything reads them."""
+    try:
+        orjson.dumps(params)
+    except orjson.JSONEncodeError as exc:
+        why = next((v for k, v in _NOT_PLAIN_JSON.items() if k in str(exc)), "are not plain JSON")
+        raise HandoffError("invalid_params", f"{command}: the params {why}.") from None
+
+
 def structure(params: Any, cls: type, command: str) -> Any:
     """Turn one JSON object into ``cls`` or raise ``invalid_params`` saying what is wrong."""
     if params is None:
@@ -241,6 +259,7 @@ def structure(params: Any, cls: type, command: str) -> Any:
             f"{command} takes one JSON object as its argument; got {type(params).__name__}.",
             required=REQUIRED_KEYS.get(cls, []),
         )
+    check_plain_json(params, command)
     missing = [k for k in REQUIRED_KEYS.get(cls, []) if k not in params]
     if missing:
         raise HandoffError(
