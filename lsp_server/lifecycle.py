@@ -569,6 +569,9 @@ def check_prepared(prepared: Any, scope: str) -> dict[str, Any]:
     base = prepared.get("base")
     if base is not None and (not isinstance(base, str) or not REVISION_RE.match(base)):
         raise HandoffError("invalid_prepared", "The prepared handoff's base is not a revision.")
+    prepared_at = prepared.get("preparedAt")
+    if not isinstance(prepared_at, str) or len(prepared_at) > 64:
+        raise HandoffError("invalid_prepared", "The prepared handoff's preparedAt is not a time.")
     boundary = prepared.get("boundary")
     if boundary is not None and (not isinstance(boundary, str) or not SOURCE_RE.match(boundary)):
         raise HandoffError(
@@ -582,6 +585,8 @@ def check_prepared(prepared: Any, scope: str) -> dict[str, Any]:
         check_fact(draft.state, "content.state")
         for i, f in enumerate(draft.next_actions):
             check_fact(f, f"content.nextActions[{i}]")
+        if draft.document is not None and len(draft.document) > 4 * MAX_TEXT:
+            raise HandoffError("invalid_params", "the document is longer than 800,000 characters.")
     except HandoffError as exc:
         raise HandoffError(
             "invalid_prepared", f"The prepared handoff's content is not valid: {exc.message}"
