@@ -574,7 +574,22 @@ class StateStore:
 
     # -- reading the live file -------------------------------------------------
 
+    def _refuse_symlinks(self) -> None:
+        """State is read and written only in a real folder of the workspace: a state
+        folder or state file that is a symbolic link (pointing elsewhere) is refused."""
+        for path, what in ((self.folder, "state folder"), (self.path, "state file")):
+            if path.is_symlink():
+                raise HandoffError(
+                    "store_corrupt",
+                    f"The {what} {path} is a symbolic link; refusing to read or keep state "
+                    "outside the workspace. Replace it with a real "
+                    f"{'folder' if path is self.folder else 'file'}.",
+                    stateFolder=str(self.folder),
+                    reason="symlink",
+                )
+
     def _stat_key(self) -> tuple[int, int, int] | None:
+        self._refuse_symlinks()
         try:
             st = os.stat(self.path)
         except FileNotFoundError:
@@ -850,14 +865,7 @@ class StateStore:
 
     def ensure_folder(self) -> None:
         """Create ``.handoff/`` with its ``.gitignore`` (idempotent)."""
-        if self.folder.is_symlink():
-            raise HandoffError(
-                "store_corrupt",
-                f"The state folder {self.folder} is a symbolic link; refusing to keep state "
-                "outside the workspace. Replace it with a real folder.",
-                stateFolder=str(self.folder),
-                reason="symlink",
-            )
+        self._refuse_symlinks()
         self.folder.mkdir(parents=True, exist_ok=True)
         gitignore = self.folder / ".gitignore"
         if not gitignore.exists():
