@@ -866,10 +866,19 @@ class StateStore:
     def ensure_folder(self) -> None:
         """Create ``.handoff/`` with its ``.gitignore`` (idempotent)."""
         self._refuse_symlinks()
-        self.folder.mkdir(parents=True, exist_ok=True)
-        gitignore = self.folder / ".gitignore"
-        if not gitignore.exists():
-            atomic_write(gitignore, GITIGNORE.encode())
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            gitignore = self.folder / ".gitignore"
+            if not gitignore.exists():
+                atomic_write(gitignore, GITIGNORE.encode())
+        except OSError as exc:
+            raise HandoffError(
+                "store_busy",
+                f"Could not set up the state folder {self.folder} ({exc.strerror}); nothing "
+                "was changed. Free disk space or fix permissions and retry.",
+                stateFolder=str(self.folder),
+                errno=exc.errno,
+            ) from None
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
@@ -884,6 +893,14 @@ class StateStore:
                     f"{self.lock_timeout:g} s; try again, or find the process that holds it.",
                     lockFile=str(self.lock_path),
                     waitedSeconds=self.lock_timeout,
+                ) from None
+            except OSError as exc:
+                raise HandoffError(
+                    "store_busy",
+                    f"Could not open the state lock {self.lock_path} ({exc.strerror}); nothing "
+                    "was changed. Fix the folder's permissions (is it read-only?) and retry.",
+                    lockFile=str(self.lock_path),
+                    errno=exc.errno,
                 ) from None
             try:
                 yield
