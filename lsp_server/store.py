@@ -930,14 +930,23 @@ class StateStore:
                     meta["storeId"] = new_store_id()
                 try:
                     payload = orjson.dumps(data)
+                    written = False
                     if len(payload) > self.seal_bytes and self._worth_sealing(data):
                         if new_id:
                             # Segments carry the store id in their names; it must be on
                             # disk first, or a crash would leave orphans nobody can sweep.
                             atomic_write(self.path, payload)
-                        self._seal(data)
-                        payload = orjson.dumps(data)
-                    atomic_write(self.path, payload)
+                            written = True
+                        try:
+                            self._seal(data)
+                        except OSError as exc:
+                            # Sealing is an optimisation: ``data`` is untouched until a seal
+                            # completes, so keep the tail in the live file this time.
+                            log.warning("Could not seal the log (%s); kept it live.", exc.strerror)
+                        else:
+                            payload, written = orjson.dumps(data), False
+                    if not written:
+                        atomic_write(self.path, payload)
                 except OSError as exc:
                     raise HandoffError(
                         "store_busy",
