@@ -1,0 +1,144 @@
+"""SIGKILL at random points during commit and during Task Outcome writes, 200 times
+each: afterwards the store loads, every acknowledged operation is there, and every
+operation either happened entirely or not at all."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from lsp_server import lifecycle as lc
+from lsp_server.service import HandoffService, ServiceConfig
+from lsp_server.store import StateStore
+
+from .support import REPO
+
+KILLS = 200
+
+
+def wait_gone(pid: int, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        assert time.monotonic() < deadline, f"child {pid} survived SIGKILL"
+        time.sleep(0.001)
+
+
+def read_log(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_bytes().splitlines():
+        # A line cut by the kill is skipped: that op counts as in flight.
+        with contextlib.suppress(orjson.JSONDecodeError):
+            out.append(orjson.loads(line))
+    return out
+
+
+def check_after_kill(workspace: Path, log: list[dict], mode: str) -> dict:
+    """The store loads; acknowledged ops are present; in-flight ops are whole or absent."""
+    data = StateStore(workspace / ".handoff").read()
+    ledger = lc.Ledger(data)
+    assert ledger.invalid_sources == 0 and ledger.invalid_revisions == 0
+    revs = ledger.revisions_by_scope.get("crash", [])
+    assert [r["number"] for r in revs] == list(range(1, len(revs) + 1))
+    assert ledger.head("crash") == (revs[-1]["ref"] if revs else None)
+    seqs = [s["seq"] for s in ledger.sources.values()] + [r["seq"] for r in ledger.revisions.values()]
+    assert len(seqs) == len(set(seqs)), "duplicate sequence numbers"
+    assert data["_meta"]["1"]["nextSeq"] > max(seqs, default=0)
+    begun = {e["op"]: e for e in log if e["phase"] == "begin"}
+    done = {e["op"]: e for e in log if e["phase"] == "done"}
+    in_flight = [op for op in begun if op not in done]
+    assert len(in_flight) <= 1
+    if mode == "commit":
+        by_digest = {r["digest"]: r for r in revs}
+        for op, e in done.items():
+            assert by_digest[e["digest"]]["ref"] == e["revision"], f"acknowledged commit {op} lost"
+        for op in in_flight:
+            rec = by_digest.get(begun[op]["digest"])
+            if rec is not None:  # it landed: entirely (revision, head, content)
+                assert rec["prepared"]["digest"] == begun[op]["digest"]
+        landed = sum(1 for op in in_flight if begun[op]["digest"] in by_digest)
+    else:
+        outcomes = [s for s in ledger.sources.values() if s["kind"] == "task_outcome"]
+        by_summary: dict[str, list[dict]] = {}
+        for s in outcomes:
+            by_summary.setdefault(s["payload"]["summary"], []).append(s)
+        assert all(len(v) == 1 for v in by_summary.values()), "an outcome was written twice"
+        for op, e in done.items():
+            assert f"source/{by_summary[e['summary']][0]['id']}" == e["source"], f"outcome {op} lost"
+        for s in outcomes:
+            p = s["payload"]
+            if p["summary"].startswith("outcome "):
+                assert p["status"] == "partial" and p["checks"] == [{"name": "unit", "status": "passed"}]
+        landed = sum(1 for op in in_flight if begun[op]["summary"] in by_summary)
+    return {"inFlight": len(in_flight), "landed": landed, "revisions": len(revs), "sources": len(ledger.sources)}
+
+
+@pytest.mark.parametrize("mode", ["commit", "outcome"])
+def test_sigkill_during_writes_leaves_every_operation_whole_or_absent(tmp_path, mode):
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    oplog = tmp_path / "ops.jsonl"
+    rng = random.Random(f"crash-{mode}")
+    zygote = subprocess.Popen(
+        [sys.executable, "-m", "tests.reliability.crash_worker", str(workspace), str(oplog)],
+        cwd=REPO,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "HANDOFF_SEAL_BYTES": "16384"},
+    )
+    stats = {"inFlight": 0, "landed": 0}
+    segments_seen = set()
+    try:
+        for k in range(KILLS):
+            zygote.stdin.write(f"go {mode} k{k}\n")
+            zygote.stdin.flush()
+            pid = int(zygote.stdout.readline())
+            # Let it get going (its first calls read the state), then kill it anywhere.
+            time.sleep(0.004 + rng.random() * 0.03)
+            os.kill(pid, 9)
+            wait_gone(pid)
+            got = check_after_kill(workspace, read_log(oplog), mode)
+            stats["inFlight"] += got["inFlight"]
+            stats["landed"] += got["landed"]
+            seg_dir = workspace / ".handoff" / "segments"
+            if seg_dir.is_dir():
+                segments_seen.update(os.listdir(seg_dir))
+            # Mark the log so that the next child's ops are told apart from the dead one's.
+            with open(oplog, "ab") as fh:
+                fh.write(b"\n")
+            oplog.write_bytes(b"\n".join(
+                orjson.dumps(e) for e in read_log(oplog) if e["phase"] == "done"
+            ) + b"\n")
+    finally:
+        zygote.stdin.close()
+        zygote.kill()
+        zygote.wait()
+    final = check_after_kill(workspace, read_log(oplog), mode)
+    print(f"{mode}: {KILLS} kills, {stats['inFlight']} mid-operation ({stats['landed']} of them landed), "
+          f"{final['revisions']} revisions, {final['sources']} sources, {len(segments_seen)} segments")
+    # The kills really landed inside operations, and the log grew across them.
+    assert stats["inFlight"] >= KILLS // 2
+    assert 0 < stats["landed"] < stats["inFlight"]
+    assert (final["revisions"] if mode == "commit" else final["sources"]) > KILLS // 2
+    # Temp files of killed writers and unlisted segments of killed seals are swept
+    # by the next write.
+    HandoffService(workspace, ServiceConfig()).call(
+        "handoff.recordOutcome", {"scope": "crash", "status": "unknown", "summary": "after the kills"}
+    )
+    leftovers = [p.name for p in (workspace / ".handoff").rglob("*") if ".tmp-" in p.name]
+    assert leftovers == []
+    check_after_kill(workspace, [], mode)
