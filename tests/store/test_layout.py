@@ -316,3 +316,29 @@ def test_a_broken_segment_is_store_corrupt_naming_it_and_nothing_is_written(
     assert err.code == "store_corrupt"
     assert (workspace / ".handoff/state.json").read_bytes() == before
     assert [p.name for p in (workspace / ".handoff").iterdir() if "corrupt" in p.name] == []
+
+
+def test_a_long_lived_process_merges_the_indexes_and_old_snapshots_stay_old(svc, workspace):
+    svc.store.seal_bytes = SEAL
+    contract = record_contract(svc)
+    rounds(svc, contract, 6)
+    while True:  # take the snapshot while something is unsealed
+        svc.call("handoff.recordOutcome", {"scope": SCOPE, "status": "unknown", "summary": "y"})
+        old = svc.store.snapshot()
+        in_old_tail = [s["id"] for s in old.live["sources"].values()]
+        if in_old_tail:
+            break
+    later = rounds(svc, contract, 8, start=6)
+    newest = svc.call(
+        "handoff.recordOutcome", {"scope": SCOPE, "status": "unknown", "summary": "z"}
+    )
+    manifest = [e["name"] for e in live(workspace)["_meta"]["1"]["segments"]]
+    assert len(manifest) > len(old.live["_meta"]["1"]["segments"])
+    # The current snapshot answers from the merged index of every segment.
+    now = svc.ledger()
+    assert now.revision(later[0]["revision"])["number"] == later[0]["number"]
+    assert svc.store._merged is not None and svc.store._merged.names == manifest
+    # The old snapshot still sees what it saw (its tail, sealed since) and nothing newer.
+    assert all(old.source_info(sid) is not None for sid in in_old_tail)
+    assert old.source_info(newest["source"].removeprefix("source/")) is None
+    assert old.revision(later[-1]["revision"]) is None
