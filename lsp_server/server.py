@@ -37,7 +37,7 @@ from .config import (
     looks_like_section,
     parse_settings,
 )
-from .errors import HandoffError
+from .errors import JSONRPC_INVALID_PARAMS, JSONRPC_REQUEST_FAILED, HandoffError
 
 if TYPE_CHECKING:
     from .service import CallContext, CancelToken, HandoffService
@@ -85,9 +85,7 @@ LONG_COMMANDS: dict[str, str] = {
 UNSERIALISED_MUTATIONS = frozenset({"handoff.generate"})
 
 #: JSON-RPC codes the server uses besides those of ``HandoffError``.
-JSONRPC_INVALID_PARAMS = -32602
 JSONRPC_INTERNAL_ERROR = -32603
-JSONRPC_REQUEST_FAILED = -32803
 JSONRPC_SERVER_NOT_INITIALIZED = -32002
 
 PROGRESS_CREATE_TIMEOUT = 5.0
@@ -106,9 +104,9 @@ def invalid_params(message: str, **data: Any) -> CommandError:
     return command_error(JSONRPC_INVALID_PARAMS, message, "invalid_params", **data)
 
 
-def from_domain(exc: Exception) -> CommandError:
+def from_domain(exc: HandoffError) -> CommandError:
     """A ``HandoffError`` as the JSON-RPC error of the contract."""
-    err = exc.to_json()  # type: ignore[attr-defined]
+    err = exc.to_json()
     return CommandError(message=err["message"], code=err["code"], data=err["data"])
 
 
@@ -186,7 +184,7 @@ class HandoffProtocol(LanguageServerProtocol):
     async def lsp_workspace__execute_command(self, params: types.ExecuteCommandParams) -> Any:
         return await self._server.execute_command(params)
 
-    def _send_response(self, msg_id, result=None, error=None):  # noqa: D401 - pygls hook
+    def _send_response(self, msg_id, result=None, error=None):
         """Last line of defence: a traceback never travels to the client."""
         data = getattr(error, "data", None)
         if isinstance(data, dict) and "traceback" in data:
