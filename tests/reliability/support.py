@@ -132,7 +132,7 @@ def _nest(depth: int, kind: str) -> Any:
     return value
 
 
-deep = st.builds(_nest, st.sampled_from([50, 300, 3000]), st.sampled_from(["list", "dict"]))
+deep = st.builds(_nest, st.sampled_from([50, 300, 600]), st.sampled_from(["list", "dict"]))
 json_junk = st.one_of(
     st.recursive(
         scalars,
