@@ -3,9 +3,11 @@ generated handoff documents before they are shown, stored or written to a sessio
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 #: Every redacted value becomes this marker with the pattern's name.
 MARKER = "[REDACTED:{name}]"
@@ -36,11 +38,13 @@ _E = r"(?![A-Za-z0-9_-])"
 PATTERNS: tuple[SecretPattern, ...] = (
     _p(
         "private-key",
-        "PEM private key blocks (`-----BEGIN … PRIVATE KEY-----` to its END line, or to "
-        "the last base64 line when the END line is missing); literal `\\n` escapes too",
+        "PEM private key blocks (`-----BEGIN … PRIVATE KEY-----` to its END line, or, when "
+        "the END line is missing, through the base64 lines or words that follow, also "
+        "when a title or summary joined them with spaces); literal `\\n` escapes too",
         r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
         r"(?:(?:(?!-----BEGIN )[\s\S])*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-        r"|(?:(?:\r?\n|\\n)(?:[A-Za-z0-9+/=]{4,}|[A-Za-z-]+: [^\r\n\\]+)(?=\r?\n|\\n|$))*)",
+        r"|(?:(?:\r?\n|\\n)[A-Za-z-]+: [^\r\n\\]+(?=\r?\n|\\n|$)"
+        r"|(?:\r?\n|\\n|[ \t]+)[A-Za-z0-9+/=]{4,}(?![A-Za-z0-9+/=]))*)",
     ),
     _p(
         "jwt",
@@ -224,3 +228,50 @@ def redact(text: str) -> tuple[str, int]:
     """``text`` with secrets replaced, and how many were replaced."""
     redacted, counts = redact_counts(text)
     return redacted, sum(counts.values())
+
+
+#: Transcript fields that name things rather than say them (paths, ids, times).
+_NAMES = frozenset(
+    {"path", "format", "id", "cwd", "started_at", "updated_at", "parent_session", "timestamp",
+     "key", "written_paths", "stats", "tool_call_id", "stop_reason", "kind", "role", "model"}
+)
+
+
+def redact_transcript(transcript: Any) -> int:
+    """Replace secrets in every text a session transcript holds (messages, tool calls
+    and their arguments, the title), in place, before anything is built from it; a
+    secret split over lines of a tool result is caught here, where it is still whole.
+    Returns how many were replaced."""
+    seen: set[int] = set()
+
+    def walk(value: Any) -> tuple[Any, int]:
+        if isinstance(value, str):
+            return redact(value)
+        if isinstance(value, list):
+            total = 0
+            for i, item in enumerate(value):
+                value[i], n = walk(item)
+                total += n
+            return value, total
+        if isinstance(value, dict):
+            total = 0
+            for k in list(value):
+                value[k], n = walk(value[k])
+                total += n
+            return value, total
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            if id(value) in seen:  # history and context share messages
+                return value, 0
+            seen.add(id(value))
+            total = 0
+            for f in dataclasses.fields(value):
+                if f.name in _NAMES:
+                    continue
+                new, n = walk(getattr(value, f.name))
+                if n:
+                    setattr(value, f.name, new)
+                    total += n
+            return value, total
+        return value, 0
+
+    return walk(transcript)[1]
