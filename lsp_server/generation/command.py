@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from .. import lifecycle as lc
 from ..errors import HandoffError
 from ..params import GenerateParams, SessionsParams, structure
-from ..redaction import redact
+from ..redaction import redact, redact_transcript
 from . import discovery
 from .capture import capture_text, missing_sections, wrap
 from .draft import build_draft
@@ -39,6 +39,11 @@ def run_sessions(service: HandoffService, params: Any, ctx: CallContext) -> dict
     structure(params, SessionsParams, "handoff.sessions")
     sessions = discovery.list_sessions(service.workspace, should_stop=lambda: ctx.cancel.cancelled)
     ctx.cancel.raise_if_cancelled()
+    # Titles come from the first request: a pasted key must not show in the picker.
+    sessions = [
+        {**item, "title": redact(item["title"])[0]} if isinstance(item.get("title"), str) else item
+        for item in sessions
+    ]
     return {
         "sessions": sessions,
         "searched": [str(h.root) for h in discovery.agent_homes()],
@@ -128,6 +133,9 @@ def run_generate(service: HandoffService, params: Any, ctx: CallContext) -> dict
     ctx.report("Reading the agent session…", 0)
     path, agent = _session_path(service, p, ctx)
     transcript = read_session(path, p.format, stop=lambda: ctx.cancel.cancelled)
+    # Secrets go before anything is built from the transcript (prompt, document,
+    # draft, title), while a key split over lines is still whole.
+    source_redactions = redact_transcript(transcript)
     if agent == "?":
         agent = transcript.format
     ctx.cancel.raise_if_cancelled()
@@ -149,6 +157,7 @@ def run_generate(service: HandoffService, params: Any, ctx: CallContext) -> dict
     ctx.cancel.raise_if_cancelled()
 
     document, redactions = redact(capture_text(output.blocks).strip("\n"))
+    redactions += source_redactions
     if not document.strip():
         raise HandoffError(
             "generation_failed",
@@ -235,8 +244,7 @@ def run_generate(service: HandoffService, params: Any, ctx: CallContext) -> dict
     )
     if continue_command:
         result["continueCommand"] = continue_command
-    if redactions:
-        result["redactions"] = redactions
+    result["redactions"] = redactions
     if settings.warnings:
         result["warnings"] = list(settings.warnings)
     ctx.report("Handoff generated", 100)
