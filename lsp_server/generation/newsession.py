@@ -94,6 +94,15 @@ def write_pi_session(source: Transcript, content: str, workspace: Path) -> dict[
 def save_document(folder: Path, generation_id: str, content: str) -> Path:
     """Save the wrapped handoff under ``<state folder>/generated/``; returns its path."""
     target = folder / "generated"
+    if target.is_symlink():
+        from ..errors import HandoffError
+
+        raise HandoffError(
+            "generation_failed",
+            f"{target} is a symbolic link; refusing to write the handoff outside the workspace. "
+            "Replace it with a real folder.",
+            folder=str(target),
+        )
     target.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     path = target / f"{stamp}-{generation_id}.md"
