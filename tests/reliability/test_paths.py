@@ -168,3 +168,19 @@ def test_outside_secret_is_never_in_any_answer(hostile_workspace):
         assert digest not in text and OUTSIDE_SECRET.decode().strip() not in text
     report = svc.call("handoff.report", {"scope": SCOPE, "kind": "continuity"})
     assert digest not in report["markdown"] and contract in repr(report["data"])
+
+
+def test_generated_documents_folder_that_is_a_symlink_is_refused(hostile_workspace, tmp_path, monkeypatch):
+    """A planted ``.handoff/generated -> elsewhere`` would make generation write there."""
+    from .test_hostile_sessions import pi_session, write
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    outside = hostile_workspace.parent / "outside"
+    svc = HandoffService(hostile_workspace, ServiceConfig(generation={"provider": "extractive"}))
+    record_contract(svc)
+    os.symlink(outside, hostile_workspace / ".handoff" / "generated")
+    before = sorted(os.listdir(outside))
+    session = write(tmp_path / "s.jsonl", pi_session(hostile_workspace))
+    err = refused(svc.call, "handoff.generate", {"session": str(session), "startSession": False})
+    assert err.code == "generation_failed" and "symbolic link" in err.message
+    assert sorted(os.listdir(outside)) == before
