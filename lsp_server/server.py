@@ -312,7 +312,8 @@ class HandoffLanguageServer(LanguageServer):
                 raise command_error(
                     JSONRPC_REQUEST_FAILED,
                     "No workspace folder is open: open a folder in your editor (handoff keeps "
-                    "its state in <folder>/.handoff/) and run the command again.",
+                    f"its state in <folder>/{self.settings.state_folder}/) and run the command "
+                    "again.",
                     "no_workspace",
                 )
             folder = folders[0]
