@@ -38,19 +38,24 @@ def iso_now() -> str:
 
 
 def write_new_file(path: Path, data: bytes, mode: int = 0o600) -> None:
-    """Create ``path`` (never overwrite), write ``data``, fsync the file and its folder."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    """Create ``path`` (never overwrite) holding all of ``data`` or nothing: written and
+    fsync'd under a hidden temporary name, then linked into place, then the folder
+    fsync'd. A writer killed midway leaves no empty or cut-short ``path`` behind (an
+    agent would list it as a session)."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    except BaseException:
-        os.close(fd)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.link(tmp, path)  # fails if ``path`` exists: never overwrites
+    finally:
         with contextlib.suppress(OSError):
-            os.unlink(path)
-        raise
-    os.close(fd)
+            os.unlink(tmp)
     fsync_dir(path.parent)
 
 
