@@ -84,7 +84,7 @@ VALID = {
 }
 
 
-@fuzz_settings(150)
+@fuzz_settings(300)
 @given(command=st.sampled_from(COMMANDS), args=st.one_of(arguments, st.just("valid")))
 def test_every_command_over_lsp_answers_junk_with_a_fixed_code(server, command, args):
     client, _ = server

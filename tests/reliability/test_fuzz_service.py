@@ -489,7 +489,7 @@ def forge(prepared: dict[str, Any], how: int, data: st.DataObject, head: str | N
 
 def test_fuzzed_calls_through_the_service_layer_lose_nothing_and_leak_nothing():
     TALLY.clear()
-    run_state_machine_as_test(ServiceFuzz, settings=fuzz_settings(100, stateful_step_count=30))
+    run_state_machine_as_test(ServiceFuzz, settings=fuzz_settings(200, stateful_step_count=30))
     summary = ", ".join(f"{c.removeprefix('handoff.')}:{k}={n}" for (c, k), n in sorted(TALLY.items()))
     print(f"fuzz tally: {sum(TALLY.values())} calls; {summary}")
     # The fuzz reached deep into the lifecycle, not only the params edge.
