@@ -754,3 +754,16 @@ def test_state_lives_in_dot_handoff_with_gitignore(svc, workspace):
     assert (workspace / ".handoff" / "state.json").is_file()
     assert "state.lock" in (workspace / ".handoff" / ".gitignore").read_text()
     assert isinstance(StateStore(workspace / ".handoff").read()["_meta"]["1"]["schema"], int)
+
+
+@pytest.mark.parametrize("ref", ["main\n", "source/abc\n"])
+def test_reference_shapes_refuse_trailing_newline(svc, ref):
+    if ref.startswith("source/"):
+        err = refused(svc.call, "handoff.prepare", {"scope": SCOPE, "draft": draft(ref)})
+    else:
+        err = refused(
+            svc.call,
+            "handoff.contract",
+            {"scope": ref, "objective": "o", "inScope": ["i"], "acceptance": ["a"]},
+        )
+    assert err.code == "invalid_params"
