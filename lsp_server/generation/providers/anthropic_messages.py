@@ -7,12 +7,10 @@ import os
 import time
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from ...errors import HandoffError
 from . import GenerationRequest, ProviderOutput
 from . import prompt_text as _prompt_text
-from .http_stream import StreamedPost, error_message, sse_data
+from .http_stream import StreamedPost, error_message, json_object, sse_data
 
 if TYPE_CHECKING:
     from ...service import CallContext
@@ -48,7 +46,7 @@ class AnthropicProvider:
         last_report = 0.0
         with StreamedPost(url, body, headers, s.timeout_seconds, ctx.cancel, self.name) as post:
             if post.content_type == "application/json":  # the server did not stream
-                data = _json(post.read_all(), url)
+                data = json_object(post.read_all(), url, "anthropic")
                 for i, block in enumerate(data.get("content") or []):
                     if isinstance(block, dict):
                         blocks[i] = block
@@ -56,7 +54,7 @@ class AnthropicProvider:
                 model = data.get("model")
             else:
                 for payload in sse_data(post.lines()):
-                    event = _json(payload, url)
+                    event = json_object(payload, url, "anthropic")
                     kind = event.get("type")
                     if kind == "error":
                         raise HandoffError(
@@ -103,20 +101,6 @@ class AnthropicProvider:
             model=model if isinstance(model, str) else None,
             stop_reason=stop if isinstance(stop, str) else None,
         )
-
-
-def _json(raw: bytes, url: str) -> dict:
-    try:
-        data = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        raise HandoffError(
-            "generation_failed",
-            f"anthropic: {url} sent something that is not JSON: {raw[:120]!r}",
-            provider="anthropic",
-        ) from None
-    if not isinstance(data, dict):
-        raise HandoffError("generation_failed", f"anthropic: {url} sent an unexpected JSON value.")
-    return data
 
 
 def make(settings: GenerationSettings) -> AnthropicProvider:

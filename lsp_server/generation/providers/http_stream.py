@@ -209,3 +209,22 @@ def sse_data(lines: Iterator[bytes]) -> Iterator[bytes]:
     for line in lines:
         if line.startswith(b"data:"):
             yield line[5:].strip()
+
+
+def json_object(raw: bytes, url: str, provider: str) -> dict:
+    """One JSON object from a provider's answer, or ``generation_failed`` saying why."""
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        raise HandoffError(
+            "generation_failed",
+            f"{provider}: {url} sent something that is not JSON: {raw[:120]!r}",
+            provider=provider,
+        ) from None
+    if not isinstance(data, dict):
+        raise HandoffError(
+            "generation_failed",
+            f"{provider}: {url} sent an unexpected JSON value.",
+            provider=provider,
+        )
+    return data

@@ -7,12 +7,10 @@ import os
 import time
 from typing import TYPE_CHECKING
 
-import orjson
-
 from ...errors import HandoffError
 from . import GenerationRequest, ProviderOutput
 from . import prompt_text as _prompt_text
-from .http_stream import StreamedPost, error_message, sse_data
+from .http_stream import StreamedPost, error_message, json_object, sse_data
 
 if TYPE_CHECKING:
     from ...service import CallContext
@@ -47,7 +45,7 @@ class OpenAIChatProvider:
         last_report = 0.0
         with StreamedPost(url, body, headers, s.timeout_seconds, ctx.cancel, self.name) as post:
             if post.content_type == "application/json":  # the server did not stream
-                data = _json(post.read_all(), url)
+                data = json_object(post.read_all(), url, "openai")
                 choice = (
                     (data.get("choices") or [{}])[0]
                     if isinstance(data.get("choices"), list)
@@ -62,7 +60,7 @@ class OpenAIChatProvider:
                 for payload in sse_data(post.lines()):
                     if payload == b"[DONE]":
                         break
-                    chunk = _json(payload, url)
+                    chunk = json_object(payload, url, "openai")
                     if "error" in chunk:
                         raise HandoffError(
                             "generation_failed",
@@ -103,20 +101,6 @@ class OpenAIChatProvider:
             blocks.append({"type": "thinking", "thinking": "".join(thinking)})
         blocks.append({"type": "text", "text": "".join(text)})
         return ProviderOutput(blocks, model=model, stop_reason=finish)
-
-
-def _json(raw: bytes, url: str) -> dict:
-    try:
-        data = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        raise HandoffError(
-            "generation_failed",
-            f"openai: {url} sent something that is not JSON: {raw[:120]!r}",
-            provider="openai",
-        ) from None
-    if not isinstance(data, dict):
-        raise HandoffError("generation_failed", f"openai: {url} sent an unexpected JSON value.")
-    return data
 
 
 def make(settings: GenerationSettings) -> OpenAIChatProvider:
