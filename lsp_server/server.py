@@ -72,15 +72,11 @@ SERVICE_COMMANDS: dict[str, str] = {
 #: Every command advertised in ``executeCommandProvider``.
 COMMANDS: tuple[str, ...] = (*SERVICE_COMMANDS, PING)
 
-#: Long commands: their work-done progress is cancellable.
+#: Long commands: work-done progress (cancellable) even when the client sent no token.
 LONG_COMMANDS: dict[str, str] = {
     "handoff.generate": "Generating handoff…",
     "handoff.report": "Rendering handoff report…",
 }
-
-#: Commands that get server-created progress when the client sent no token. Reports are
-#: refreshed often by status bars and previews; they show progress only when asked to.
-SERVER_PROGRESS = frozenset({"handoff.generate"})
 
 #: Mutations that are not serialised by the per-folder lock: generation spends most of
 #: its time in a model call and writes its record in one store transaction, which the
@@ -525,7 +521,7 @@ class HandoffLanguageServer(LanguageServer):
         long = command in LONG_COMMANDS
         token = client_token
         if token is None:
-            if command not in SERVER_PROGRESS or not self._client_has_progress():
+            if not long or not self._client_has_progress():
                 return None
             token = f"handoff/{command}/{uuid.uuid4().hex}"
             try:
