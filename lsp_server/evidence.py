@@ -13,15 +13,19 @@ class OutsideWorkspace(ValueError):
     """A path that leaves the workspace (absolute, ``..`` or a symlink out)."""
 
 
-def resolve_artifact(workspace: Path, rel: str) -> Path:
-    """The real path of a workspace-relative artifact, refusing anything that leaves it."""
+def check_relative(rel: str) -> None:
+    """Refuse, by its spelling alone, a path that is not workspace-relative."""
     if not rel or "\x00" in rel:
         raise OutsideWorkspace("the path is empty or contains a NUL byte")
     if os.path.isabs(rel) or rel.startswith(("/", "\\")) or (len(rel) > 1 and rel[1] == ":"):
         raise OutsideWorkspace("absolute paths are not workspace-relative")
-    parts = Path(rel).parts
-    if ".." in parts:
+    if ".." in Path(rel).parts:
         raise OutsideWorkspace("the path climbs out with '..'")
+
+
+def resolve_artifact(workspace: Path, rel: str) -> Path:
+    """The real path of a workspace-relative artifact, refusing anything that leaves it."""
+    check_relative(rel)
     root = Path(os.path.realpath(workspace))
     real = Path(os.path.realpath(root / rel))
     if real != root and root not in real.parents:

@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from .errors import HandoffError
-from .evidence import OutsideWorkspace, normalise_rel, resolve_artifact, sha256_file
+from .evidence import OutsideWorkspace, check_relative, normalise_rel, resolve_artifact, sha256_file
 from .params import Citation, Fact, HandoffDraftParams, camel
 from .store import History, Transaction, revision_shape, source_shape
 
@@ -596,10 +596,20 @@ def check_prepared(prepared: Any, scope: str) -> dict[str, Any]:
             "invalid_prepared", "The prepared handoff's evidence list does not match its content."
         )
     for c in prepared["evidence"]:
-        if c.get("kind") == "artifact" and not isinstance(c.get("sha256"), str):
+        if c.get("kind") != "artifact":
+            continue
+        if not isinstance(c.get("sha256"), str):
             raise HandoffError(
                 "invalid_prepared", "An artifact of the prepared handoff has no hash."
             )
+        try:
+            check_relative(c.get("path") or "")
+        except OutsideWorkspace as exc:
+            # prepare never records such a path: the value was forged.
+            raise HandoffError(
+                "invalid_prepared",
+                f"An artifact of the prepared handoff is not workspace-relative ({exc}).",
+            ) from None
     return prepared
 
 

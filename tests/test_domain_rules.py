@@ -767,3 +767,21 @@ def test_reference_shapes_refuse_trailing_newline(svc, ref):
             {"scope": ref, "objective": "o", "inScope": ["i"], "acceptance": ["a"]},
         )
     assert err.code == "invalid_params"
+
+
+@pytest.mark.parametrize("path", ["C:\\x", "/etc/passwd", "../outside.txt", "a\x00b"])
+def test_prepared_with_an_artifact_path_prepare_never_records_is_invalid(svc, path):
+    from lsp_server.lifecycle import digest_of
+
+    contract = record_contract(svc)
+    forged = copy.deepcopy(prepare(svc, contract))
+    forged["content"]["state"]["citations"][0]["path"] = path
+    forged["evidence"][0]["path"] = path
+    forged["digest"] = digest_of(forged)
+    for command, extra in [
+        ("handoff.commit", {}),
+        ("handoff.continue", {"mode": "prepared"}),
+        ("handoff.acknowledge", {"mode": "prepared", "status": "declined", "checks": {}}),
+    ]:
+        err = refused(svc.call, command, {"scope": SCOPE, "prepared": forged, **extra})
+        assert err.code == "invalid_prepared", command

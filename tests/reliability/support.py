@@ -300,11 +300,13 @@ def check_store_matches(workspace: Path, model: Model, state_folder: str = ".han
 
 
 def _citations(value: Any):
+    """Citations a record relies on (not the ones it lists as unreadable: those were not read)."""
     if isinstance(value, dict):
         if value.get("kind") in ("artifact", "source") and ("path" in value or "ref" in value):
             yield value
-        for v in value.values():
-            yield from _citations(v)
+        for key, v in value.items():
+            if key != "unreadableEvidence":
+                yield from _citations(v)
     elif isinstance(value, list):
         for v in value:
             yield from _citations(v)

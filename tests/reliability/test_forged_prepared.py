@@ -82,15 +82,17 @@ FORGERIES: dict[str, tuple[Callable, str, str | None]] = {
         "invalid_evidence",
         "outside_workspace",
     ),
+    # A path prepare never records: refused by its spelling, before anything is read.
     "artifact-dotdot": (
         edit(_cite({"kind": "artifact", "path": "../outside/secret.txt", "sha256": "0" * 64})),
-        "invalid_evidence",
-        "outside_workspace",
+        "invalid_prepared",
+        None,
     ),
+    # A path prepare never records: refused by its spelling, before anything is read.
     "artifact-absolute": (
         edit(_cite({"kind": "artifact", "path": "/etc/hostname", "sha256": "0" * 64})),
-        "invalid_evidence",
-        "outside_workspace",
+        "invalid_prepared",
+        None,
     ),
     "artifact-without-hash": (
         edit(_cite({"kind": "artifact", "path": "openapi.yaml"})), "invalid_prepared", None
