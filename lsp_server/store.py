@@ -909,7 +909,10 @@ class StateStore:
 
     def _sweep_temp_files(self) -> None:
         """Remove temp files of writers that died mid-write (only ever under the lock)."""
-        for leftover in self.folder.glob(f".{STATE_FILE}.tmp-*"):
+        leftovers = list(self.folder.glob(f".{STATE_FILE}.tmp-*"))
+        if self.segment_dir.is_dir():  # a seal killed while writing a segment
+            leftovers += self.segment_dir.glob(".seg-*.tmp-*")
+        for leftover in leftovers:
             with contextlib.suppress(OSError):
                 leftover.unlink()
 
