@@ -3,7 +3,6 @@ generated handoff documents before they are shown, stored or written to a sessio
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -230,48 +229,65 @@ def redact(text: str) -> tuple[str, int]:
     return redacted, sum(counts.values())
 
 
-#: Transcript fields that name things rather than say them (paths, ids, times).
-_NAMES = frozenset(
-    {"path", "format", "id", "cwd", "started_at", "updated_at", "parent_session", "timestamp",
-     "key", "written_paths", "stats", "tool_call_id", "stop_reason", "kind", "role", "model"}
-)
+def _redact_value(value: Any) -> tuple[Any, int]:
+    """A string, or the strings of a list or dict (tool-call arguments), redacted in place."""
+    if isinstance(value, str):
+        return redact(value)
+    total = 0
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            value[i], n = _redact_value(item)
+            total += n
+    elif isinstance(value, dict):
+        for k in list(value):
+            value[k], n = _redact_value(value[k])
+            total += n
+    return value, total
 
 
-def redact_transcript(transcript: Any) -> int:
-    """Replace secrets in every text a session transcript holds (messages, tool calls
-    and their arguments, the title), in place, before anything is built from it; a
-    secret split over lines of a tool result is caught here, where it is still whole.
-    Returns how many were replaced."""
-    seen: set[int] = set()
+class Redactor:
+    """Secrets replaced where a session transcript is used, not in all of it.
 
-    def walk(value: Any) -> tuple[Any, int]:
-        if isinstance(value, str):
-            return redact(value)
-        if isinstance(value, list):
-            total = 0
-            for i, item in enumerate(value):
-                value[i], n = walk(item)
-                total += n
-            return value, total
-        if isinstance(value, dict):
-            total = 0
-            for k in list(value):
-                value[k], n = walk(value[k])
-                total += n
-            return value, total
-        if dataclasses.is_dataclass(value) and not isinstance(value, type):
-            if id(value) in seen:  # history and context share messages
-                return value, 0
-            seen.add(id(value))
-            total = 0
-            for f in dataclasses.fields(value):
-                if f.name in _NAMES:
-                    continue
-                new, n = walk(getattr(value, f.name))
+    A message is redacted whole (its text, its command, its tool calls' arguments),
+    in place and once, before anything is cut from it, so a key split over lines of a
+    tool result is still whole when it is matched; any other string (a title, a path,
+    a todo item) is redacted before it is clipped. ``count`` is how many secrets were
+    replaced so far.
+    """
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._messages: set[int] = set()
+        self._strings: dict[str, str] = {}
+
+    def message(self, m: Any) -> Any:
+        """``m`` (a transcript message) with its secrets replaced; the same object."""
+        if m is None or id(m) in self._messages:
+            return m
+        self._messages.add(id(m))
+        total = 0
+        for name in ("text", "command"):
+            value = getattr(m, name, None)
+            if value:
+                new, n = redact(value)
                 if n:
-                    setattr(value, f.name, new)
+                    setattr(m, name, new)
                     total += n
-            return value, total
-        return value, 0
+        for call in getattr(m, "tool_calls", None) or ():
+            new, n = _redact_value(call.arguments)
+            if n:
+                call.arguments = new
+                total += n
+        self.count += total
+        return m
 
-    return walk(transcript)[1]
+    def text(self, value: str | None) -> str | None:
+        """``value`` with its secrets replaced (each distinct string counted once)."""
+        if not value:
+            return value
+        done = self._strings.get(value)
+        if done is None:
+            done, n = redact(value)
+            self._strings[value] = done
+            self.count += n
+        return done

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from .. import lifecycle as lc
 from ..errors import HandoffError
 from ..params import GenerateParams, SessionsParams, structure
-from ..redaction import redact, redact_transcript
+from ..redaction import redact
 from . import discovery
 from .capture import capture_text, missing_sections, wrap
 from .draft import build_draft
@@ -133,9 +133,9 @@ def run_generate(service: HandoffService, params: Any, ctx: CallContext) -> dict
     ctx.report("Reading the agent session…", 0)
     path, agent = _session_path(service, p, ctx)
     transcript = read_session(path, p.format, stop=lambda: ctx.cancel.cancelled)
-    # Secrets go before anything is built from the transcript (prompt, document,
-    # draft, title), while a key split over lines is still whole.
-    source_redactions = redact_transcript(transcript)
+    # Secrets are replaced where the transcript is used: each message whole, before
+    # anything (prompt, document, draft) is cut from it; see ``Transcript.clean``.
+    transcript.title = transcript.clean_text(transcript.title)
     if agent == "?":
         agent = transcript.format
     ctx.cancel.raise_if_cancelled()
@@ -156,8 +156,13 @@ def run_generate(service: HandoffService, params: Any, ctx: CallContext) -> dict
     )
     ctx.cancel.raise_if_cancelled()
 
-    document, redactions = redact(capture_text(output.blocks).strip("\n"))
-    redactions += source_redactions
+    document, document_redactions = redact(capture_text(output.blocks).strip("\n"))
+    transcript.first_request()  # the draft may quote it: cleaned (and counted) now
+    redactions = (
+        transcript.redactor.count
+        + document_redactions
+        + (prompt.redactions if prompt is not None else 0)
+    )
     if not document.strip():
         raise HandoffError(
             "generation_failed",

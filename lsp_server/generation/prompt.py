@@ -79,6 +79,13 @@ def _args_text(args: object) -> str:
     return clip(text, ARGUMENT_CHARS)
 
 
+def _shown(m: Message) -> bool:
+    """Whether :func:`serialise` shows ``m`` (without building its text)."""
+    if m.role == "assistant":
+        return bool(m.text.strip() or m.tool_calls or m.stop_reason in ("error", "aborted"))
+    return m.role in ("user", "tool", "summary", "custom")
+
+
 def serialise(m: Message) -> str | None:
     """One message as the prompt shows it (``None``: not shown)."""
     if m.role == "user":
@@ -123,17 +130,16 @@ def build_conversation(t: Transcript, budget_tokens: int) -> tuple[str, int, int
     """
     first = t.first_request()
     pinned: list[str] = []
-    blocks: list[str] = []
     if first is not None and not any(m is first for m in t.context):
         pinned.append("[first user request, from before the compaction]\n" + first.text.strip())
+    shown: list[Message] = []
     for m in t.context:
-        block = serialise(m)
-        if block is None:
+        if not _shown(m):
             continue
-        if m is first or (m.role == "summary" and m.kind == "compaction" and not blocks):
-            pinned.append(block)
+        if m is first or (m.role == "summary" and m.kind == "compaction" and not shown):
+            pinned.append(serialise(t.clean(m)) or "")
         else:
-            blocks.append(block)
+            shown.append(m)
     budget = max(budget_tokens, 64)
     head: list[str] = []
     for block in pinned:
@@ -141,7 +147,8 @@ def build_conversation(t: Transcript, budget_tokens: int) -> tuple[str, int, int
         head.append(clip(block, limit))
         budget -= estimate_tokens(head[-1]) + 1
     tail: list[str] = []
-    for block in reversed(blocks):
+    for m in reversed(shown):  # secrets go before a block is clipped or counted
+        block = serialise(t.clean(m)) or ""
         cost = estimate_tokens(block) + 1
         if cost <= budget:
             tail.append(block)
@@ -152,7 +159,7 @@ def build_conversation(t: Transcript, budget_tokens: int) -> tuple[str, int, int
         else:
             break
     tail.reverse()
-    omitted = len(blocks) - len(tail)
+    omitted = len(shown) - len(tail)
     parts = head[:]
     if omitted:
         parts.append(f"[… {omitted} message{'s' if omitted != 1 else ''} omitted …]")

@@ -12,6 +12,8 @@ from typing import Any
 
 import orjson
 
+from ..redaction import Redactor
+
 #: Caps applied while reading, so a transcript's size does not follow the file's.
 MAX_MESSAGE_CHARS = 16_000
 MAX_TOOL_RESULT_CHARS = 4_000
@@ -134,12 +136,23 @@ class Transcript:
     stats: ReadStats = field(default_factory=ReadStats)
     #: Files the session wrote, as the agent named them (absolute or relative to cwd).
     written_paths: list[str] = field(default_factory=list)
+    #: Replaces secrets in what is used of this transcript (see :meth:`clean`).
+    redactor: Redactor = field(default_factory=Redactor, repr=False, compare=False)
+
+    def clean(self, m: Message) -> Message:
+        """``m`` with its secrets replaced (in place, once): call it before using a
+        message's text, command or tool calls in anything a handoff shows or keeps."""
+        return self.redactor.message(m)
+
+    def clean_text(self, text: str | None) -> str | None:
+        """A string taken from the session (a title, a path) with its secrets replaced."""
+        return self.redactor.text(text)
 
     def first_request(self) -> Message | None:
-        """The first thing the user asked on this branch."""
+        """The first thing the user asked on this branch (secrets replaced)."""
         for m in self.history:
             if m.role == "user" and m.kind is None and m.text.strip():
-                return m
+                return self.clean(m)
         return None
 
     def source_json(self) -> dict[str, Any]:

@@ -85,11 +85,18 @@ def quote(text: str, limit: int) -> str:
 
 @dataclass
 class CommandRun:
+    """One shell command the session ran; ``command`` is as read (secrets included),
+    for grouping only: what a handoff shows comes from :meth:`Extractor.shown_command`."""
+
     command: str
     exit_code: int | None
     failed: bool
-    error: str | None
     position: int
+    #: The message holding the command (the assistant turn, or the user's bash entry).
+    message: Message
+    call: ToolCall | None = None
+    #: The tool result that reported it (its text holds the error of a failed run).
+    result: Message | None = None
 
 
 @dataclass
@@ -99,7 +106,8 @@ class Facts:
     written: OrderedDict[str, Counter] = field(default_factory=OrderedDict)
     read: Counter = field(default_factory=Counter)
     commands: list[CommandRun] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
+    #: Failed tool results, oldest first (their error lines are cut when shown).
+    failures: list[Message] = field(default_factory=list)
     todos: OrderedDict[str, dict[str, str]] = field(default_factory=OrderedDict)
     last_assistant: Message | None = None
 
@@ -137,53 +145,52 @@ class Extractor:
     def _gather(self) -> Facts:
         f = Facts()
         calls: dict[str, ToolCall] = {}
-        pending_shell: dict[str, tuple[str, int]] = {}
+        pending_shell: dict[str, CommandRun] = {}
         for position, m in enumerate(self.t.history):
-            if m.role == "assistant":
-                if m.text.strip() or m.stop_reason:
+            role = m.role
+            if role == "assistant":
+                if m.stop_reason or m.text.strip():
                     f.last_assistant = m
                 for c in m.tool_calls:
                     if c.id:
                         calls[c.id] = c
-                    self._tool_call(f, c, position, pending_shell)
-            elif m.role == "tool":
-                call = calls.get(m.tool_call_id or "")
-                run = pending_shell.pop(m.tool_call_id or "", None)
+                    self._tool_call(f, m, c, position, pending_shell)
+            elif role == "tool":
+                key = m.tool_call_id or ""
+                run = pending_shell.pop(key, None)
                 failed = m.is_error or (m.exit_code is not None and m.exit_code != 0)
-                error = self._error_line(m.text) if failed else None
                 if run is not None:
-                    f.commands.append(
-                        CommandRun(
-                            run[0],
-                            m.exit_code if m.exit_code is not None else (None if failed else 0),
-                            failed,
-                            error,
-                            run[1],
-                        )
+                    run.exit_code = (
+                        m.exit_code if m.exit_code is not None else (None if failed else 0)
                     )
-                if failed and error and error not in f.errors:
-                    f.errors.append(error)
+                    run.failed = failed
+                    run.result = m
+                    f.commands.append(run)
+                if failed:
+                    f.failures.append(m)
+                call = calls.get(key)
                 if call is not None and call.name == "TaskCreate":
                     self._task_created(f, call, m.text)
-            elif m.role == "user" and m.kind == "bash" and m.command:
-                failed = m.is_error
-                error = self._error_line(m.text) if failed else None
-                f.commands.append(CommandRun(m.command, m.exit_code, failed, error, position))
+            elif role == "user" and m.kind == "bash" and m.command:
+                f.commands.append(
+                    CommandRun(m.command, m.exit_code, m.is_error, position, m, result=m)
+                )
         for path in self.t.written_paths:
             rel = self.rel(path)
             f.written.setdefault(rel, Counter())
         return f
 
     def _tool_call(
-        self, f: Facts, c: ToolCall, position: int, pending: dict[str, tuple[str, int]]
+        self, f: Facts, m: Message, c: ToolCall, position: int, pending: dict[str, CommandRun]
     ) -> None:
         name = c.name.lower()
         command = call_command(c)
         if command is not None:
+            run = CommandRun(command, None, False, position, m, c)
             if c.id:
-                pending[c.id] = (command, position)
+                pending[c.id] = run
             else:
-                f.commands.append(CommandRun(command, None, False, None, position))
+                f.commands.append(run)
             return
         path = call_path(c)
         if name in WRITE_TOOLS:
@@ -288,17 +295,44 @@ class Extractor:
             best = current
         return best[:12]
 
+    # -- what a handoff shows: cut from messages whose secrets are replaced --------
+
+    def text(self, value: str) -> str:
+        """A string from the session (path, todo item, focus), secrets replaced."""
+        return self.t.clean_text(value) or ""
+
+    def shown_command(self, c: CommandRun) -> str:
+        """The command as a handoff may show it."""
+        self.t.clean(c.message)
+        shown = call_command(c.call) if c.call is not None else c.message.command
+        return shown or self.text(c.command)
+
+    def error_of(self, m: Message | None) -> str | None:
+        """The error line of a failed result, cut from its redacted text."""
+        return self._error_line(self.t.clean(m).text) if m is not None else None
+
+    def recent_errors(self, limit: int = 6) -> list[str]:
+        """The newest ``limit`` distinct error lines, oldest first."""
+        found: list[str] = []
+        for m in reversed(self.facts.failures):
+            error = self.error_of(m)
+            if error and error not in found:
+                found.append(error)
+                if len(found) >= limit:
+                    break
+        return found[::-1]
+
     # -- sections ---------------------------------------------------------------
 
     def goal(self, focus: str | None) -> dict[str, Any]:
         first = self.t.first_request()
-        title = one_line(self.t.title or "", 160)
+        title = one_line(self.text(self.t.title or ""), 160)
         return {
             "request": quote(first.text, 1500) if first else None,
             "title": title
             if title and (not first or not one_line(first.text).startswith(title.rstrip("…")))
             else None,
-            "focus": one_line(focus, 500) if focus else None,
+            "focus": one_line(self.text(focus), 500) if focus else None,
         }
 
     def constraints(self, limit: int = 12) -> list[str]:
@@ -306,8 +340,9 @@ class Extractor:
         first = self.t.first_request()
         found: list[str] = []
         for m in reversed(self.t.history):
-            if m.role != "user" or m.kind is not None:
+            if m.role != "user" or m.kind is not None or not _CONSTRAINT.search(m.text):
                 continue
+            self.t.clean(m)
             for sentence in reversed(_SENTENCE.split(m.text)):
                 s = one_line(sentence, 300)
                 if len(s) >= 8 and _CONSTRAINT.search(s):
@@ -325,7 +360,7 @@ class Extractor:
         for path, verbs in f.written.items():
             what = ", ".join(f"{v} {n}×" if n > 1 else v for v, n in verbs.items()) or "written"
             note = "" if self.exists(path) else " — not in the workspace now"
-            out.append(f"{code(path)} ({what}){note}")
+            out.append(f"{code(self.text(path))} ({what}){note}")
         ok = [c for c in f.commands if not c.failed]
         seen: set[str] = set()
         runs = []
@@ -333,12 +368,12 @@ class Extractor:
             if c.command not in seen:
                 seen.add(c.command)
                 status = f"exit {c.exit_code}" if c.exit_code is not None else "no error reported"
-                runs.append(f"Ran {code(c.command)} ({status})")
+                runs.append(f"Ran {code(self.shown_command(c))} ({status})")
             if len(runs) >= 10:
                 break
         out += reversed(runs)
         out += [
-            f"Task done: {one_line(t['text'], 200)}"
+            f"Task done: {one_line(self.text(t['text']), 200)}"
             for t in f.todos.values()
             if t["status"].lower() in DONE
         ]
@@ -354,15 +389,16 @@ class Extractor:
     def in_progress(self) -> list[str]:
         f = self.facts
         out = [
-            f"Task in progress: {one_line(t['text'], 200)}"
+            f"Task in progress: {one_line(self.text(t['text']), 200)}"
             for t in f.todos.values()
             if t["status"].lower() in ACTIVE
         ]
         for c in self.unresolved_failures():
             status = f"exit {c.exit_code}" if c.exit_code is not None else "error"
-            detail = f": {code(c.error, 200)}" if c.error else ""
-            out.append(f"Last run of {code(c.command)} failed ({status}){detail}")
-        last = f.last_assistant
+            error = self.error_of(c.result)
+            detail = f": {code(error, 200)}" if error else ""
+            out.append(f"Last run of {code(self.shown_command(c))} failed ({status}){detail}")
+        last = self.t.clean(f.last_assistant) if f.last_assistant is not None else None
         if last is not None:
             if last.stop_reason in ("error", "aborted"):
                 out.append(f"The agent's last turn ended with `{last.stop_reason}`.")
@@ -372,7 +408,7 @@ class Extractor:
 
     def pending(self) -> list[str]:
         return [
-            one_line(t["text"], 240)
+            one_line(self.text(t["text"]), 240)
             for t in self.facts.todos.values()
             if t["status"].lower() not in DONE | ACTIVE
         ]
@@ -381,8 +417,9 @@ class Extractor:
         """Choices the agent stated, the newest ``limit`` of them."""
         found: list[str] = []
         for m in reversed(self.t.history):
-            if m.role != "assistant" or not m.text:
+            if m.role != "assistant" or not m.text or not _DECISION.search(m.text):
                 continue
+            self.t.clean(m)
             for sentence in reversed(_SENTENCE.split(m.text)):
                 s = one_line(sentence, 260)
                 if (
@@ -399,10 +436,8 @@ class Extractor:
     def last_plan(self) -> list[str]:
         """The items of the newest plan-like list the agent wrote."""
         for m in reversed(self.t.history):
-            if m.role == "assistant" and m.text:
-                items = self._plan_items(m.text)
-                if items:
-                    return items
+            if m.role == "assistant" and m.text and self._plan_items(m.text):
+                return self._plan_items(self.t.clean(m).text)
         return []
 
     def critical(self, git: GitState | None) -> dict[str, Any]:
@@ -429,11 +464,13 @@ class Extractor:
             items.append(
                 f"The session ran on branch {code(elif_branch)}, not on the current {code(git.branch)}."
             )
-        for e in f.errors[-6:]:
+        for e in self.recent_errors():
             items.append(f"Error seen: {code(e, 220)}")
         read = [p for p, _ in f.read.most_common(10) if p not in f.written][:8]
         if read:
-            items.append("Files the agent read most: " + ", ".join(code(p, 120) for p in read))
+            items.append(
+                "Files the agent read most: " + ", ".join(code(self.text(p), 120) for p in read)
+            )
         skipped = t.stats.junk_lines + t.stats.unknown_entries
         if skipped:
             items.append(
@@ -451,23 +488,23 @@ class Extractor:
         return {
             "items": items,
             "compactions": t.compactions,
-            "summary": quote(summary.text, 2500) if summary else None,
+            "summary": quote(t.clean(summary).text, 2500) if summary else None,
         }
 
     def next_steps(self, focus: str | None) -> list[str]:
         f = self.facts
         steps: list[str] = []
         if focus:
-            steps.append(f"Start from the requested focus: {one_line(focus, 300)}")
+            steps.append(f"Start from the requested focus: {one_line(self.text(focus), 300)}")
         todo = [t for t in f.todos.values() if t["status"].lower() in ACTIVE] + [
             t for t in f.todos.values() if t["status"].lower() not in DONE | ACTIVE
         ]
         if todo:
-            steps += [one_line(t["text"], 240) for t in todo]
+            steps += [one_line(self.text(t["text"]), 240) for t in todo]
         elif plan := self.last_plan():
             steps += plan
         for c in self.unresolved_failures():
-            steps.append(f"Fix the failure of {code(c.command)} and run it again.")
+            steps.append(f"Fix the failure of {code(self.shown_command(c))} and run it again.")
         if not steps:
             steps.append(
                 "Check the Critical Context and the changed files, then ask the user what to do next."
