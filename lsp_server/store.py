@@ -21,7 +21,6 @@ file holding everything) migrate forward on their first write.
 from __future__ import annotations
 
 import contextlib
-import gc
 import logging
 import os
 import re
@@ -41,6 +40,7 @@ from tinydb.storages import Storage
 from tinydb.table import Table
 
 from .errors import HandoffError
+from .gcpause import gc_paused
 
 log = logging.getLogger(__name__)
 
@@ -100,19 +100,6 @@ def fsync_dir(folder: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while parsing a large acyclic structure
-    (parsed JSON has no cycles; collections triggered by its allocations are wasted)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def new_store_id() -> str:

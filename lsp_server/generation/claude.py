@@ -19,11 +19,10 @@ from .transcript import (
     Message,
     ReadStats,
     TextBudget,
-    ToolCall,
     Transcript,
     clip,
-    clip_arguments,
     exit_code_in,
+    tool_call,
 )
 
 CHAIN_TYPES = frozenset({"user", "assistant", "system", "attachment", "progress"})
@@ -148,7 +147,7 @@ def _assistant_message(
             call_id = block.get("id") if isinstance(block.get("id"), str) else None
             if call_id:
                 tool_names[call_id] = block["name"]
-            calls.append(ToolCall(call_id, block["name"], clip_arguments(block.get("input"))))
+            calls.append(tool_call(call_id, block["name"], block.get("input")))
     if not texts and not calls:
         return None
     stop = message.get("stop_reason")

@@ -18,11 +18,10 @@ from .transcript import (
     Message,
     ReadStats,
     TextBudget,
-    ToolCall,
     Transcript,
     clip,
-    clip_arguments,
     exit_code_in,
+    tool_call,
 )
 
 KNOWN_TYPES = frozenset(
@@ -85,7 +84,7 @@ def message_from(msg: dict[str, Any], timestamp: str | None) -> Message | None:
                 texts.append(block["text"])
             elif kind == "toolCall" and isinstance(block.get("name"), str):
                 calls.append(
-                    ToolCall(block.get("id"), block["name"], clip_arguments(block.get("arguments")))
+                    tool_call(block.get("id"), block["name"], block.get("arguments"))
                 )
         if isinstance(content, str):
             texts.append(content)
@@ -152,24 +151,23 @@ def _handoff_title(content: str) -> str:
     return "from an earlier session"
 
 
-class _Node:
-    __slots__ = ("parent", "type", "message", "first_kept", "is_message")
-
-    def __init__(self, parent: str | None, type_: str) -> None:
-        self.parent = parent
-        self.type = type_
-        self.message: Message | None = None
-        self.first_kept: str | None = None
-        self.is_message = False
-
-
 def read_pi(path: Path, stats: ReadStats | None = None) -> Transcript:
-    """Read one pi/oh-my-pi session file into a :class:`Transcript`."""
+    """Read one pi/oh-my-pi session file into a :class:`Transcript`.
+
+    One pass: each entry is reduced at once to its parent link and its small
+    :class:`Message` (texts clipped, the oldest cut down by the budget); the parsed
+    entry is dropped before the next line is read.
+    """
     stats = stats or ReadStats()
     budget = TextBudget()
+    add = budget.add
     header: dict[str, Any] | None = None
     version: int | None = None
-    nodes: dict[str, _Node] = {}
+    parents: dict[str, str | None] = {}
+    messages: dict[str, Message] = {}
+    counted: set[str] = set()  # ``message`` entries: the guard's count
+    compacted: dict[str, str | None] = {}  # compaction id -> firstKeptEntryId
+    models: dict[str, str] = {}  # model_change id -> provider/model
     leaf: str | None = None
     prev_v1: str | None = None
     index = -1  # position among parsed entries, header included (pi's migration index)
@@ -191,29 +189,30 @@ def read_pi(path: Path, stats: ReadStats | None = None) -> Transcript:
         if type(ts) is not str:
             ts = None
         elif ts:
-            first_ts = first_ts or ts
+            if first_ts is None:
+                first_ts = ts
             last_ts = ts
-        if version < 2:
-            eid = f"v1-{index}"
-            parent = prev_v1
-            prev_v1 = eid
-        else:
+        if version >= 2:
             eid = obj.get("id")
-            if not isinstance(eid, str):
+            if type(eid) is not str:
                 stats.unknown_entries += 1
                 continue
-            parent = obj.get("parentId") if isinstance(obj.get("parentId"), str) else None
-        node = _Node(parent, etype if isinstance(etype, str) else "?")
-        nodes[eid] = node
+            parent = obj.get("parentId")
+            parents[eid] = parent if type(parent) is str else None
+        else:
+            eid = f"v1-{index}"
+            parents[eid] = prev_v1
+            prev_v1 = eid
         leaf = eid
+        message: Message | None = None
         if etype == "message":
             msg = obj.get("message")
-            if isinstance(msg, dict):
-                node.message = message_from(msg, ts)
-                node.is_message = True
+            if type(msg) is dict:
+                counted.add(eid)
+                message = message_from(msg, ts)
         elif etype == "custom_message":
             kind = obj.get("customType")
-            node.message = Message(
+            message = Message(
                 "custom",
                 _blocks_text(obj.get("content"), MAX_MESSAGE_CHARS),
                 kind=kind if isinstance(kind, str) else "custom",
@@ -221,78 +220,77 @@ def read_pi(path: Path, stats: ReadStats | None = None) -> Transcript:
             )
         elif etype == "branch_summary":
             if isinstance(obj.get("summary"), str) and obj["summary"]:
-                node.message = Message(
+                message = Message(
                     "summary", clip(obj["summary"], MAX_MESSAGE_CHARS), kind="branch", timestamp=ts
                 )
         elif etype == "compaction":
-            node.message = Message(
+            summary = obj.get("summary")
+            message = Message(
                 "summary",
-                clip(
-                    obj.get("summary") if isinstance(obj.get("summary"), str) else "",
-                    MAX_MESSAGE_CHARS,
-                ),
+                clip(summary if isinstance(summary, str) else "", MAX_MESSAGE_CHARS),
                 kind="compaction",
                 timestamp=ts,
             )
+            first_kept = None
             if isinstance(obj.get("firstKeptEntryId"), str):
-                node.first_kept = obj["firstKeptEntryId"]
+                first_kept = obj["firstKeptEntryId"]
             elif version < 2 and type(obj.get("firstKeptEntryIndex")) is int:
                 target = obj["firstKeptEntryIndex"]
                 if 0 < target < index:
-                    node.first_kept = f"v1-{target}"
+                    first_kept = f"v1-{target}"
+            compacted[eid] = first_kept
         elif etype == "session_info":
             name = obj.get("name")
             title = (name.strip() or None) if isinstance(name, str) else title
         elif etype == "model_change":
             if isinstance(obj.get("modelId"), str):
-                node.first_kept = f"{obj.get('provider') or '?'}/{obj['modelId']}"
+                models[eid] = f"{obj.get('provider') or '?'}/{obj['modelId']}"
         elif etype not in KNOWN_TYPES:
             stats.unknown_entries += 1
-        if node.message is not None:
-            budget.add(node.message)
+        if message is not None:
+            messages[eid] = add(message)
 
     stats.shortened = budget.shrunk
     # The branch: leaf to root, guarded against cycles.
     path_ids: list[str] = []
     seen: set[str] = set()
     cur = leaf
-    while cur is not None and cur in nodes and cur not in seen:
+    while cur is not None and cur not in seen and cur in parents:
         seen.add(cur)
         path_ids.append(cur)
-        cur = nodes[cur].parent
+        cur = parents[cur]
     path_ids.reverse()
 
+    get = messages.get
     history: list[Message] = []
     message_count = 0
     compaction_at = -1
     compactions = 0
     model = None
     for i, eid in enumerate(path_ids):
-        node = nodes[eid]
-        if node.type == "compaction":
+        m = get(eid)
+        if m is not None:
+            history.append(m)
+        if eid in counted:
+            message_count += 1
+        elif eid in compacted:
             compaction_at = i
             compactions += 1
-        elif node.type == "model_change" and node.first_kept:
-            model = node.first_kept
-        if node.is_message:
-            message_count += 1
-        if node.message is not None:
-            history.append(node.message)
+        elif eid in models:
+            model = models[eid]
+
+    def kept(m: Message | None) -> bool:
+        return m is not None and not (m.role == "summary" and m.kind == "compaction")
 
     if compaction_at >= 0:
-        comp = nodes[path_ids[compaction_at]]
-        context = [comp.message] if comp.message is not None else []
-        kept = False
-        for eid in path_ids[:compaction_at]:
-            kept = kept or eid == comp.first_kept
-            node = nodes[eid]
-            if kept and node.message is not None and node.type != "compaction":
-                context.append(node.message)
-        context += [
-            nodes[e].message
-            for e in path_ids[compaction_at + 1 :]
-            if nodes[e].message is not None and nodes[e].type != "compaction"
-        ]
+        comp_id = path_ids[compaction_at]
+        comp = messages.get(comp_id)
+        context = [comp] if comp is not None else []
+        first_kept = compacted[comp_id]
+        before = path_ids[:compaction_at]
+        start = before.index(first_kept) if first_kept in before else len(before)
+        context += [m for e in before[start:] if kept(m := get(e))]
+        context += [m for e in path_ids[compaction_at + 1 :] if kept(m := get(e))]
     else:
         context = [m for m in history if not (m.role == "summary" and m.kind == "compaction")]
 

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import HandoffError
+from ..gcpause import gc_paused
 from .jsonl import first_objects
 from .transcript import FORMATS, ReadStats, Transcript
 
@@ -62,17 +63,8 @@ def read_session(
                 )
             format = detected
         stats = ReadStats(stop=stop)
-        if format == "pi":
-            from .pi import read_pi
-
-            return read_pi(path, stats)
-        if format == "claude":
-            from .claude import read_claude
-
-            return read_claude(path, stats)
-        from .codex import read_codex
-
-        return read_codex(path, stats)
+        with gc_paused():  # tens of thousands of acyclic messages and parsed entries
+            return _read(path, format, stats)
     except (OSError, ValueError) as exc:
         reason = getattr(exc, "strerror", None) or exc
         raise HandoffError(
@@ -80,6 +72,20 @@ def read_session(
             f"The session file {path} cannot be read ({reason}).",
             session=str(path),
         ) from None
+
+
+def _read(path: Path, format: str, stats: ReadStats) -> Transcript:
+    if format == "pi":
+        from .pi import read_pi
+
+        return read_pi(path, stats)
+    if format == "claude":
+        from .claude import read_claude
+
+        return read_claude(path, stats)
+    from .codex import read_codex
+
+    return read_codex(path, stats)
 
 
 class SummaryCache:

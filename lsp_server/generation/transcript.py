@@ -66,6 +66,29 @@ class ToolCall:
     id: str | None
     name: str
     arguments: Any
+    #: Characters of the arguments as compact JSON (-1: not measured yet).
+    size: int = -1
+
+
+def _json_size(value: Any) -> int:
+    try:
+        return len(orjson.dumps(value))
+    except TypeError:
+        return 256
+
+
+def tool_call(call_id: str | None, name: str, arguments: Any) -> ToolCall:
+    """A tool call with long argument strings clipped and its size measured (once)."""
+    if isinstance(arguments, str):
+        arguments = clip(arguments, MAX_ARGUMENT_CHARS)
+        return ToolCall(call_id, name, arguments, len(arguments) + 2)
+    if isinstance(arguments, dict | list):
+        size = _json_size(arguments)
+        if size > MAX_ARGUMENT_CHARS:
+            arguments = clip_arguments(arguments)
+            size = _json_size(arguments)
+        return ToolCall(call_id, name, arguments, size)
+    return ToolCall(call_id, name, arguments, 16)
 
 
 @dataclass(slots=True)
@@ -215,10 +238,9 @@ def weight(m: Message) -> int:
     """About how many characters a message holds (tool arguments as compact JSON)."""
     total = len(m.text)
     for c in m.tool_calls:
-        try:
-            total += len(orjson.dumps(c.arguments)) + 16
-        except TypeError:
-            total += 256
+        if c.size < 0:
+            c.size = _json_size(c.arguments)
+        total += c.size + 16
     return total
 
 
@@ -251,10 +273,13 @@ class TextBudget:
         while self.uncut > keep and queue:
             m, w = queue.popleft()
             self.uncut -= w
-            m.text = clip(m.text, SHRUNK_TEXT)
+            if len(m.text) > SHRUNK_TEXT:
+                m.text = clip(m.text, SHRUNK_TEXT)
             if m.tool_calls:
                 m.tool_calls = [
-                    ToolCall(c.id, c.name, clip_arguments(c.arguments, SHRUNK_ARGUMENT))
+                    c
+                    if 0 <= c.size <= SHRUNK_ARGUMENT
+                    else ToolCall(c.id, c.name, clip_arguments(c.arguments, SHRUNK_ARGUMENT))
                     for c in m.tool_calls
                 ]
             self.shrunk += 1

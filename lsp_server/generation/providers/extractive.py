@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ...gcpause import gc_paused
 from ..gitstate import GitState, git_state
 from ..prompt import render_template
 from ..transcript import Message, ToolCall, Transcript, call_command, call_path, clip
@@ -517,7 +518,8 @@ class Extractor:
 
 def extract(t: Transcript, workspace: Path, focus: str | None) -> str:
     """The handoff document for ``t`` (deterministic for a given transcript and workspace)."""
-    ex = Extractor(t, workspace)
+    with gc_paused():  # one pass over tens of thousands of messages, no cycles made
+        ex = Extractor(t, workspace)
     git = git_state(workspace)
     return (
         render_template(
