@@ -8,14 +8,16 @@ from collections.abc import Iterator
 
 
 @contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
+def gc_paused(*, promote: bool = False) -> Iterator[None]:
     """Pause the cyclic garbage collector while building a large acyclic structure
     (parsed JSON, a session's messages): collections its allocations trigger would
     rescan every object and free nothing. Process-wide.
 
-    On exit the objects made meanwhile go straight to the oldest generation
-    (``gc.freeze()`` then ``gc.unfreeze()``: no scan), so re-enabling does not start
-    a collection over all of them at once; a later full collection still sees them.
+    With ``promote``, the objects made meanwhile go straight to the oldest generation
+    on exit (``gc.freeze()`` then ``gc.unfreeze()``: no scan), so re-enabling does not
+    start a collection over all of them at once (some 40 ms after reading a 100 MB
+    session); a later full collection still sees them. For one-off big structures
+    only: garbage cycles made meanwhile wait for that full collection too.
     """
     was_enabled = gc.isenabled()
     gc.disable()
@@ -23,6 +25,7 @@ def gc_paused() -> Iterator[None]:
         yield
     finally:
         if was_enabled:
-            gc.freeze()
-            gc.unfreeze()
+            if promote:
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()

@@ -43,20 +43,28 @@ WRITE_TOOLS = frozenset({"write", "edit", "multiedit", "multi_edit", "notebook_e
 
 
 def _blocks_text(content: Any, limit: int) -> str:
+    if type(content) is list:
+        if len(content) == 1:  # the common case: one text block
+            block = content[0]
+            if type(block) is dict and block.get("type") == "text":
+                text = block.get("text")
+                if type(text) is str:
+                    return text if len(text) <= limit else clip(text, limit)
+        parts = []
+        for block in content:
+            if type(block) is not dict:
+                continue
+            kind = block.get("type")
+            if kind == "text":
+                text = block.get("text")
+                if type(text) is str:
+                    parts.append(text)
+            elif kind == "image":
+                parts.append("[image]")
+        return clip("\n".join(parts), limit)
     if isinstance(content, str):
         return clip(content, limit)
-    if not isinstance(content, list):
-        return ""
-    parts = []
-    for block in content:
-        if not isinstance(block, dict):
-            continue
-        kind = block.get("type")
-        if kind == "text" and isinstance(block.get("text"), str):
-            parts.append(block["text"])
-        elif kind == "image":
-            parts.append("[image]")
-    return clip("\n".join(parts), limit)
+    return ""
 
 
 def _path_arg(args: Any) -> str | None:
@@ -72,45 +80,50 @@ def message_from(msg: dict[str, Any], timestamp: str | None) -> Message | None:
     """A pi ``message`` entry's message in the neutral vocabulary."""
     role = msg.get("role")
     content = msg.get("content")
-    if role == "user":
-        return Message("user", _blocks_text(content, MAX_MESSAGE_CHARS), timestamp=timestamp)
     if role == "assistant":
         texts, calls = [], []
-        for block in content if isinstance(content, list) else []:
-            if not isinstance(block, dict):
-                continue
-            kind = block.get("type")
-            if kind == "text" and isinstance(block.get("text"), str):
-                texts.append(block["text"])
-            elif kind == "toolCall" and isinstance(block.get("name"), str):
-                calls.append(
-                    tool_call(block.get("id"), block["name"], block.get("arguments"))
-                )
-        if isinstance(content, str):
+        if type(content) is list:
+            for block in content:
+                if type(block) is not dict:
+                    continue
+                kind = block.get("type")
+                if kind == "text":
+                    text = block.get("text")
+                    if type(text) is str:
+                        texts.append(text)
+                elif kind == "toolCall":
+                    name = block.get("name")
+                    if type(name) is str:
+                        calls.append(tool_call(block.get("id"), name, block.get("arguments")))
+        elif isinstance(content, str):
             texts.append(content)
         stop = msg.get("stopReason")
-        text = "\n".join(texts)
+        text = texts[0] if len(texts) == 1 else "\n".join(texts)
         if stop == "error" and isinstance(msg.get("errorMessage"), str):
             text = (text + "\n" if text else "") + f"[error: {msg['errorMessage']}]"
         return Message(
             "assistant",
-            clip(text, MAX_MESSAGE_CHARS),
+            text if len(text) <= MAX_MESSAGE_CHARS else clip(text, MAX_MESSAGE_CHARS),
             tool_calls=calls,
             timestamp=timestamp,
-            stop_reason=stop if isinstance(stop, str) else None,
+            stop_reason=stop if type(stop) is str else None,
         )
     if role == "toolResult":
         text = _blocks_text(content, MAX_TOOL_RESULT_CHARS)
         is_error = msg.get("isError") is True
+        name = msg.get("toolName")
+        call_id = msg.get("toolCallId")
         return Message(
             "tool",
             text,
-            tool_name=msg.get("toolName") if isinstance(msg.get("toolName"), str) else None,
-            tool_call_id=msg.get("toolCallId") if isinstance(msg.get("toolCallId"), str) else None,
+            tool_name=name if type(name) is str else None,
+            tool_call_id=call_id if type(call_id) is str else None,
             is_error=is_error,
             exit_code=exit_code_in(text) if is_error else None,
             timestamp=timestamp,
         )
+    if role == "user":
+        return Message("user", _blocks_text(content, MAX_MESSAGE_CHARS), timestamp=timestamp)
     if role == "bashExecution":
         command = msg.get("command") if isinstance(msg.get("command"), str) else ""
         output = msg.get("output") if isinstance(msg.get("output"), str) else ""

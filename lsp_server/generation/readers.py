@@ -63,7 +63,7 @@ def read_session(
                 )
             format = detected
         stats = ReadStats(stop=stop)
-        with gc_paused():  # tens of thousands of acyclic messages and parsed entries
+        with gc_paused(promote=True):  # tens of thousands of acyclic messages and parsed entries
             return _read(path, format, stats)
     except (OSError, ValueError) as exc:
         reason = getattr(exc, "strerror", None) or exc

@@ -257,10 +257,19 @@ class TextBudget:
         self._users = 0
 
     def add(self, m: Message) -> Message:
-        if m.role == "user" and m.kind is None and self._users < PROTECTED_USER_MESSAGES:
+        if self._users < PROTECTED_USER_MESSAGES and m.role == "user" and m.kind is None:
             self._users += 1
             return m
-        w = weight(m)
+        w = len(m.text)
+        big = w > SHRUNK_TEXT
+        for c in m.tool_calls:
+            size = c.size
+            if size < 0:
+                size = c.size = _json_size(c.arguments)
+            w += size + 16
+            big = big or size > SHRUNK_ARGUMENT
+        if not big:
+            return m  # as small as cutting would leave it: nothing to account for
         self._queue.append((m, w))
         self.uncut += w
         if self.uncut > self.limit:

@@ -518,7 +518,7 @@ class Extractor:
 
 def extract(t: Transcript, workspace: Path, focus: str | None) -> str:
     """The handoff document for ``t`` (deterministic for a given transcript and workspace)."""
-    with gc_paused():  # one pass over tens of thousands of messages, no cycles made
+    with gc_paused(promote=True):  # one pass over tens of thousands of messages, no cycles made
         ex = Extractor(t, workspace)
     git = git_state(workspace)
     return (
