@@ -466,3 +466,30 @@ def test_reading_stops_when_cancelled(sessions: Path, tmp_path: Path) -> None:
         read_session(path, stop=stop)
     assert err.value.code == "cancelled" and len(polls) == 2
     assert read_session(path, stop=lambda: False).stats.lines == 3009
+
+
+def test_reading_pauses_the_cyclic_gc_and_always_turns_it_back_on(
+    sessions: Path, monkeypatch
+) -> None:
+    import gc
+
+    from lsp_server.generation import pi
+
+    real = pi.read_pi
+    seen: list[bool] = []
+
+    def spy(path, stats):
+        seen.append(gc.isenabled())
+        if stats.stop is not None and stats.stop():
+            raise ValueError("broken on purpose")
+        return real(path, stats)
+
+    monkeypatch.setattr(pi, "read_pi", spy)
+    path = sessions / "pi/badlogic__pi-mono__before-compaction.jsonl"
+    assert read_session(path).message_count > 2
+    assert seen == [False] and gc.isenabled()
+    # A reader that fails still leaves the collector on (and the error is a clear one).
+    with pytest.raises(HandoffError) as err:
+        read_session(path, stop=lambda: True)
+    assert err.value.code == "session_not_found" and "broken on purpose" in err.value.message
+    assert seen == [False, False] and gc.isenabled()

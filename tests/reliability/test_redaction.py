@@ -262,3 +262,30 @@ def test_redaction_cost_stays_linear_on_hostile_text():
         started = time.perf_counter()
         redact(text)
         assert time.perf_counter() - started < 5.0
+
+
+def test_redactor_cleans_a_message_whole_once_and_counts_it_once():
+    from lsp_server.generation.transcript import Message, ToolCall
+    from lsp_server.redaction import Redactor
+
+    key_text, key, _ = SAMPLES["private-key"][0]
+    token_text, token, _ = SAMPLES["github-token"][0]
+    result = Message("tool", "error: deploy failed\n" + key_text, is_error=True)
+    call = ToolCall("c1", "bash", {"command": f"echo {token_text}", "env": [token_text]})
+    turn = Message("assistant", "Retrying.", tool_calls=[call])
+    redactor = Redactor()
+    # A line cut from the result after cleaning never holds a piece of the key.
+    assert redactor.message(result) is result
+    assert key not in result.text and "deploy failed" in result.text
+    assert not any(key[:12] in line for line in result.text.splitlines())
+    redactor.message(turn)
+    assert token not in call.arguments["command"] and token not in call.arguments["env"][0]
+    assert redactor.count == 3
+    # Cleaning again changes nothing and counts nothing; strings count once each.
+    redactor.message(result)
+    redactor.message(turn)
+    assert redactor.count == 3
+    title = f"Rotate {token_text}"
+    assert token not in redactor.text(title) and redactor.count == 4
+    assert redactor.text(title) == redactor.text(title) and redactor.count == 4
+    assert redactor.text(None) is None and redactor.text("") == ""
