@@ -313,7 +313,7 @@ def read_claude(path: Path, stats: ReadStats | None = None) -> Transcript:
             )
             if merged:
                 last.text = "\n".join(t for t in (last.text, m.text) if t)
-                last.tool_calls.extend(m.tool_calls)
+                last.tool_calls = [*last.tool_calls, *m.tool_calls]
                 last.stop_reason = m.stop_reason or last.stop_reason
             else:
                 history.append(m)

@@ -157,7 +157,7 @@ class _Reader:
             and last.role == "assistant"
             and last is (self.context[-1] if self.context else None)
         ):
-            last.tool_calls.extend(m.tool_calls)
+            last.tool_calls = [*last.tool_calls, *m.tool_calls]
             return
         self.history.append(m)
         self.context.append(m)

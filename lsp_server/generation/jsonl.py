@@ -25,39 +25,46 @@ def iter_objects(
     loads = orjson.loads
     decode_error = orjson.JSONDecodeError
     stop = stats.stop
-    count = 0
-    with open(path, "rb", buffering=READ_BUFFER) as fh:
-        readline = fh.readline
-        while True:
-            count += 1
-            if stop is not None and count % STOP_EVERY == 0 and stop():
-                raise HandoffError(
-                    "cancelled", "Reading the session was cancelled; nothing was written."
-                )
-            line = readline(max_line)
-            if not line:
-                return
-            if len(line) >= max_line and not line.endswith(b"\n"):
-                stats.lines += 1
-                stats.junk_lines += 1
-                while True:  # drain the rest of the oversized line
-                    rest = readline(max_line)
-                    if not rest or rest.endswith(b"\n"):
-                        break
-                continue
-            try:
-                obj = loads(line)
-            except decode_error:
-                if line.isspace():
+    lines = junk = 0
+    countdown = STOP_EVERY
+    try:
+        with open(path, "rb", buffering=READ_BUFFER) as fh:
+            readline = fh.readline
+            while True:
+                countdown -= 1
+                if not countdown:
+                    countdown = STOP_EVERY
+                    if stop is not None and stop():
+                        raise HandoffError(
+                            "cancelled", "Reading the session was cancelled; nothing was written."
+                        )
+                line = readline(max_line)
+                if not line:
+                    return
+                if len(line) >= max_line and not line.endswith(b"\n"):
+                    lines += 1
+                    junk += 1
+                    while True:  # drain the rest of the oversized line
+                        rest = readline(max_line)
+                        if not rest or rest.endswith(b"\n"):
+                            break
                     continue
-                stats.lines += 1
-                stats.junk_lines += 1
-                continue
-            stats.lines += 1
-            if type(obj) is dict:
-                yield obj
-            else:
-                stats.junk_lines += 1
+                try:
+                    obj = loads(line)
+                except decode_error:
+                    if line.isspace():
+                        continue
+                    lines += 1
+                    junk += 1
+                    continue
+                lines += 1
+                if type(obj) is dict:
+                    yield obj
+                else:
+                    junk += 1
+    finally:  # counted once, also when the reader stops early
+        stats.lines += lines
+        stats.junk_lines += junk
 
 
 def first_objects(path: Path, limit: int = 40, max_bytes: int = 4 * 1024 * 1024) -> list[dict]:

@@ -113,14 +113,17 @@ def message_from(msg: dict[str, Any], timestamp: str | None) -> Message | None:
         is_error = msg.get("isError") is True
         name = msg.get("toolName")
         call_id = msg.get("toolCallId")
-        return Message(
+        return Message(  # positional: the commonest entry of a session
             "tool",
             text,
-            tool_name=name if type(name) is str else None,
-            tool_call_id=call_id if type(call_id) is str else None,
-            is_error=is_error,
-            exit_code=exit_code_in(text) if is_error else None,
-            timestamp=timestamp,
+            (),
+            name if type(name) is str else None,
+            call_id if type(call_id) is str else None,
+            is_error,
+            exit_code_in(text) if is_error else None,
+            None,
+            None,
+            timestamp,
         )
     if role == "user":
         return Message("user", _blocks_text(content, MAX_MESSAGE_CHARS), timestamp=timestamp)

@@ -77,8 +77,27 @@ def _json_size(value: Any) -> int:
         return 256
 
 
+def _flat_size(arguments: dict[str, Any]) -> int:
+    """About the compact JSON size of a flat object of strings and scalars (escapes not
+    counted), -1 when it nests; far cheaper than serialising a long file's content."""
+    size = 2
+    for key, value in arguments.items():
+        kind = type(value)
+        if kind is str:
+            size += len(key) + len(value) + 6
+        elif kind is int or kind is bool or kind is float or value is None:
+            size += len(key) + 12
+        else:
+            return -1
+    return size
+
+
 def tool_call(call_id: str | None, name: str, arguments: Any) -> ToolCall:
     """A tool call with long argument strings clipped and its size measured (once)."""
+    if type(arguments) is dict:
+        size = _flat_size(arguments)
+        if 0 <= size <= MAX_ARGUMENT_CHARS:
+            return ToolCall(call_id, name, arguments, size)
     if isinstance(arguments, str):
         arguments = clip(arguments, MAX_ARGUMENT_CHARS)
         return ToolCall(call_id, name, arguments, len(arguments) + 2)
@@ -102,7 +121,8 @@ class Message:
 
     role: str
     text: str = ""
-    tool_calls: list[ToolCall] = field(default_factory=list)
+    #: The assistant's tool calls (a shared empty tuple when it made none).
+    tool_calls: list[ToolCall] | tuple[ToolCall, ...] = ()
     tool_name: str | None = None
     tool_call_id: str | None = None
     is_error: bool = False

@@ -119,19 +119,25 @@ class Extractor:
     def __init__(self, t: Transcript, workspace: Path) -> None:
         self.t = t
         self.workspace = workspace
+        self._rel: dict[str, str] = {}  # sessions name the same few files again and again
         self.facts = self._gather()
 
     # -- paths -------------------------------------------------------------
 
     def rel(self, path: str) -> str:
         """A path as the workspace names it (relative when inside the session's cwd)."""
+        done = self._rel.get(path)
+        if done is not None:
+            return done
         p = path.strip()
         for root in (self.t.cwd, str(self.workspace)):
             if root and os.path.isabs(p):
                 r = root.rstrip("/") + "/"
                 if p.startswith(r):
+                    self._rel[path] = p[len(r) :]
                     return p[len(r) :]
-        return p.removeprefix("./")
+        self._rel[path] = p.removeprefix("./")
+        return self._rel[path]
 
     def exists(self, rel: str) -> bool:
         if os.path.isabs(rel):
