@@ -72,11 +72,15 @@ SERVICE_COMMANDS: dict[str, str] = {
 #: Every command advertised in ``executeCommandProvider``.
 COMMANDS: tuple[str, ...] = (*SERVICE_COMMANDS, PING)
 
-#: Long commands: work-done progress (cancellable) even when the client sent no token.
+#: Commands whose work-done progress is cancellable, with its title.
 LONG_COMMANDS: dict[str, str] = {
     "handoff.generate": "Generating handoff…",
     "handoff.report": "Rendering handoff report…",
 }
+#: Commands that get progress even when the client sent no token (the server creates
+#: one). Reports are quick and refreshed after every change: they show progress only on
+#: the client's own token, so an editor's status bar does not flicker on each refresh.
+SERVER_PROGRESS = frozenset({"handoff.generate"})
 
 #: Mutations that are not serialised by the per-folder lock: generation spends most of
 #: its time in a model call and writes its record in one store transaction, which the
@@ -521,7 +525,7 @@ class HandoffLanguageServer(LanguageServer):
         long = command in LONG_COMMANDS
         token = client_token
         if token is None:
-            if not long or not self._client_has_progress():
+            if command not in SERVER_PROGRESS or not self._client_has_progress():
                 return None
             token = f"handoff/{command}/{uuid.uuid4().hex}"
             try:

@@ -61,15 +61,22 @@ async def expect_cancelled(future) -> JsonRpcException:
 # -- progress ------------------------------------------------------------------------
 
 
-async def test_progress_reports_seen_for_a_report(lsp):
+async def test_a_report_shows_progress_only_on_the_clients_token(lsp):
     await lsp.call(
         "handoff.contract",
         {"scope": SCOPE, "objective": "o", "inScope": ["a"], "acceptance": ["b"]},
     )
+    # Without a token: no server-made progress (an editor's status bar would flicker
+    # on every refresh).
     before = set(progress_of(lsp))
-    result = await lsp.call("handoff.report", {"scope": SCOPE, "kind": "continuity"})
+    result = await lsp.call("handoff.report", {"scope": SCOPE, "kind": "history"})
+    assert result["kind"] == "history"
+    assert new_tokens(lsp, before) == []
+    # With the client's token: begin (cancellable), the steps, end.
+    token = "editor-report-1"
+    lsp.client.progress_reports[token] = []  # as if the client created it
+    result = await lsp.call("handoff.report", {"scope": SCOPE, "kind": "continuity"}, token=token)
     assert result["kind"] == "continuity"
-    (token,) = new_tokens(lsp, before)
     kinds = [r.kind for r in progress_of(lsp)[token]]
     assert kinds[0] == "begin" and kinds[-1] == "end" and "report" in kinds
     begin = progress_of(lsp)[token][0]

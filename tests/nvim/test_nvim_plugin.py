@@ -120,10 +120,12 @@ def test_openapi_walkthrough_through_handoff_subcommands(run_nvim, workspace, tm
     assert r["complete_ack_status"] == ["accepted", "needs_clarification", "declined"]
     assert r["complete_report"] == ["continuity"]
 
-    # Progress of the reports came through LspProgress / vim.lsp.status().
+    # Progress of the reports came through LspProgress / vim.lsp.status(), on the
+    # plugin's own work-done tokens (the server makes none for reports).
     begins = [p for p in run.progress if p["kind"] == "begin"]
     assert begins and all(p["cancellable"] for p in begins)
     assert any(p["status"] for p in begins)
+    assert all(str(p["token"]).startswith("handoff.nvim/") for p in begins), begins
 
     # No error besides the refused acknowledgement, no warning (the empty settings went
     # out as an object); the state is real on disk.

@@ -1,5 +1,6 @@
--- The handoff-lsp client: found or started on demand, commands run through
--- client:exec_cmd, running requests and progress tokens tracked for :Handoff cancel.
+-- The handoff-lsp client: found or started on demand, commands run as
+-- workspace/executeCommand requests, running requests and progress tokens tracked for
+-- :Handoff cancel.
 
 local async = require("handoff.async")
 
@@ -144,16 +145,6 @@ function M.supports(client, command)
   return type(provider) == "table" and vim.tbl_contains(provider.commands or {}, command)
 end
 
-local function pending_ids(client)
-  local ids = {}
-  for id, req in pairs(client.requests) do
-    if req.type == "pending" and req.method == EXECUTE then
-      ids[id] = true
-    end
-  end
-  return ids
-end
-
 --- Neovim's RPC layer swallows RequestCancelled answers (the handler is never called),
 --- so a request that completes without its handler having run ended as cancelled.
 local function watch_completions()
@@ -209,29 +200,28 @@ function M.exec(client, command, params, on_done)
     end
     on_done(err, result)
   end
-  local before = pending_ids(client)
-  client:exec_cmd(
-    { title = command, command = command, arguments = { params } },
-    { bufnr = vim.api.nvim_get_current_buf() },
-    function(err, result)
-      if not err then
-        return finish(nil, result)
-      end
-      local data = type(err.data) == "table" and err.data or {}
-      local cancelled = err.code == CANCELLED or data.code == "cancelled"
-      finish({
-        kind = cancelled and "cancelled" or "refused",
-        code = data.code or (cancelled and "cancelled") or nil,
-        message = err.message or "The handoff server refused the command.",
-        data = data,
-      })
-    end
-  )
-  for id in pairs(pending_ids(client)) do
-    if not before[id] and (not request_id or id > request_id) then
-      request_id = id
-    end
+  local request = { command = command, arguments = { params } }
+  if M.CANCELLABLE[command] then
+    -- Our own work-done token: the server shows progress of reports only on a token
+    -- the client chose (it reaches vim.lsp.status() and :Handoff cancel all the same).
+    M._tokens = (M._tokens or 0) + 1
+    request.workDoneToken = ("handoff.nvim/%d"):format(M._tokens)
   end
+  -- client:request, not client:exec_cmd: exec_cmd drops the workDoneToken.
+  local ok, id = client:request(EXECUTE, request, function(err, result)
+    if not err then
+      return finish(nil, result)
+    end
+    local data = type(err.data) == "table" and err.data or {}
+    local cancelled = err.code == CANCELLED or data.code == "cancelled"
+    finish({
+      kind = cancelled and "cancelled" or "refused",
+      code = data.code or (cancelled and "cancelled") or nil,
+      message = err.message or "The handoff server refused the command.",
+      data = data,
+    })
+  end, vim.api.nvim_get_current_buf())
+  request_id = ok and id or nil
   if request_id then
     inflight[request_id] = { command = command, finish = finish }
   elseif not finished then

@@ -29,7 +29,7 @@ function M.check()
   if vim.fn.has("nvim-0.11") == 1 then
     health.ok("Neovim " .. tostring(vim.version()))
   else
-    health.error("Neovim 0.11 or newer is needed (client:exec_cmd, vim.lsp.config).")
+    health.error("Neovim 0.11 or newer is needed (client:request, vim.lsp.config).")
   end
 
   health.start("handoff: language server")
