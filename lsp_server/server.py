@@ -94,6 +94,10 @@ JSONRPC_SERVER_NOT_INITIALIZED = -32002
 
 PROGRESS_CREATE_TIMEOUT = 5.0
 PARENT_POLL_SECONDS = 3.0
+#: How often each served folder's state file is looked at for changes another process
+#: made (the CLI, another editor), announced as ``handoff/didChange`` with no command.
+#: ``HANDOFF_WATCH_SECONDS`` overrides it; 0 turns the watch off.
+WATCH_SECONDS = 1.0
 
 
 class CommandError(JsonRpcException):
@@ -231,6 +235,12 @@ class HandoffLanguageServer(LanguageServer):
         self._had_init_options = False
         self._initialized = False
         self._watchdog: asyncio.Task[None] | None = None
+        self._watcher: asyncio.Task[None] | None = None
+        #: Per served folder: its URI, the state file's last seen (inode, mtime, size),
+        #: and how many of our own mutations are writing it now.
+        self._folder_uris: dict[str, str] = {}
+        self._seen: dict[str, tuple[int, int, int] | None] = {}
+        self._writing: dict[str, int] = {}
 
     # -- pygls hooks -----------------------------------------------------------
 
@@ -362,6 +372,9 @@ class HandoffLanguageServer(LanguageServer):
 
             svc = HandoffService(folder.path, self.settings.service_config())
             self._services[key] = svc
+        if key not in self._folder_uris:
+            self._folder_uris[key] = folder.uri
+            self._seen[key] = _state_key(svc.store.path)
         return svc
 
     def lock_for(self, folder: Folder) -> asyncio.Lock:
@@ -443,6 +456,7 @@ class HandoffLanguageServer(LanguageServer):
         ctx: CallContext | None = None
         progress: WorkDone | None = None
         outcome = "Failed"
+        mutation = False
         try:
             try:
                 if not _WARM.is_set():  # never import on the event loop
@@ -453,6 +467,8 @@ class HandoffLanguageServer(LanguageServer):
                 ctx = CallContext(cancel=CancelToken())
                 self._in_flight.add(ctx.cancel)
                 mutation = command in HandoffService.MUTATIONS
+                if mutation:
+                    self._begin_write(folder)
                 progress = await self._begin_progress(command, client_token, ctx)
                 lock = (
                     self.lock_for(folder)
@@ -478,6 +494,8 @@ class HandoffLanguageServer(LanguageServer):
         finally:
             if ctx is not None:
                 self._in_flight.discard(ctx.cancel)
+            if mutation:
+                self._end_write(folder)
             if progress is not None:
                 progress.end(outcome)
         if mutation:
@@ -553,6 +571,51 @@ class HandoffLanguageServer(LanguageServer):
             log.info("cancelling %d command(s): %s", len(self._in_flight), why)
         for token in list(self._in_flight):
             token.cancel()
+
+    # -- changes made by other processes ------------------------------------------
+
+    def _begin_write(self, folder: Folder) -> None:
+        key = str(folder.path)
+        self._writing[key] = self._writing.get(key, 0) + 1
+
+    def _end_write(self, folder: Folder) -> None:
+        """Our own change is announced by the command itself, not by the watch."""
+        key = str(folder.path)
+        self._writing[key] = max(self._writing.get(key, 1) - 1, 0)
+        svc = self._services.get(key)
+        if svc is not None and key in self._folder_uris:
+            self._seen[key] = _state_key(svc.store.path)
+
+    def start_state_watch(self) -> None:
+        """Look at each served folder's state file every ``WATCH_SECONDS``."""
+        try:
+            interval = float(os.environ.get("HANDOFF_WATCH_SECONDS", WATCH_SECONDS))
+        except ValueError:
+            interval = WATCH_SECONDS
+        if interval > 0 and self._watcher is None:
+            self._watcher = asyncio.get_running_loop().create_task(self._watch_state(interval))
+
+    async def _watch_state(self, interval: float) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            for key, uri in list(self._folder_uris.items()):
+                if self._writing.get(key):
+                    continue  # ours: the command announces it
+                svc = self._services.get(key)
+                if svc is None:
+                    continue
+                now = _state_key(svc.store.path)
+                if now == self._seen.get(key):
+                    continue
+                self._seen[key] = now
+                log.info("the state of %s was changed by another process", key)
+                try:
+                    self.protocol.notify(
+                        DID_CHANGE, {"workspace": uri, "scope": None, "command": None}
+                    )
+                except OSError as exc:  # the client is gone
+                    log.info("could not announce an outside change: %s", exc)
+                    return
 
     def start_parent_watchdog(self, pid: int | None) -> None:
         """Exit when the editor process is gone (POSIX only: os.kill(pid, 0))."""
@@ -638,6 +701,15 @@ def _uncancel() -> None:
 _WARM = threading.Event()
 
 
+def _state_key(path: Path) -> tuple[int, int, int] | None:
+    """(inode, mtime, size) of a state file, ``None`` when there is none."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
 def warm_imports() -> None:
     """Import what the first command needs (run in a thread after ``initialized``)."""
     try:
@@ -646,6 +718,20 @@ def warm_imports() -> None:
         log.exception("could not import the service layer")
     else:
         _WARM.set()
+
+
+def warm_everything() -> None:
+    """:func:`warm_imports`, then the generation modules and the extractive template,
+    so the first ``/handoff`` pays no import either (commands never wait for this)."""
+    warm_imports()
+    try:
+        from .generation import command  # noqa: F401
+        from .generation.prompt import _environment
+        from .generation.providers.extractive import TEMPLATE
+
+        _environment().get_template(TEMPLATE)
+    except Exception:  # generation reports it properly when it runs
+        log.debug("could not load the generation modules ahead", exc_info=True)
 
 
 def set_log_level(level: str) -> None:
@@ -681,8 +767,9 @@ def build_server(
     @server.feature(types.INITIALIZED)
     async def on_initialized(ls: HandoffLanguageServer, params: types.InitializedParams) -> None:
         ls._initialized = True
-        asyncio.get_running_loop().run_in_executor(None, warm_imports)
+        asyncio.get_running_loop().run_in_executor(None, warm_everything)
         ls.start_parent_watchdog(ls.parent_pid)
+        ls.start_state_watch()
         for message in ls._pending_problems:
             ls.window_show_message(
                 types.ShowMessageParams(type=types.MessageType.Warning, message=message)
@@ -705,6 +792,8 @@ def build_server(
     @server.feature(types.SHUTDOWN)
     def on_shutdown(ls: HandoffLanguageServer, params: None) -> None:
         ls.cancel_all("shutdown")
+        if ls._watcher is not None:
+            ls._watcher.cancel()
 
     return server
 

@@ -129,7 +129,7 @@ elif mode == "reader":
 else:
     from lsp_server.service import HandoffService, ServiceConfig
     service = HandoffService(Path(sys.argv[3]), ServiceConfig())
-    if mode == "generate":  # as after a first generation: its modules and template loaded
+    if mode == "generate":  # as the language server has them (server.warm_everything)
         from lsp_server.generation import command
         from lsp_server.generation.prompt import _environment
         from lsp_server.generation.providers.extractive import TEMPLATE
@@ -281,8 +281,8 @@ def render(rows: list[dict], args, idle_kib: int) -> str:
         "  compaction, build the capped transcript.",
         "- **generate**: `handoff.generate` with the extractive provider, no new session",
         "  (read + extract + render + save + record), in a process that has made the",
-        "  service and loaded the generation modules and template — a language server",
-        "  (where editors run generation) after its first generation.",
+        "  service and loaded the generation modules and template — as the language",
+        "  server (where editors run generation) does in the background after initialize.",
         "- **first generate**: the same in a process that has only made the service (the",
         "  generation modules, Jinja2 among them, load during the call).",
         "- **generate, cold process**: the first generate plus the start-up before it",
