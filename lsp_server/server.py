@@ -616,6 +616,8 @@ class HandoffLanguageServer(LanguageServer):
                 except OSError as exc:  # the client is gone
                     log.info("could not announce an outside change: %s", exc)
                     return
+                except Exception:  # never let the watch die quietly
+                    log.exception("could not announce an outside change")
 
     def start_parent_watchdog(self, pid: int | None) -> None:
         """Exit when the editor process is gone (POSIX only: os.kill(pid, 0))."""
