@@ -28,13 +28,32 @@ _EXIT_RE = re.compile(
 
 
 def clip(text: str, limit: int) -> str:
-    """``text`` cut to ``limit`` characters, keeping its head and its tail."""
+    """``text`` cut to at most ``limit`` characters, keeping its head and its tail.
+
+    The cuts move to whitespace when there is some within a quarter of ``limit``, so a
+    word — a key, a token — is kept whole or left out whole, never halved: a secret in
+    what is kept is still recognised when the text is used (and redacted then).
+    """
     if len(text) <= limit:
         return text
     head = limit * 3 // 4
-    tail = limit - head
-    omitted = len(text) - head - tail
-    return f"{text[:head]}\n[… {omitted} characters omitted …]\n{text[-tail:]}"
+    tail_start = len(text) - (limit - head)
+    window = limit // 4
+    cut = text.rfind(" ", head - window, head)
+    line = text.rfind("\n", head - window, head)
+    if line > cut:
+        cut = line
+    if cut > 0:
+        head = cut
+    end = tail_start + window
+    space = text.find(" ", tail_start, end)
+    line = text.find("\n", tail_start, end)
+    if line >= 0 and (space < 0 or line < space):
+        space = line
+    if space >= 0:
+        tail_start = space + 1
+    omitted = tail_start - head
+    return f"{text[:head]}\n[… {omitted} characters omitted …]\n{text[tail_start:]}"
 
 
 def clip_arguments(value: Any, limit: int = MAX_ARGUMENT_CHARS) -> Any:

@@ -289,3 +289,18 @@ def test_redactor_cleans_a_message_whole_once_and_counts_it_once():
     assert token not in redactor.text(title) and redactor.count == 4
     assert redactor.text(title) == redactor.text(title) and redactor.count == 4
     assert redactor.text(None) is None and redactor.text("") == ""
+
+
+@pytest.mark.parametrize("limit", [400, 4000])
+def test_clipping_never_halves_a_key_so_redaction_still_finds_it(limit):
+    from lsp_server.generation.transcript import clip
+
+    anthropic = "sk-ant-api03-" + "Q7x9" * 20
+    github = "ghp_" + "R2d2C3po" * 5
+    for shift in range(0, limit // 2, max(limit // 40, 3)):
+        for key in (anthropic, github):
+            head_pos = limit * 3 // 4 - len(key) // 2 - shift % 40  # straddles the head cut
+            text = "w " * (head_pos // 2) + key + " " + "filler " * (limit // 2) + key + " z"
+            out, _ = redact(clip(text, limit))
+            pieces = {key[i : i + 12] for i in range(len(key) - 11)}
+            assert not any(p in out for p in pieces), (limit, shift, key[:8])
