@@ -52,6 +52,14 @@ def clip(text: str, limit: int) -> str:
         space = line
     if space >= 0:
         tail_start = space + 1
+    if "PRIVATE KEY-----" in text[tail_start:]:
+        # The last lines of a private key whose BEGIN line was cut away: nothing would
+        # recognise them as a key any more, so they go with the omitted part.
+        tail = text[tail_start:]
+        end = tail.rfind("-----END ")
+        if end >= 0 and "-----BEGIN " not in tail[:end]:
+            stop = tail.find("\n", end)
+            tail_start += len(tail) if stop < 0 else stop + 1
     omitted = tail_start - head
     return f"{text[:head]}\n[… {omitted} characters omitted …]\n{text[tail_start:]}"
 

@@ -304,3 +304,15 @@ def test_clipping_never_halves_a_key_so_redaction_still_finds_it(limit):
             out, _ = redact(clip(text, limit))
             pieces = {key[i : i + 12] for i in range(len(key) - 11)}
             assert not any(p in out for p in pieces), (limit, shift, key[:8])
+
+
+def test_a_private_key_cut_by_clipping_leaves_no_line_of_it():
+    from lsp_server.generation.transcript import clip
+
+    body = [f"MIIEv{i:02d}QIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC{i:02d}" for i in range(30)]
+    pem = "-----BEGIN PRIVATE KEY-----\n" + "\n".join(body) + "\n-----END PRIVATE KEY-----"
+    for before in (0, 300, 900, 1500, 2600, 3300):
+        text = "log line\n" * (before // 9) + pem + "\nafter the key\n" + "ok\n" * 20
+        out, _ = redact(clip(text, 1000))
+        assert not any(line in out for line in body), before
+        assert "after the key" in out
