@@ -374,7 +374,7 @@ class HandoffLanguageServer(LanguageServer):
             self._services[key] = svc
         if key not in self._folder_uris:
             self._folder_uris[key] = folder.uri
-            self._seen[key] = _state_key(svc.store.path)
+            self._seen[key] = svc.store.state_key()
         return svc
 
     def lock_for(self, folder: Folder) -> asyncio.Lock:
@@ -584,7 +584,7 @@ class HandoffLanguageServer(LanguageServer):
         self._writing[key] = max(self._writing.get(key, 1) - 1, 0)
         svc = self._services.get(key)
         if svc is not None and key in self._folder_uris:
-            self._seen[key] = _state_key(svc.store.path)
+            self._seen[key] = svc.store.state_key()
 
     def start_state_watch(self) -> None:
         """Look at each served folder's state file every ``WATCH_SECONDS``."""
@@ -604,7 +604,7 @@ class HandoffLanguageServer(LanguageServer):
                 svc = self._services.get(key)
                 if svc is None:
                     continue
-                now = _state_key(svc.store.path)
+                now = svc.store.state_key()
                 if now == self._seen.get(key):
                     continue
                 self._seen[key] = now
@@ -701,15 +701,6 @@ def _uncancel() -> None:
 
 
 _WARM = threading.Event()
-
-
-def _state_key(path: Path) -> tuple[int, int, int] | None:
-    """(inode, mtime, size) of a state file, ``None`` when there is none."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
 def warm_imports() -> None:

@@ -583,6 +583,14 @@ class StateStore:
             return None
         return (st.st_ino, st.st_mtime_ns, st.st_size)
 
+    def state_key(self) -> tuple[int, int, int] | None:
+        """(inode, mtime, size) of the live file: changes with every write, by any
+        process. ``None`` when there is none, or it cannot be used now."""
+        try:
+            return self._stat_key()
+        except (HandoffError, OSError):
+            return None
+
     def _read_live(self) -> dict[str, Any]:
         """The live file, parsed; cached on its (inode, mtime, size). Do not mutate."""
         key = self._stat_key()
