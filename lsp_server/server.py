@@ -718,11 +718,9 @@ def warm_everything() -> None:
     so the first ``/handoff`` pays no import either (commands never wait for this)."""
     warm_imports()
     try:
-        from .generation import command  # noqa: F401
-        from .generation.prompt import _environment
-        from .generation.providers.extractive import TEMPLATE
+        from .generation.command import load_ahead
 
-        _environment().get_template(TEMPLATE)
+        load_ahead()
     except Exception:  # generation reports it properly when it runs
         log.debug("could not load the generation modules ahead", exc_info=True)
 

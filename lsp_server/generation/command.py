@@ -107,6 +107,15 @@ def _check_params(p: GenerateParams) -> None:
         raise HandoffError("invalid_params", f"focus is longer than {MAX_FOCUS} characters.")
 
 
+def load_ahead() -> None:
+    """Load what a first generation would load during the call: the providers'
+    modules and the extractive template (the language server does it after start)."""
+    from .prompt import _environment
+    from .providers.extractive import TEMPLATE
+
+    _environment().get_template(TEMPLATE)
+
+
 def guard(t: Transcript) -> None:
     """At least two messages on the branch, or there is nothing to hand off."""
     if t.message_count < 2:

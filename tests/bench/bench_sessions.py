@@ -130,10 +130,8 @@ else:
     from lsp_server.service import HandoffService, ServiceConfig
     service = HandoffService(Path(sys.argv[3]), ServiceConfig())
     if mode == "generate":  # as the language server has them (server.warm_everything)
-        from lsp_server.generation import command
-        from lsp_server.generation.prompt import _environment
-        from lsp_server.generation.providers.extractive import TEMPLATE
-        _environment().get_template(TEMPLATE)
+        from lsp_server.generation.command import load_ahead
+        load_ahead()
 start = time.perf_counter()
 if mode == "orjson":
     n = 0
