@@ -127,17 +127,18 @@ class Extractor:
     def rel(self, path: str) -> str:
         """A path as the workspace names it (relative when inside the session's cwd)."""
         done = self._rel.get(path)
-        if done is not None:
-            return done
+        if done is None:
+            done = self._rel[path] = self._relative(path)
+        return done
+
+    def _relative(self, path: str) -> str:
         p = path.strip()
         for root in (self.t.cwd, str(self.workspace)):
             if root and os.path.isabs(p):
                 r = root.rstrip("/") + "/"
                 if p.startswith(r):
-                    self._rel[path] = p[len(r) :]
                     return p[len(r) :]
-        self._rel[path] = p.removeprefix("./")
-        return self._rel[path]
+        return p.removeprefix("./")
 
     def exists(self, rel: str) -> bool:
         if os.path.isabs(rel):
