@@ -125,6 +125,9 @@ def tool_call(call_id: str | None, name: str, arguments: Any) -> ToolCall:
         size = _flat_size(arguments)
         if 0 <= size <= MAX_ARGUMENT_CHARS:
             return ToolCall(call_id, name, arguments, size)
+        if size > MAX_ARGUMENT_CHARS:  # known to be big: clip without measuring again
+            arguments = clip_arguments(arguments)
+            return ToolCall(call_id, name, arguments, _json_size(arguments))
     if isinstance(arguments, str):
         arguments = clip(arguments, MAX_ARGUMENT_CHARS)
         return ToolCall(call_id, name, arguments, len(arguments) + 2)
@@ -307,7 +310,7 @@ class TextBudget:
         if self._users < PROTECTED_USER_MESSAGES and m.role == "user" and m.kind is None:
             self._users += 1
             return m
-        w = len(m.text)
+        w = len(m.text)  # weight(m), inlined on this hot path with the size check
         big = w > SHRUNK_TEXT
         for c in m.tool_calls:
             size = c.size
