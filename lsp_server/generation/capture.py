@@ -1,5 +1,6 @@
-"""From a provider's output to a checked handoff document: text blocks only, the
-required sections checked, the document wrapped for injection into a new session."""
+"""From a provider's output to a checked handoff document: text blocks only (a leading
+``<think>`` block dropped), the required sections checked, the document wrapped for
+injection into a new session."""
 
 from __future__ import annotations
 
@@ -14,11 +15,27 @@ WRAPPER_CLOSE = "</handoff-context>"
 _CLOSE_TAG = re.compile(r"<\s*/\s*handoff-context\s*>", re.IGNORECASE)
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+#: A reasoning block at the very start of an answer (a model that thinks in its text,
+#: e.g. DeepSeek-R1 or Qwen3 behind a server that does not split it out), closed or not.
+_LEADING_THINK = re.compile(
+    r"\A\s*<\s*(think|thinking)\s*>.*?(?:<\s*/\s*\1\s*>|\Z)", re.IGNORECASE | re.DOTALL
+)
+
+
+def strip_thinking(text: str) -> str:
+    """``text`` without the ``<think>…</think>`` (or ``<thinking>``) blocks it starts
+    with. A block still open at the end is all thinking (the model was cut off while
+    reasoning): nothing is left. A block later in the text is content and stays."""
+    stripped = False
+    while m := _LEADING_THINK.match(text):
+        text = text[m.end() :]
+        stripped = True
+    return text.lstrip() if stripped else text
 
 
 def capture_text(blocks: Iterable[Any]) -> str:
     """The text blocks of an assistant output joined with ``\\n`` (thinking, tool calls
-    and anything else ignored)."""
+    and anything else ignored), without a leading ``<think>`` block."""
     parts = []
     for block in blocks:
         if (
@@ -27,7 +44,7 @@ def capture_text(blocks: Iterable[Any]) -> str:
             and isinstance(block.get("text"), str)
         ):
             parts.append(block["text"])
-    return "\n".join(parts)
+    return strip_thinking("\n".join(parts))
 
 
 def _normal(title: str) -> str:

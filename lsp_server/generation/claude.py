@@ -170,6 +170,8 @@ def read_claude(path: Path, stats: ReadStats | None = None) -> Transcript:
     order: list[str] = []
     tool_names: dict[str, str] = {}
     summaries: list[tuple[str, str]] = []
+    queued: list[tuple[int, Message]] = []
+    last_main_before: dict[int, str] = {}  # a compact boundary's index -> the main leaf before it
     custom_title: str | None = None
     session_id = agent_id = cwd = branch = first_ts = last_ts = model = None
     leaf_main: str | None = None
@@ -178,6 +180,12 @@ def read_claude(path: Path, stats: ReadStats | None = None) -> Transcript:
         etype = obj.get("type")
         if etype not in KNOWN_TYPES:
             stats.unknown_entries += 1
+            continue
+        if etype == "queue-operation":
+            content = obj.get("content")
+            if obj.get("operation") == "enqueue" and isinstance(content, str) and content.strip():
+                ts = obj.get("timestamp") if isinstance(obj.get("timestamp"), str) else None
+                queued.append((index, Message("user", clip(content, MAX_MESSAGE_CHARS), kind="queued", timestamp=ts)))
             continue
         if etype == "summary":
             if isinstance(obj.get("summary"), str) and isinstance(obj.get("leafUuid"), str):
@@ -224,7 +232,10 @@ def read_claude(path: Path, stats: ReadStats | None = None) -> Transcript:
                 model = message["model"]
         elif etype == "system" and obj.get("subtype") == "compact_boundary":
             node.boundary = True
+            if leaf_main is not None:
+                last_main_before[index] = leaf_main
         for m in node.messages:
+            m.entry = uuid
             budget.add(m)
         nodes[uuid] = node
         order.append(uuid)
@@ -246,7 +257,12 @@ def read_claude(path: Path, stats: ReadStats | None = None) -> Transcript:
         chain.append(cur)
         steps += 1
         node = nodes[cur]
-        cur = node.parent if node.parent is not None or not node.boundary else node.logical
+        if node.parent is not None or not node.boundary:
+            cur = node.parent
+        elif node.logical in nodes:
+            cur = node.logical
+        else:  # the logical parent was never written: the main chain just before it
+            cur = last_main_before.get(node.index)
     chain.reverse()
     for _i, uid in enumerate(chain):
         if nodes[uid].boundary:
@@ -296,10 +312,17 @@ def read_claude(path: Path, stats: ReadStats | None = None) -> Transcript:
     message_count = 0
     compactions = 0
     written: list[str] = []
+    queue = iter(queued)
+    waiting = next(queue, None)
     for uid in order:
         if uid not in included:
             continue
         node = nodes[uid]
+        while waiting is not None and waiting[0] < node.index:
+            history.append(waiting[1])  # a prompt typed while the agent worked
+            if node.index >= context_start:
+                context.append(waiting[1])
+            waiting = next(queue, None)
         if node.boundary:
             compactions += 1
         for m in node.messages:
@@ -327,6 +350,13 @@ def read_claude(path: Path, stats: ReadStats | None = None) -> Transcript:
                     if isinstance(p, str) and p and p not in written:
                         written.append(p)
 
+    while waiting is not None:
+        history.append(waiting[1])
+        context.append(waiting[1])
+        waiting = next(queue, None)
+    subagent_of = None
+    if main_sidechain or path.name.startswith("agent-"):
+        subagent_of = session_id or "?"
     title = custom_title
     if title is None:
         for leaf_uuid, text in reversed(summaries):
@@ -352,4 +382,5 @@ def read_claude(path: Path, stats: ReadStats | None = None) -> Transcript:
         compactions=compactions,
         stats=stats,
         written_paths=written,
+        subagent_of=subagent_of,
     )

@@ -147,6 +147,7 @@ class _Reader:
         self.message_count = 0
         self.exit_codes: dict[str, int] = {}
         self.written: list[str] = []
+        self.entry: str | None = None
 
     def add(self, m: Message, *, counted: bool) -> None:
         last = self.history[-1] if self.history else None
@@ -159,6 +160,7 @@ class _Reader:
         ):
             last.tool_calls = [*last.tool_calls, *m.tool_calls]
             return
+        m.entry = self.entry
         self.history.append(m)
         self.context.append(m)
         if counted:
@@ -276,7 +278,8 @@ class _Reader:
                         self.context.append(m)
 
     def read(self) -> Transcript:
-        for obj in iter_objects(self.path, self.stats):
+        for index, obj in enumerate(iter_objects(self.path, self.stats)):
+            self.entry = f"entry {index}"
             etype = obj.get("type")
             ts = obj.get("timestamp") if isinstance(obj.get("timestamp"), str) else None
             if ts and ts[:1].isdigit():
@@ -355,7 +358,21 @@ class _Reader:
             compactions=self.compactions,
             stats=self.stats,
             written_paths=self.written,
+            subagent_of=_parent_thread(meta),
         )
+
+
+def _parent_thread(meta: dict[str, Any]) -> str | None:
+    """The parent thread of a sub-agent's rollout (its ``source`` names a sub-agent)."""
+    source = meta.get("source")
+    if not (isinstance(source, dict) and "subagent" in source):
+        return None
+    parent = meta.get("parent_thread_id")
+    spawn = source.get("subagent")
+    if not isinstance(parent, str) and isinstance(spawn, dict):
+        inner = spawn.get("thread_spawn")
+        parent = inner.get("parent_thread_id") if isinstance(inner, dict) else None
+    return parent if isinstance(parent, str) else "?"
 
 
 def read_codex(path: Path, stats: ReadStats | None = None) -> Transcript:

@@ -117,7 +117,20 @@ def load_ahead() -> None:
 
 
 def guard(t: Transcript) -> None:
-    """At least two messages on the branch, or there is nothing to hand off."""
+    """A main session with at least two messages on its branch, or there is nothing
+    to hand off."""
+    if t.subagent_of is not None:
+        parent = _parent_file(t)
+        where = f" ({parent})" if parent else ""
+        raise HandoffError(
+            "nothing_to_hand_off",
+            f"Nothing to hand off: {t.path.name} is a sub-agent's own transcript, not a "
+            f"session; hand off its parent session {t.subagent_of}{where} instead.",
+            session=str(t.path),
+            reason="subagent",
+            parentSession=t.subagent_of,
+            **({"parentPath": parent} if parent else {}),
+        )
     if t.message_count < 2:
         raise HandoffError(
             "nothing_to_hand_off",
@@ -125,6 +138,17 @@ def guard(t: Transcript) -> None:
             session=str(t.path),
             messageCount=t.message_count,
         )
+
+
+def _parent_file(t: Transcript) -> str | None:
+    """The parent session's file beside a sub-agent's, when it is there."""
+    if t.subagent_of in (None, "?"):
+        return None
+    folder = t.path.parent
+    if folder.name == "subagents":  # <project>/<session id>/subagents/agent-*.jsonl
+        folder = folder.parent.parent
+    candidate = folder / f"{t.subagent_of}.jsonl"
+    return str(candidate) if candidate.is_file() else None
 
 
 def run_generate(service: HandoffService, params: Any, ctx: CallContext) -> dict[str, Any]:

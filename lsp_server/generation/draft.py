@@ -16,7 +16,10 @@ MAX_NEXT_ACTIONS = 12
 MAX_FILE_CITATIONS = 10
 _ITEM = re.compile(r"^\s{0,3}(?:[-*+]|\d{1,3}[.)])\s+(?:\[[ xX]\]\s+)?(\S.*?)\s*$")
 _QUOTE = re.compile(r"^\s{0,3}>\s?")
-_BOILERPLATE = re.compile(r"^the user's first request in the session:?$", re.IGNORECASE)
+_BOILERPLATE = re.compile(
+    r"^(?:the user's first request in the session|the user's request(?: \(through .*\))?):?$",
+    re.IGNORECASE,
+)
 
 
 def _one_line(text: str, limit: int) -> str:

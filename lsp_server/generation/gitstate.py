@@ -19,6 +19,15 @@ class GitState:
     more: int = 0
 
 
+STATE_FOLDER = ".handoff"
+
+
+def _own_state(path: str) -> bool:
+    """Whether a status path is this tool's state folder (or inside it)."""
+    p = path.strip().strip('"')
+    return p == STATE_FOLDER or p.startswith(STATE_FOLDER + "/")
+
+
 def git_state(workspace: Path, timeout: float = 5.0) -> GitState | None:
     """Branch and changed files of the workspace's repository, or ``None`` when the
     workspace is not a git work tree (or git is not installed)."""
@@ -58,6 +67,8 @@ def git_state(workspace: Path, timeout: float = 5.0) -> GitState | None:
             state.branch = None if branch.startswith("HEAD (no branch)") else branch.strip()
             state.tracking = rest.strip() or None
         elif len(line) > 3:
+            if _own_state(line[3:]):
+                continue  # the tool's own state folder is not the user's change
             if len(state.changes) < MAX_FILES:
                 state.changes.append((line[:2].strip() or "?", line[3:]))
             else:

@@ -264,6 +264,7 @@ def read_pi(path: Path, stats: ReadStats | None = None) -> Transcript:
         elif etype not in KNOWN_TYPES:
             stats.unknown_entries += 1
         if message is not None:
+            message.entry = eid
             messages[eid] = add(message)
 
     stats.shortened = budget.shrunk

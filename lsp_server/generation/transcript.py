@@ -162,6 +162,8 @@ class Message:
     timestamp: str | None = None
     stop_reason: str | None = None
     key: str | None = None
+    #: The session entry it came from (pi entry id, Claude uuid, Codex line number).
+    entry: str | None = None
 
 
 @dataclass
@@ -209,6 +211,8 @@ class Transcript:
     stats: ReadStats = field(default_factory=ReadStats)
     #: Files the session wrote, as the agent named them (absolute or relative to cwd).
     written_paths: list[str] = field(default_factory=list)
+    #: The parent session's id when this file is a sub-agent's (or a compaction's) own.
+    subagent_of: str | None = None
     #: Replaces secrets in what is used of this transcript (see :meth:`clean`).
     redactor: Redactor = field(default_factory=Redactor, repr=False, compare=False)
 

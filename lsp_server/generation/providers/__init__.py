@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from ...service import CallContext
+    from ..facts import SessionFacts
     from ..prompt import Prompt
     from ..settings import GenerationSettings
     from ..transcript import Transcript
@@ -25,6 +26,8 @@ class GenerationRequest:
     focus: str | None
     workspace: Path
     settings: GenerationSettings
+    #: The session facts (computed once by the pipeline; ``None``: computed on use).
+    facts: SessionFacts | None = None
 
 
 @dataclass

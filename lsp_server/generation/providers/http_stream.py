@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import re
 import socket
 import ssl
 import threading
@@ -113,10 +114,13 @@ class StreamedPost:
             self.conn.close()
             if self.cancel.cancelled:
                 raise _cancelled()
+            said = f"HTTP {status}: {error_message(raw) or self.response.reason}"
+            overflow = context_overflow(raw)
+            if overflow is not None:
+                raise overflow_error(self.provider, self.url, said, overflow, status=status)
             raise HandoffError(
                 "generation_failed",
-                f"{self.provider}: the server at {self.url} answered HTTP {status}: "
-                f"{error_message(raw) or self.response.reason}",
+                f"{self.provider}: the server at {self.url} answered {said}",
                 status=status,
                 provider=self.provider,
             )
@@ -202,6 +206,76 @@ def error_message(raw: bytes) -> str:
         if isinstance(data.get("message"), str):
             return data["message"][:500]
     return raw.decode("utf-8", "replace")[:300]
+
+
+# "The prompt does not fit the model's context", as servers say it: llama.cpp ("request
+# (5031 tokens) exceeds the available context size (2048 tokens)", type
+# exceed_context_size_error), OpenAI (code context_length_exceeded, "maximum context
+# length is 8192 tokens. However, your messages resulted in 9000 tokens"), vLLM (the
+# same sentence), Anthropic ("prompt is too long: 210000 tokens > 200000 maximum").
+_OVERFLOW_KINDS = {"exceed_context_size_error", "context_length_exceeded"}
+_OVERFLOW_TEXT = re.compile(
+    r"exceeds? the (?:available )?context|context (?:length|size|window)[^.]*exceed|"
+    r"maximum context length|prompt is too long",
+    re.IGNORECASE,
+)
+_TOKENS_NEAR = [  # (pattern, group of the prompt's tokens, group of the context's)
+    (re.compile(r"request \((\d+) tokens\) exceeds the available context size \((\d+)"), 1, 2),
+    (
+        re.compile(
+            r"maximum context length is (\d+) tokens.*?(?:resulted in|requested|has) (\d+)", re.S
+        ),
+        2,
+        1,
+    ),
+    (re.compile(r"prompt is too long: (\d+) tokens > (\d+)"), 1, 2),
+]
+
+
+def context_overflow(raw: bytes) -> dict[str, int | None] | None:
+    """``{"promptTokens", "contextTokens"}`` (each ``None`` when the server does not say)
+    when an error body says the prompt does not fit the model's context, else ``None``."""
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        data = None
+    err = data.get("error") if isinstance(data, dict) else None
+    err = err if isinstance(err, dict) else {}
+    message = error_message(raw)
+    if not (
+        err.get("type") in _OVERFLOW_KINDS
+        or err.get("code") in _OVERFLOW_KINDS
+        or _OVERFLOW_TEXT.search(message)
+    ):
+        return None
+    prompt = err.get("n_prompt_tokens") if type(err.get("n_prompt_tokens")) is int else None
+    context = err.get("n_ctx") if type(err.get("n_ctx")) is int else None
+    for pattern, prompt_group, context_group in _TOKENS_NEAR:
+        m = pattern.search(message)
+        if m:
+            prompt = prompt or int(m.group(prompt_group))
+            context = context or int(m.group(context_group))
+            break
+    return {"promptTokens": prompt, "contextTokens": context}
+
+
+def overflow_error(
+    provider: str, url: str, said: str, tokens: dict[str, int | None], **data: Any
+) -> HandoffError:
+    """``generation_failed`` saying the prompt exceeded the model's context, and what to do."""
+    prompt, context = tokens.get("promptTokens"), tokens.get("contextTokens")
+    size = f" ({prompt:,} tokens)" if prompt else ""
+    limit = f" of {context:,} tokens" if context else ""
+    return HandoffError(
+        "generation_failed",
+        f"{provider}: the prompt{size} exceeds the model's context size{limit} at {url}: "
+        "lower generation.maxPromptTokens or give the model a larger context. "
+        f"The server answered {said}",
+        provider=provider,
+        reason="context_exceeded",
+        **{k: v for k, v in tokens.items() if v is not None},
+        **data,
+    )
 
 
 def sse_data(lines: Iterator[bytes]) -> Iterator[bytes]:

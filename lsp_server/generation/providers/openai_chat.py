@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING
 from ...errors import HandoffError
 from . import GenerationRequest, ProviderOutput
 from . import prompt_text as _prompt_text
-from .http_stream import StreamedPost, error_message, json_object, sse_data
+from .http_stream import (
+    StreamedPost,
+    context_overflow,
+    error_message,
+    json_object,
+    overflow_error,
+    sse_data,
+)
 
 if TYPE_CHECKING:
     from ...service import CallContext
@@ -62,6 +69,11 @@ class OpenAIChatProvider:
                         break
                     chunk = json_object(payload, url, "openai")
                     if "error" in chunk:
+                        overflow = context_overflow(payload)
+                        if overflow is not None:
+                            raise overflow_error(
+                                self.name, url, f"in its stream: {error_message(payload)}", overflow
+                            )
                         raise HandoffError(
                             "generation_failed",
                             f"openai: the stream from {url} reported an error: "

@@ -1,0 +1,760 @@
+"""Session facts: what a transcript shows, computed by rule in one pass — the goal and
+the user's words, files changed, each step with its final outcome, test runs, git
+events, the plan and the final state. Every provider builds on them, and each fact
+keeps the session entries it came from."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import shell
+from .transcript import Message, ToolCall, Transcript, call_command, call_path
+
+# -- the user's words --------------------------------------------------------------
+
+#: Text that opens an injected message (environment, instructions, notifications,
+#: hook output, compaction prompts): never the user's request.
+_INJECTED = re.compile(
+    r"^\s*(?:<(?:environment_context|user_instructions|permissions instructions|INSTRUCTIONS|"
+    r"task-notification|system-reminder|local-command-[a-z]+|user-prompt-submit-hook|"
+    r"turn_aborted|subagent_notification|bash-(?:input|stdout|stderr)|skill|command-stdout|"
+    r"workspace-tree|context|system)\b"
+    r"|# AGENTS\.md instructions|# CLAUDE\.md|Caveat: The messages below|"
+    r"\[Request interrupted by user|This session is being continued from a previous conversation|"
+    r"Your task is to create a detailed summary of the conversation|"
+    r"The messages above are a conversation to summari[sz]e|"
+    r"You are a helpful AI assistant tasked with summari[sz]ing|"
+    r"Please continue the conversation from where we left|"
+    r"Base directory for this skill:|\[REDACTED_[A-Z_]+\]$)",
+    re.IGNORECASE,
+)
+_SLASH = re.compile(r"^/[A-Za-z][\w:.-]*(?:\s|$)")
+_COMMAND_NAME = re.compile(r"<command-name>\s*(/?[^<\s]+)\s*</command-name>")
+_COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
+#: Claude Code's thinking-budget keywords: instructions to the model, not the task.
+_THINK_WORDS = re.compile(r"\b(?:ultrathink|megathink|think\s+harder|think\s+hard)\b", re.IGNORECASE)
+_FILE_MENTION = re.compile(r"(?:^|\s)@([\w./~-]+\.\w+)")
+_QUESTION_END = re.compile(r"[?？]\s*$|(?:어디임|뭐임|뭐야|어때|알려줘|있어|맞아|됐어|했어|인가요|나요|니|까)\s*[?？]?\s*$")
+
+
+@dataclass(slots=True)
+class Request:
+    """Something the user asked, verbatim (secrets replaced)."""
+
+    text: str
+    entry: str | None
+    position: int
+    #: The slash command it came through (``/orchestrator``), if any.
+    via: str | None = None
+    #: Typed while the agent was working (a queued prompt).
+    queued: bool = False
+    #: Files the request points at with ``@path``.
+    mentions: tuple[str, ...] = ()
+    #: The work done in its turn: tool calls, changes and steps that do something.
+    calls: int = 0
+    changes: int = 0
+    work: int = 0
+    answered: bool = False
+
+    @property
+    def acted_on(self) -> bool:
+        """Whether the agent did work for it (a question or a greeting gets an answer)."""
+        return self.changes > 0 or self.work > 0
+
+
+def request_text(m: Message) -> tuple[str, str | None] | None:
+    """The request a user message makes and the slash command it came through, or
+    ``None`` for a bare slash command, a ``!shell`` line or an injected message."""
+    text = m.text.strip()
+    if not text:
+        return None
+    name = _COMMAND_NAME.search(text)
+    if name is not None:
+        args = _COMMAND_ARGS.search(text)
+        body = args.group(1).strip() if args else ""
+        command = name.group(1)
+        return (body, command if command.startswith("/") else "/" + command) if body else None
+    if text.startswith("!") or _SLASH.match(text) or _INJECTED.match(text):
+        return None
+    cleaned = " ".join(_THINK_WORDS.sub(" ", text).split(" "))
+    cleaned = re.sub(r"[ \t]{2,}", " ", cleaned).strip()
+    return (cleaned, None) if cleaned else None
+
+
+# -- what tools did --------------------------------------------------------------
+
+WRITE_TOOLS = {
+    "write": "created", "create_file": "created", "write_file": "created",
+    "edit": "edited", "multiedit": "edited", "multi_edit": "edited", "str_replace_editor": "edited",
+    "str_replace_based_edit_tool": "edited", "notebookedit": "edited", "notebook_edit": "edited",
+    "edit_file": "edited", "replace": "edited", "apply_patch": "edited", "patch": "edited",
+}
+READ_TOOLS = frozenset({"read", "view", "read_file", "cat", "open", "glob", "grep", "ls", "search",
+                        "find", "list", "websearch", "webfetch", "web_search", "fetch", "toolsearch"})
+TODO_TOOLS = frozenset({"todowrite", "todo_write", "write_todos", "update_plan", "todo", "todos",
+                        "todo_update", "plan"})
+DONE = frozenset({"completed", "complete", "done", "finished", "closed", "resolved"})
+ACTIVE = frozenset({"in_progress", "in-progress", "active", "doing", "started", "running"})
+#: The tool's own state folder: never the user's change.
+STATE_FOLDER = ".handoff"
+
+_TEST_COUNTS = (
+    re.compile(r"(?:\d+ doctests?, )?\d+ (?:tests?|properties), \d+ failures?(?:, \d+ (?:skipped|excluded|invalid))*", re.I),
+    re.compile(r"(?:=+ )?(?:\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?)(?:, )?)+(?: in [\d.]+s)?", re.I),
+    re.compile(r"Tests?:\s+(?:\d+ \w+, )*\d+ total", re.I),
+    re.compile(r"Tests?\s+\d+ (?:passed|failed)(?: \| \d+ \w+)* \(\d+\)", re.I),
+    re.compile(r"test result: (?:ok|FAILED)\. \d+ passed; \d+ failed[^\n]*", re.I),
+    re.compile(r"Ran \d+ tests? in [\d.]+s", re.I),
+    re.compile(r"^(?:OK|FAILED)(?: \([^)]*\))?$", re.M),
+)
+_FAIL_COUNT = re.compile(r"\b([1-9]\d*) (?:failed|failures?|errors?)\b|\bFAILED\b|\bFAIL\b", re.I)
+_ZERO_FAIL = re.compile(r"\b0 failures?\b|\b0 failed\b", re.I)
+_COMMIT = re.compile(r"^\[([\w./+-]+)(?: \(root-commit\))? ([0-9a-f]{7,40})\] (.+)$", re.M)
+_PUSHED = re.compile(r"^\s*(?:\+\s|\*\s\[new branch\]\s+|[0-9a-f]{7,}\.\.\.?[0-9a-f]{7,}\s+)\S*\s*(\S+)\s+->\s+(\S+)", re.M)
+_URL = re.compile(r"https?://[^\s)\]>\"'`]+")
+_GH_URL = re.compile(r"https://github\.com/[\w.-]+/[\w.-]+/(?:pull|issues)/\d+")
+_FAILURE_MARK = re.compile(
+    r"(?:^|\s)(?:error(?:\[\w+\])?:|ERR!|Error:|FAILED|FAIL\b|fatal:|Traceback \(most recent call last\)|"
+    r"failed to compile|Build failed|exited with code [1-9]|\d+ errors?\b(?! in)|✗|✘)",
+)
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
+_TAG_WRAPPER = re.compile(r"</?(?:tool_use_error|error|stderr|stdout|output)>")
+_ERROR_LINE = re.compile(
+    r"(error|exception|traceback|not found|cannot|can't|denied|fatal|panic|no such|refused|"
+    r"invalid|unable|failed|failure|not recognized|timed out|missing)",
+    re.IGNORECASE,
+)
+_EXIT_NOTE = re.compile(r"^(command exited with code|exit code:?|process exited with|exit status)", re.I)
+_DONE_CUE = re.compile(
+    r"\b(?:all (?:done|set|green|tests pass\w*)|everything (?:is )?(?:done|clean|pushed|committed|works)|"
+    r"(?:is|are|have been|has been|now) (?:done|complete|completed|finished|merged|pushed|deployed|live|fixed)|"
+    r"successfully|completed?\b|finished|merged|pushed|done[.!]|완료|했습니다|しました|完了)",
+    re.IGNORECASE,
+)
+
+
+def is_noise(line: str) -> bool:
+    """Minified code, markup, base64 or binary: nothing a successor can read."""
+    s = line.strip()
+    if not s:
+        return True
+    if len(s) > 400 and s.count(" ") < len(s) / 25:
+        return True  # minified code or one huge token
+    if len(re.findall(r"</?[a-zA-Z][\w-]*(?:\s[^<>]*)?>", s)) >= 3:
+        return True  # HTML or XML
+    if re.search(r"[A-Za-z0-9+/]{80,}={0,2}", s):
+        return True  # base64
+    if sum(1 for ch in s if ord(ch) < 32 and ch not in "\t") > 2:
+        return True
+    return False
+
+
+def readable(text: str) -> str:
+    """``text`` without ANSI escapes and tool-error wrappers."""
+    return _TAG_WRAPPER.sub("", _ANSI.sub("", text))
+
+
+def error_line(text: str) -> str | None:
+    """The most telling readable line of a failed result."""
+    lines = [
+        ln.strip()
+        for ln in readable(text).splitlines()
+        if ln.strip() and not _EXIT_NOTE.match(ln.strip()) and not is_noise(ln)
+    ]
+    for line in reversed(lines):
+        if _ERROR_LINE.search(line) and len(line) >= 6:
+            return one_line(line, 220)
+    return one_line(lines[-1], 220) if lines else None
+
+
+def one_line(text: str, limit: int = 240) -> str:
+    s = " ".join(text.split())
+    return s if len(s) <= limit else s[: limit - 1].rstrip() + "…"
+
+
+@dataclass(slots=True)
+class Change:
+    """A file the session changed, with how and where."""
+
+    path: str
+    verbs: dict[str, int] = field(default_factory=dict)
+    entries: list[str] = field(default_factory=list)
+    outside: bool = False
+    position: int = 0
+
+    def add(self, verb: str, entry: str | None, position: int) -> None:
+        self.verbs[verb] = self.verbs.get(verb, 0) + 1
+        if entry and entry not in self.entries and len(self.entries) < 8:
+            self.entries.append(entry)
+        self.position = position
+
+
+@dataclass(slots=True)
+class Run:
+    """One step the agent ran (a shell command line, or a tool call that can fail)."""
+
+    key: str
+    family: str
+    kind: str
+    command: str
+    position: int
+    entry: str | None
+    #: ``ok``, ``failed``, ``no-match``, ``unknown`` (status hidden) or ``no result``.
+    outcome: str = "no result"
+    exit_code: int | None = None
+    error: str | None = None
+    targets: tuple[str, ...] = ()
+    counts: str | None = None
+    message: Message | None = None
+    call: ToolCall | None = None
+    result: Message | None = None
+    #: Why a failed run is not open: the later run that succeeded, or what moved past it.
+    resolved_by: str | None = None
+    changes: list[tuple[str, str]] = field(default_factory=list)
+    git: str | None = None
+    #: Piped into a filter (``| tail``) without ``pipefail``: its own status is hidden.
+    masked: bool = False
+
+
+@dataclass(slots=True)
+class GitEvent:
+    kind: str  # commit, push, merge, pr, issue, tag, repo, pull
+    detail: str
+    entry: str | None
+    position: int
+
+
+@dataclass(slots=True)
+class PlanItem:
+    text: str
+    status: str
+    entry: str | None
+
+
+@dataclass(slots=True)
+class FinalState:
+    """How the session ended: ``done``, ``blocked``, ``in progress`` or ``waiting for
+    the user`` (or ``waiting for the agent`` when the user's last words went unanswered)."""
+
+    status: str
+    reason: str
+    entries: list[str] = field(default_factory=list)
+    blocker: Run | None = None
+    question: str | None = None
+
+
+@dataclass
+class SessionFacts:
+    """Everything a handoff may state about a session, each with its entries."""
+
+    transcript: Transcript
+    requests: list[Request] = field(default_factory=list)
+    goal: Request | None = None
+    changes: OrderedDict[str, Change] = field(default_factory=OrderedDict)
+    runs: list[Run] = field(default_factory=list)
+    reads: dict[str, int] = field(default_factory=dict)
+    git_events: list[GitEvent] = field(default_factory=list)
+    plan: OrderedDict[str, PlanItem] = field(default_factory=OrderedDict)
+    plan_entry: str | None = None
+    last_assistant: Message | None = None
+    last_report: Message | None = None
+    last_status: Run | None = None
+    final: FinalState | None = None
+    compaction: dict[str, str] = field(default_factory=dict)
+    compaction_entry: str | None = None
+
+    # -- derived ---------------------------------------------------------------------
+
+    @property
+    def redirections(self) -> list[Request]:
+        """Later requests that changed or extended the task (the agent acted on them)."""
+        return [r for r in self.requests if r is not self.goal and r.position > (self.goal.position if self.goal else -1) and (r.acted_on or len(r.text) >= 160) and not _QUESTION_END.search(r.text)]
+
+    @property
+    def failed_runs(self) -> list[Run]:
+        return [r for r in self.runs if r.outcome == "failed"]
+
+    @property
+    def open_failures(self) -> list[Run]:
+        return [r for r in self.runs if r.outcome == "failed" and r.resolved_by is None]
+
+    @property
+    def tests(self) -> list[Run]:
+        return [r for r in self.runs if r.kind == "test" and r.outcome != "no result"]
+
+    @property
+    def last_test(self) -> Run | None:
+        tests = self.tests
+        return tests[-1] if tests else None
+
+    @property
+    def cut_off(self) -> list[Run]:
+        """Runs at the end of the session whose results it does not hold."""
+        out: list[Run] = []
+        for r in reversed(self.runs):
+            if r.outcome != "no result":
+                break
+            out.append(r)
+        return out[::-1]
+
+    def to_json(self) -> dict[str, Any]:
+        """The facts with their entries, for an editor or a successor to open the turns."""
+
+        def req(r: Request) -> dict[str, Any]:
+            d: dict[str, Any] = {"text": one_line(r.text, 300), "entries": [r.entry] if r.entry else []}
+            if r.via:
+                d["via"] = r.via
+            if r.queued:
+                d["queued"] = True
+            return d
+
+        final = self.final
+        return {
+            "goal": req(self.goal) if self.goal else None,
+            "requests": [req(r) for r in self.redirections],
+            "changes": [
+                {"path": c.path, "how": dict(c.verbs), "entries": c.entries, **({"outside": True} if c.outside else {})}
+                for c in self.changes.values()
+            ],
+            "steps": [
+                {
+                    "step": r.key,
+                    "outcome": r.outcome,
+                    **({"exitCode": r.exit_code} if r.exit_code is not None else {}),
+                    **({"error": r.error} if r.error and r.outcome == "failed" else {}),
+                    **({"resolvedBy": r.resolved_by} if r.resolved_by else {}),
+                    **({"counts": r.counts} if r.counts else {}),
+                    "entries": [r.entry] if r.entry else [],
+                }
+                for r in self.runs
+                if r.kind not in ("probe", "search") or r.outcome == "failed"
+            ][-60:],
+            "git": [{"kind": g.kind, "detail": g.detail, "entries": [g.entry] if g.entry else []} for g in self.git_events],
+            "plan": [{"text": p.text, "status": p.status, "entries": [p.entry] if p.entry else []} for p in self.plan.values()],
+            "finalState": {
+                "status": final.status,
+                "reason": final.reason,
+                "entries": final.entries,
+                **({"blocker": {"step": final.blocker.key, "error": final.blocker.error}} if final.blocker else {}),
+            }
+            if final
+            else None,
+        }
+
+
+# -- the one pass ----------------------------------------------------------------
+
+
+class _Gatherer:
+    def __init__(self, t: Transcript, workspace: Path | None) -> None:
+        self.t = t
+        self.f = SessionFacts(t)
+        self.roots = [r.rstrip("/\\") for r in (t.cwd, str(workspace) if workspace else None) if r]
+        self._rel: dict[str, str] = {}
+        self.pending: dict[str, Run] = {}
+        self.current: Request | None = None
+
+    def rel(self, path: str) -> str:
+        done = self._rel.get(path)
+        if done is None:
+            p = path.strip().strip("'\"")
+            for root in self.roots:
+                if p.startswith(root + "/") or p.startswith(root + "\\"):
+                    p = p[len(root) + 1 :]
+                    break
+            done = self._rel[path] = p.removeprefix("./").removeprefix(".\\")
+        return done
+
+    def outside(self, rel: str) -> bool:
+        return os.path.isabs(rel) or rel.startswith(("~", "..")) or bool(re.match(r"^[A-Za-z]:[\\/]", rel))
+
+    def change(self, verb: str, path: str, m: Message, position: int) -> None:
+        rel = self.rel(path)
+        if not rel or rel in ("/dev/null", ".", "-") or rel == STATE_FOLDER or rel.startswith(STATE_FOLDER + "/"):
+            return
+        if any(ch in rel for ch in "*?$`{}") or rel.startswith("-"):
+            return
+        c = self.f.changes.get(rel)
+        if c is None:
+            c = self.f.changes[rel] = Change(rel, outside=self.outside(rel))
+        else:
+            self.f.changes.move_to_end(rel)
+        c.add(verb, m.entry, position)
+        if self.current is not None:
+            self.current.changes += 1
+
+    def gather(self) -> SessionFacts:
+        f, t = self.f, self.t
+        calls: dict[str, ToolCall] = {}
+        for position, m in enumerate(t.history):
+            role = m.role
+            if role == "user":
+                if m.kind == "bash" and m.command:
+                    run = self.run_for(m.command, m, None, position)
+                    if run is not None:
+                        self.finish(run, m)
+                    continue
+                if m.kind is not None:
+                    continue
+                found = request_text(t.clean(m))
+                if found is None:
+                    continue
+                text, via = found
+                r = Request(text, m.entry, position, via, queued=m.kind == "queued",
+                            mentions=tuple(_FILE_MENTION.findall(text)))
+                f.requests.append(r)
+                self.current = r
+            elif role == "assistant":
+                if m.text.strip() or m.stop_reason:
+                    f.last_assistant = m
+                    if self.current is not None and m.text.strip():
+                        self.current.answered = True
+                    if len(m.text.strip()) >= 40:
+                        f.last_report = m
+                for c in m.tool_calls:
+                    if c.id:
+                        calls[c.id] = c
+                    self.tool_call(m, c, position)
+                    if self.current is not None:
+                        self.current.calls += 1
+            elif role == "tool":
+                key = m.tool_call_id or ""
+                run = self.pending.pop(key, None)
+                if run is not None:
+                    self.finish(run, m)
+                call = calls.get(key)
+                if call is not None and call.name == "TaskCreate":
+                    self.task_created(call, m)
+            elif role == "summary" and m.kind == "compaction" and m.text.strip():
+                f.compaction = compaction_sections(t.clean(m).text)
+                f.compaction_entry = m.entry
+            elif role == "custom" and m.kind in ("queued", "steer", "follow-up", "followUp"):
+                found = request_text(t.clean(m))
+                if found:
+                    r = Request(found[0], m.entry, position, queued=True)
+                    f.requests.append(r)
+                    self.current = r
+        for path in t.written_paths:
+            rel = self.rel(path)
+            if rel not in f.changes and not rel.startswith(STATE_FOLDER + "/"):
+                f.changes[rel] = Change(rel, outside=self.outside(rel))
+        self.resolve()
+        f.goal = choose_goal(f.requests)
+        f.final = final_state(f)
+        return f
+
+    # -- tool calls --------------------------------------------------------------
+
+    def tool_call(self, m: Message, c: ToolCall, position: int) -> None:
+        name = c.name.lower()
+        command = call_command(c)
+        if command is not None:
+            run = self.run_for(command, m, c, position)
+            if run is not None and c.id:
+                self.pending[c.id] = run
+            elif run is not None:
+                run.outcome = "unknown"
+            return
+        if name in ("apply_patch", "applypatch") or (name in ("patch",) and isinstance(c.arguments, str)):
+            patch = c.arguments if isinstance(c.arguments, str) else (c.arguments or {}).get("input", "") if isinstance(c.arguments, dict) else ""
+            run = Run(f"apply_patch", "apply_patch", "other", "apply_patch", position, m.entry, message=m, call=c)
+            run.changes = shell.patch_changes(str(patch))
+            self.add_run(run, c)
+            return
+        path = call_path(c)
+        if name in WRITE_TOOLS and path:
+            run = Run(f"write {self.rel(path)}", f"write {self.rel(path)}", "other", f"{c.name} {self.rel(path)}", position, m.entry, message=m, call=c)
+            run.changes = [(WRITE_TOOLS[name], path)]
+            self.add_run(run, c)
+        elif name in TODO_TOOLS:
+            self.todo_list(c.arguments, m.entry)
+        elif c.name == "TaskUpdate" and isinstance(c.arguments, dict):
+            task = str(c.arguments.get("taskId", ""))
+            item = self.f.plan.get(task)
+            if item is not None:
+                if isinstance(c.arguments.get("status"), str):
+                    item.status = c.arguments["status"]
+                if isinstance(c.arguments.get("subject"), str):
+                    item.text = c.arguments["subject"]
+                item.entry = m.entry or item.entry
+        elif name in READ_TOOLS:
+            if path and name in ("read", "view", "read_file", "cat", "open"):
+                rel = self.rel(path)
+                self.f.reads[rel] = self.f.reads.get(rel, 0) + 1
+            run = Run(f"{name} {self.rel(path) if path else ''}".strip(), f"{name}", "probe", name, position, m.entry, message=m, call=c)
+            self.add_run(run, c)
+        else:
+            target = self.rel(path) if path else ""
+            run = Run(f"{name} {target}".strip(), f"{name} {target}".strip(), "tool", c.name, position, m.entry, message=m, call=c)
+            self.add_run(run, c)
+
+    def add_run(self, run: Run, c: ToolCall) -> None:
+        self.f.runs.append(run)
+        if c.id:
+            self.pending[c.id] = run
+        else:
+            run.outcome = "unknown"
+            self.apply_changes(run)
+
+    def run_for(self, command: str, m: Message, c: ToolCall | None, position: int) -> Run | None:
+        steps = shell.analyse(command, self.t.cwd)
+        main = shell.main_step(steps)
+        if main is None:
+            return None
+        run = Run(main.key, main.family, main.kind, command, position, m.entry, targets=main.targets, message=m, call=c, git=main.git)
+        run.changes = [ch for s in steps for ch in s.changes]
+        run.masked = main.masked and not shell.pipefail(command)
+        self.f.runs.append(run)
+        if self.current is not None and main.kind not in ("probe", "search"):
+            self.current.work += 1
+        return run
+
+    def finish(self, run: Run, result: Message) -> None:
+        """A run's outcome from its result."""
+        run.result = result
+        text = result.text or ""
+        failed = result.is_error or (result.exit_code is not None and result.exit_code != 0)
+        run.exit_code = result.exit_code
+        masked = run.masked
+        if run.kind == "test" or run.family.startswith("test:"):
+            run.counts = test_counts(text)
+        if masked and not failed:
+            # A filter's status: the step's own shows only in what it printed.
+            if run.counts:
+                failed = bool(_FAIL_COUNT.search(run.counts)) and not _ZERO_FAIL.search(run.counts)
+                run.outcome = "failed" if failed else "ok"
+            elif _FAILURE_MARK.search(readable(text)[-3000:]):
+                run.outcome = "failed"
+                failed = True
+            else:
+                run.outcome = "unknown"
+        elif failed:
+            quiet = not readable(text).strip() or error_line(text) is None
+            if run.kind == "search" and (result.exit_code == 1 or quiet):
+                run.outcome = "no-match"
+            elif run.kind == "test" and run.counts and _ZERO_FAIL.search(run.counts):
+                run.outcome = "ok"
+            else:
+                run.outcome = "failed"
+        else:
+            run.outcome = "ok"
+        if run.outcome == "failed":
+            run.error = error_line(self.t.clean(result).text)
+        if run.outcome in ("ok", "unknown"):
+            self.apply_changes(run)
+            self.git_event(run, text)
+            if run.git == "status":
+                self.f.last_status = run
+
+    def apply_changes(self, run: Run) -> None:
+        for verb, path in run.changes:
+            if verb == "moved" and " → " in path:
+                src, dst = path.split(" → ", 1)
+                self.change("moved away", src, run.message, run.position)
+                self.change("moved here", dst, run.message, run.position)
+            else:
+                self.change(verb, path, run.message, run.position)
+
+    def git_event(self, run: Run, output: str) -> None:
+        f = self.f
+        text = readable(output)
+        entry = run.entry
+        if run.key == "git commit" or "git commit" in run.command:
+            for branch, sha, subject in _COMMIT.findall(text):
+                f.git_events.append(GitEvent("commit", f"{sha} on {branch}: {one_line(subject, 100)}", entry, run.position))
+        if run.key == "git push":
+            pushed = _PUSHED.findall(text)
+            remote = next((ln.split("To ", 1)[1].strip() for ln in text.splitlines() if ln.startswith("To ")), None)
+            if pushed or remote:
+                where = ", ".join(f"{a} → {b}" for a, b in pushed) or "pushed"
+                f.git_events.append(GitEvent("push", f"{where}{' to ' + remote if remote else ''}", entry, run.position))
+            elif "Everything up-to-date" in text:
+                f.git_events.append(GitEvent("push", "everything up to date", entry, run.position))
+        if run.key.startswith(("gh pr", "gh issue", "gh repo", "glab mr")) or run.key == "git tag":
+            urls = _URL.findall(text)[:2]
+            verb = run.key.split(" ", 2)
+            what = " ".join(verb[1:3]) if len(verb) >= 3 else run.key
+            num = re.search(r"(?:^|\s)#?(\d+)(?:\s|$)", run.command.split(verb[-1], 1)[-1] if len(verb) >= 3 else "")
+            detail = what
+            if num:
+                detail += f" #{num.group(1)}"
+            if urls:
+                detail += " " + " ".join(urls)
+            f.git_events.append(GitEvent(verb[1] if len(verb) > 1 else "gh", detail, entry, run.position))
+        if run.key == "git merge" or run.key == "git pull":
+            line = next((ln.strip() for ln in text.splitlines() if re.match(r"^\s*(Updating|Merge made|Fast-forward|Already up to date)", ln)), None)
+            if line:
+                f.git_events.append(GitEvent(run.key.split()[1], one_line(line, 120), entry, run.position))
+
+    # -- plans -----------------------------------------------------------------
+
+    def todo_list(self, args: Any, entry: str | None) -> None:
+        items = None
+        if isinstance(args, dict):
+            for key in ("todos", "plan", "items", "tasks", "steps"):
+                if isinstance(args.get(key), list):
+                    items = args[key]
+                    break
+        if items is None:
+            return
+        self.f.plan.clear()
+        self.f.plan_entry = entry
+        for i, item in enumerate(items):
+            if not isinstance(item, dict):
+                continue
+            text = next((item[k] for k in ("content", "step", "text", "title", "subject", "task", "description") if isinstance(item.get(k), str)), None)
+            if text:
+                status = item.get("status") if isinstance(item.get("status"), str) else "pending"
+                self.f.plan[f"list-{i}"] = PlanItem(self.t.clean_text(text) or "", status, entry)
+
+    def task_created(self, call: ToolCall, result: Message) -> None:
+        args = call.arguments if isinstance(call.arguments, dict) else {}
+        m = re.search(r"#(\d+)", result.text)
+        subject = args.get("subject") or args.get("description")
+        if m and isinstance(subject, str):
+            self.f.plan[m.group(1)] = PlanItem(self.t.clean_text(subject) or "", "pending", result.entry)
+
+    # -- outcomes ---------------------------------------------------------------
+
+    def resolve(self) -> None:
+        """Mark each failed run that a later run resolved, or that the session moved past."""
+        runs = self.f.runs
+        later_ok: dict[str, Run] = {}
+        later_tests: dict[str, list[Run]] = {}
+        checkpoint: Run | None = None
+        for r in reversed(runs):
+            if r.outcome == "failed":
+                if r.kind in ("probe", "search"):
+                    r.resolved_by = "a look-up only: nothing depends on it"
+                elif (ok := later_ok.get(r.key) or (later_ok.get(r.family) if not r.family.startswith("test:") else None)) is not None:
+                    r.resolved_by = f"a later run succeeded: {one_line(ok.command, 120)}"
+                elif r.family.startswith("test:") and (
+                    ok := next((x for x in later_tests.get(r.family, []) if not x.targets or set(r.targets) <= set(x.targets)), None)
+                ):
+                    r.resolved_by = f"a later test run passed: {one_line(ok.command, 120)}"
+                elif checkpoint is not None:
+                    r.resolved_by = f"the session moved past it ({checkpoint.key} succeeded later)"
+            elif r.outcome == "ok":
+                later_ok.setdefault(r.key, r)
+                later_ok.setdefault(r.family, r)
+                if r.family.startswith("test:"):
+                    later_tests.setdefault(r.family, []).append(r)
+                if checkpoint is None and (r.key in ("git commit", "git push", "git merge") or r.key.startswith(("gh pr merge", "gh pr create"))):
+                    checkpoint = r
+
+
+def test_counts(text: str) -> str | None:
+    """The summary line of a test run's output (its last counts)."""
+    tail = readable(text)[-4000:]
+    found: tuple[int, str] | None = None
+    for pattern in _TEST_COUNTS:
+        for m in pattern.finditer(tail):
+            s = m.group(0).strip(" =")
+            if len(s) >= 4 and (found is None or m.start() >= found[0]):
+                found = (m.start(), s)
+    return one_line(found[1], 160) if found else None
+
+
+def choose_goal(requests: list[Request]) -> Request | None:
+    """The first substantive request: one the agent acted on, or a long one; failing
+    those, the first request at all."""
+    for r in requests:
+        if r.acted_on and not _QUESTION_END.search(r.text) or len(r.text) >= 160:
+            return r
+    for r in requests:
+        if r.acted_on or len(r.text) >= 60:
+            return r
+    return requests[0] if requests else None
+
+
+def final_state(f: SessionFacts) -> FinalState:
+    """How the session ended, from its last messages, the plan and the last runs."""
+    t = f.transcript
+    last = next((m for m in reversed(t.history) if m.role in ("user", "assistant") and (m.kind is None) and (m.text.strip() or m.tool_calls)), None)
+    cut = f.cut_off
+    last_request = f.requests[-1] if f.requests else None
+    entries = [x for x in (last.entry if last else None,) if x]
+    if cut:
+        names = ", ".join(f"`{one_line(r.command, 100)}`" for r in cut[-3:])
+        return FinalState("in progress", f"the session ends while the agent was running {names}; their results are not in the transcript", [r.entry for r in cut if r.entry])
+    if last is not None and last.role == "user" and last_request is not None and not last_request.answered:
+        asked = _question_before(t, last_request.position)
+        return FinalState("waiting for the agent", "the user's last message was not answered in the session", [last_request.entry] if last_request.entry else [], question=asked)
+    la = f.last_assistant
+    if la is not None and la.stop_reason in ("error", "aborted"):
+        return FinalState("in progress", f"the agent's last turn ended with `{la.stop_reason}`", [la.entry] if la.entry else [])
+    open_ = [r for r in f.open_failures if r.position >= (last_request.position if last_request else -1)]
+    text = t.clean(la).text.strip() if la is not None else ""
+    done_cue = bool(_DONE_CUE.search(text[-1500:])) if text else False
+    if open_ and not done_cue:
+        b = open_[-1]
+        return FinalState("blocked", f"`{one_line(b.command, 120)}` failed" + (f": {b.error}" if b.error else ""), [b.entry] if b.entry else [], blocker=b)
+    open_plan = [p for p in f.plan.values() if p.status.lower() not in DONE]
+    question = _closing_question(text)
+    if question and not done_cue:
+        return FinalState("waiting for the user", "the agent's last message asks the user", entries, question=question)
+    if open_plan and any(p.status.lower() in ACTIVE for p in open_plan):
+        return FinalState("in progress", f"{len(open_plan)} item(s) of the plan are not completed", [f.plan_entry] if f.plan_entry else [])
+    if done_cue:
+        if question:
+            return FinalState("done", "the agent reports the work finished and offers more", entries, question=question)
+        return FinalState("done", "the agent's last message reports the work finished", entries)
+    if open_plan:
+        return FinalState("in progress", f"{len(open_plan)} item(s) of the plan are not completed", [f.plan_entry] if f.plan_entry else [])
+    if question:
+        return FinalState("waiting for the user", "the agent's last message asks the user", entries, question=question)
+    return FinalState("in progress", "the session stops after the agent's last message, which does not report the work finished", entries)
+
+
+def _closing_question(text: str) -> str | None:
+    """The question the agent's message ends with, if it ends with one."""
+    tail = [ln.strip() for ln in text.strip().splitlines() if ln.strip()][-3:]
+    for line in reversed(tail):
+        if line.rstrip("*_ ").endswith(("?", "？")):
+            sentences = re.split(r"(?<=[.!?])\s+", line)
+            return one_line(sentences[-1].strip("*_ "), 300)
+    return None
+
+
+def _question_before(t: Transcript, position: int) -> str | None:
+    for m in reversed(t.history[:position]):
+        if m.role == "assistant" and m.text.strip():
+            return _closing_question(t.clean(m).text)
+    return None
+
+
+_SUMMARY_HEAD = re.compile(r"^\s*(?:#{1,4}\s+|\d{1,2}\.\s+|\*\*)([A-Z][\w &/,'()-]{2,60}?)(?:\*\*)?:?\s*$")
+_SUMMARY_KEYS = {
+    "goal": ("goal", "primary request and intent", "primary request", "objective", "task"),
+    "constraints": ("constraints & preferences", "constraints and preferences", "constraints", "user preferences"),
+    "decisions": ("key decisions", "decisions", "key technical decisions"),
+    "done": ("done", "completed", "progress"),
+    "blocked": ("blocked", "blockers"),
+    "critical": ("critical context", "key technical concepts"),
+}
+
+
+def compaction_sections(text: str) -> dict[str, str]:
+    """A compaction summary's sections (goal, constraints, decisions…), by heading."""
+    sections: dict[str, list[str]] = {}
+    current: str | None = None
+    for line in text.splitlines():
+        m = _SUMMARY_HEAD.match(line)
+        if m:
+            name = m.group(1).strip().lower()
+            current = next((k for k, names in _SUMMARY_KEYS.items() if name in names), "_" + name)
+            sections.setdefault(current, [])
+            continue
+        if current is not None:
+            sections[current].append(line)
+    return {k: "\n".join(v).strip() for k, v in sections.items() if not k.startswith("_") and "\n".join(v).strip()}
+
+
+def gather(t: Transcript, workspace: Path | None = None) -> SessionFacts:
+    """The session facts of ``t`` (one pass over its history)."""
+    return _Gatherer(t, workspace).gather()
