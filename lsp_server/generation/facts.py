@@ -60,11 +60,18 @@ class Request:
     changes: int = 0
     work: int = 0
     answered: bool = False
+    #: The agent's last substantial message in its turn (what it reported back).
+    report: Message | None = None
 
     @property
     def acted_on(self) -> bool:
         """Whether the agent did work for it (a question or a greeting gets an answer)."""
         return self.changes > 0 or self.work > 0
+
+    @property
+    def is_ack(self) -> bool:
+        """A short reply with no task of its own ("continue", "yes please")."""
+        return bool(_ACK.match(self.text.strip()))
 
 
 def request_text(m: Message) -> tuple[str, str | None] | None:
@@ -115,7 +122,20 @@ _TEST_COUNTS = (
 _FAIL_COUNT = re.compile(r"\b([1-9]\d*) (?:failed|failures?|errors?)\b|\bFAILED\b|\bFAIL\b", re.I)
 _ZERO_FAIL = re.compile(r"\b0 failures?\b|\b0 failed\b", re.I)
 _COMMIT = re.compile(r"^\[([\w./+-]+)(?: \(root-commit\))? ([0-9a-f]{7,40})\] (.+)$", re.M)
-_PUSHED = re.compile(r"^\s*(?:\+\s|\*\s\[new branch\]\s+|[0-9a-f]{7,}\.\.\.?[0-9a-f]{7,}\s+)\S*\s*(\S+)\s+->\s+(\S+)", re.M)
+_PUSHED = re.compile(
+    r"^\s*(?:\*\s\[new (?:branch|tag)\]|\+?\s*[0-9a-f]{7,}\.\.\.?[0-9a-f]{7,})\s+(\S+)\s+->\s+(\S+)", re.M
+)
+_DIFFSTAT = re.compile(r"^ (\S+?)\s+\|\s+(?:\d+ [+-]*|Bin )", re.M)
+_READERS = frozenset({"cat", "head", "tail", "sed", "get-content", "less", "bat", "nl", "more", "type"})
+_ENV_TAG = re.compile(r"<(shell|cwd|current_date|timezone)>([^<]{1,200})</\1>")
+_GH_NUMBER = re.compile(r"\b(?:gh|glab) (?:pr|issue|mr) (?:merge|close|view|edit|comment|reopen|review|checkout|ready) #?(\d+)\b")
+#: Short replies that carry no task of their own ("continue", "yes please", "계속진행").
+_ACK = re.compile(
+    r"^(?:yes|yep|yeah|ok|okay|sure|continue|go on|go ahead|proceed|do it|please do|yes please|"
+    r"sounds good|lgtm|thanks?|thank you|good|great|nice|perfect|wow|cool|next|keep going|"
+    r"계속\w*|진행\w*|응\w*|네|ㅇㅇ|좋아\w*|はい|続けて\w*|继续|好的?)[\s.!?,~]*(?:please)?[\s.!?]*$",
+    re.IGNORECASE,
+)
 _URL = re.compile(r"https?://[^\s)\]>\"'`]+")
 _GH_URL = re.compile(r"https://github\.com/[\w.-]+/[\w.-]+/(?:pull|issues)/\d+")
 _FAILURE_MARK = re.compile(
@@ -219,6 +239,8 @@ class Run:
     git: str | None = None
     #: Piped into a filter (``| tail``) without ``pipefail``: its own status is hidden.
     masked: bool = False
+    #: The keys of every step of the command line (a chain does several things).
+    keys: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -267,13 +289,23 @@ class SessionFacts:
     final: FinalState | None = None
     compaction: dict[str, str] = field(default_factory=dict)
     compaction_entry: str | None = None
+    #: What the agent's environment message says (shell, cwd, date), when it has one.
+    environment: dict[str, str] = field(default_factory=dict)
 
     # -- derived ---------------------------------------------------------------------
 
     @property
     def redirections(self) -> list[Request]:
         """Later requests that changed or extended the task (the agent acted on them)."""
-        return [r for r in self.requests if r is not self.goal and r.position > (self.goal.position if self.goal else -1) and (r.acted_on or len(r.text) >= 160) and not _QUESTION_END.search(r.text)]
+        start = self.goal.position if self.goal else -1
+        return [
+            r
+            for r in self.requests
+            if r is not self.goal
+            and r.position > start
+            and not r.is_ack
+            and (r.changes > 0 or (len(r.text) >= 160 and not _QUESTION_END.search(r.text)))
+        ]
 
     @property
     def failed_runs(self) -> list[Run]:
@@ -416,6 +448,8 @@ class _Gatherer:
                         self.current.answered = True
                     if len(m.text.strip()) >= 40:
                         f.last_report = m
+                        if self.current is not None:
+                            self.current.report = m
                 for c in m.tool_calls:
                     if c.id:
                         calls[c.id] = c
@@ -433,6 +467,8 @@ class _Gatherer:
             elif role == "summary" and m.kind == "compaction" and m.text.strip():
                 f.compaction = compaction_sections(t.clean(m).text)
                 f.compaction_entry = m.entry
+            elif role == "context" and not f.environment and "<environment_context" in m.text:
+                f.environment = {k: v.strip() for k, v in _ENV_TAG.findall(m.text)}
             elif role == "custom" and m.kind in ("queued", "steer", "follow-up", "followUp"):
                 found = request_text(t.clean(m))
                 if found:
@@ -508,6 +544,12 @@ class _Gatherer:
             return None
         run = Run(main.key, main.family, main.kind, command, position, m.entry, targets=main.targets, message=m, call=c, git=main.git)
         run.changes = [ch for s in steps for ch in s.changes]
+        run.keys = tuple(s.key for s in steps)
+        for s in steps:
+            if s.program in _READERS:
+                for word in s.key.split()[1:]:
+                    if ("." in word or "/" in word) and not word.startswith(("-", "'", '"')) and not word[0].isdigit():
+                        self.f.reads[word] = self.f.reads.get(word, 0) + 1
         run.masked = main.masked and not shell.pipefail(command)
         self.f.runs.append(run)
         if self.current is not None and main.kind not in ("probe", "search"):
@@ -548,6 +590,9 @@ class _Gatherer:
         if run.outcome in ("ok", "unknown"):
             self.apply_changes(run)
             self.git_event(run, text)
+            if "git merge" in run.keys or "git pull" in run.keys:
+                for path in _DIFFSTAT.findall(readable(text)):
+                    self.change("merged in", path, run.message, run.position)
             if run.git == "status":
                 self.f.last_status = run
 
@@ -561,35 +606,47 @@ class _Gatherer:
                 self.change(verb, path, run.message, run.position)
 
     def git_event(self, run: Run, output: str) -> None:
+        """Commits, pushes, merges, pulls and forge operations a command line made."""
         f = self.f
+        keys = run.keys or (run.key,)
         text = readable(output)
-        entry = run.entry
-        if run.key == "git commit" or "git commit" in run.command:
+        entry, at = run.entry, run.position
+
+        def add(kind: str, detail: str) -> None:
+            f.git_events.append(GitEvent(kind, detail, entry, at))
+
+        if "git commit" in keys:
             for branch, sha, subject in _COMMIT.findall(text):
-                f.git_events.append(GitEvent("commit", f"{sha} on {branch}: {one_line(subject, 100)}", entry, run.position))
-        if run.key == "git push":
+                add("commit", f"`{sha}` on `{branch}`: {one_line(subject, 100)}")
+        if "git push" in keys:
             pushed = _PUSHED.findall(text)
             remote = next((ln.split("To ", 1)[1].strip() for ln in text.splitlines() if ln.startswith("To ")), None)
             if pushed or remote:
-                where = ", ".join(f"{a} → {b}" for a, b in pushed) or "pushed"
-                f.git_events.append(GitEvent("push", f"{where}{' to ' + remote if remote else ''}", entry, run.position))
+                where = ", ".join(f"`{a}` → `{b}`" for a, b in pushed) or "the branch"
+                add("push", f"{where}{' to ' + remote if remote else ''}")
             elif "Everything up-to-date" in text:
-                f.git_events.append(GitEvent("push", "everything up to date", entry, run.position))
-        if run.key.startswith(("gh pr", "gh issue", "gh repo", "glab mr")) or run.key == "git tag":
-            urls = _URL.findall(text)[:2]
-            verb = run.key.split(" ", 2)
-            what = " ".join(verb[1:3]) if len(verb) >= 3 else run.key
-            num = re.search(r"(?:^|\s)#?(\d+)(?:\s|$)", run.command.split(verb[-1], 1)[-1] if len(verb) >= 3 else "")
-            detail = what
-            if num:
-                detail += f" #{num.group(1)}"
-            if urls:
-                detail += " " + " ".join(urls)
-            f.git_events.append(GitEvent(verb[1] if len(verb) > 1 else "gh", detail, entry, run.position))
-        if run.key == "git merge" or run.key == "git pull":
-            line = next((ln.strip() for ln in text.splitlines() if re.match(r"^\s*(Updating|Merge made|Fast-forward|Already up to date)", ln)), None)
-            if line:
-                f.git_events.append(GitEvent(run.key.split()[1], one_line(line, 120), entry, run.position))
+                add("push", "nothing new (everything up to date)")
+        for key in ("git pull", "git merge"):
+            if key in keys:
+                line = next((ln.strip() for ln in text.splitlines() if re.match(r"^\s*(Updating [0-9a-f]|Merge made|Already up to date)", ln)), None)
+                if line:
+                    add(key.split()[1], one_line(line, 100))
+        head = run.command.split("\n", 1)[0]
+        numbers = iter(_GH_NUMBER.findall(head))
+        urls = iter(_GH_URL.findall(text))
+        for key in keys:
+            if not key.startswith(("gh pr", "gh issue", "gh repo", "gh release", "glab mr")):
+                continue
+            parts = key.split()
+            if len(parts) < 3 or parts[2] in ("view", "list", "status", "diff", "checks"):
+                continue
+            what = f"{parts[1]} {parts[2]}"
+            number = next(numbers, None) if parts[2] not in ("create",) else None
+            url = next(urls, None) if parts[2] in ("create",) else None
+            if parts[1] == "repo" and parts[2] == "create":
+                url = next(iter(_URL.findall(text)), None)
+            detail = what + (f" #{number}" if number else "") + (f" {url}" if url else "")
+            add(parts[1], detail)
 
     # -- plans -----------------------------------------------------------------
 
@@ -661,13 +718,13 @@ def test_counts(text: str) -> str | None:
 
 
 def choose_goal(requests: list[Request]) -> Request | None:
-    """The first substantive request: one the agent acted on, or a long one; failing
-    those, the first request at all."""
+    """The first substantive request: one whose turn changed files, or a long one;
+    failing those, the first the agent acted on, else the first request at all."""
     for r in requests:
-        if r.acted_on and not _QUESTION_END.search(r.text) or len(r.text) >= 160:
+        if (r.changes > 0 and not r.is_ack) or len(r.text) >= 160:
             return r
     for r in requests:
-        if r.acted_on or len(r.text) >= 60:
+        if r.acted_on and not r.is_ack:
             return r
     return requests[0] if requests else None
 

@@ -4,6 +4,7 @@ says only what they support: "none recorded" where they hold nothing."""
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,7 @@ from ..facts import (
 )
 from ..gitstate import GitState, git_state
 from ..prompt import render_template
-from ..transcript import Transcript, clip
+from ..transcript import Transcript, call_command, clip
 from . import GenerationRequest, ProviderOutput
 
 if TYPE_CHECKING:
@@ -47,6 +48,8 @@ _CHOICE = re.compile(
 )
 _REASON = re.compile(r"\b(because|since|so that|so the|to avoid|which means|as it|given that|otherwise)\b", re.I)
 _NARRATION = re.compile(r"^(let me|now|next|first|then|okay|ok|great|good|perfect|i'll now|i will now|i'm going to|let's)\b", re.I)
+_LINK = re.compile(r"https?://[^\s)\]>\"'`*|]+")
+_BULLET = re.compile(r"^\s*(?:[-*+]|\d{1,2}[.)])\s+")
 _STOP = frozenset(
     "the a an and or of to in on for with from this that these those is are was be it its into "
     "about what which when where how why please focus handoff next agent session work make sure "
@@ -81,6 +84,34 @@ def words_of(text: str) -> set[str]:
     return {w for w in re.findall(r"[\w./#@-]{3,}", text.lower()) if w not in _STOP}
 
 
+@dataclass(frozen=True)
+class Limits:
+    """How much of each kind of fact a document shows; smaller levels keep a long
+    session's document under :data:`WORD_LIMIT` words."""
+
+    request: int = 700
+    summary: int = 600
+    later: int = 5
+    later_chars: int = 180
+    constraints: int = 6
+    files: int = 14
+    events: int = 10
+    turns: int = 5
+    turn_chars: int = 260
+    decisions: int = 5
+    report: int = 700
+    reads: int = 8
+
+
+LEVELS = (
+    Limits(),
+    Limits(500, 450, 4, 140, 5, 10, 8, 4, 200, 4, 500, 6),
+    Limits(350, 300, 3, 110, 4, 8, 6, 3, 150, 3, 350, 5),
+    Limits(250, 200, 2, 90, 3, 6, 5, 2, 110, 2, 250, 4),
+)
+WORD_LIMIT = 900
+
+
 @dataclass
 class Focus:
     """What the user's focus names, for ranking and selecting facts."""
@@ -96,7 +127,8 @@ class Focus:
 class Writer:
     """The document's sections, from one session's facts."""
 
-    def __init__(self, facts: SessionFacts, workspace: Path, focus: str | None) -> None:
+    def __init__(self, facts: SessionFacts, workspace: Path, focus: str | None, limits: Limits = LEVELS[0]) -> None:
+        self.n = limits
         self.f = facts
         self.t: Transcript = facts.transcript
         self.workspace = workspace
@@ -124,7 +156,7 @@ class Writer:
         g = f.goal
         out: dict[str, Any] = {"request": None, "via": None, "understood": None, "summary": None}
         if g is not None:
-            out["request"] = quote(g.text, 700)
+            out["request"] = quote(g.text, self.n.request)
             out["via"] = g.via
             if g.mentions and len(re.sub(r"@\S+", "", g.text).strip()) < 60:
                 first = next((m for m in self.t.history[g.position + 1 :] if m.role == "assistant" and m.text.strip()), None)
@@ -132,8 +164,8 @@ class Writer:
                     sentence = _SENTENCE.split(self.t.clean(first).text.strip())[0]
                     out["understood"] = one_line(sentence, 300)
         if "goal" in f.compaction:
-            out["summary"] = quote(f.compaction["goal"], 600)
-        later = f.redirections[-6:]
+            out["summary"] = quote(f.compaction["goal"], self.n.summary)
+        later = f.redirections[-self.n.later :]
         out["later"] = [self.request_line(r) for r in later]
         out["focus"] = one_line(self.focus.text, 500) if self.focus else None
         return out
@@ -141,18 +173,19 @@ class Writer:
     def request_line(self, r: Request) -> str:
         note = " (typed while the agent worked)" if r.queued else ""
         via = f" (through {code(r.via, 40)})" if r.via else ""
-        return f"“{one_line(r.text, 260)}”{via}{note}"
+        return f"“{one_line(r.text, self.n.later_chars)}”{via}{note}"
 
     # -- Constraints -------------------------------------------------------------------
 
-    def constraints(self, limit: int = 8) -> list[str]:
+    def constraints(self) -> list[str]:
+        limit = self.n.constraints
         found: list[str] = []
         for r in reversed(self.f.requests):
             if not _CONSTRAINT.search(r.text):
                 continue
             for sentence in reversed(_SENTENCE.split(r.text)):
-                s = one_line(sentence, 280)
-                if len(s) >= 8 and _CONSTRAINT.search(s) and not is_noise(s):
+                s = one_line(sentence, 220)
+                if len(s) >= 16 and len(s.split()) >= 3 and _CONSTRAINT.search(s) and not is_noise(s):
                     item = f"The user: “{s}”"
                     if item not in found:
                         found.append(item)
@@ -161,7 +194,7 @@ class Writer:
         out = found[:limit][::-1]
         summary = self.f.compaction.get("constraints")
         if summary:
-            lines = [one_line(ln.strip(" -*"), 240) for ln in summary.splitlines() if ln.strip(" -*")]
+            lines = [one_line(_BULLET.sub("", ln), 220) for ln in summary.splitlines() if _BULLET.sub("", ln).strip()]
             out += [f"From the compaction summary: {ln}" for ln in lines[:5]]
         return out
 
@@ -170,22 +203,26 @@ class Writer:
     def done(self) -> list[str]:
         f = self.f
         out: list[str] = []
-        inside = [c for c in f.changes.values() if not c.outside]
-        outside = [c for c in f.changes.values() if c.outside]
-        inside = self.ranked(inside, lambda c: c.path)
-        for c in inside[:14]:
+        changes = [c for c in f.changes.values() if not c.path.startswith(("/tmp/", "/dev/", "/var/folders/"))]
+        scratch = [c for c in changes if "created" in c.verbs and "deleted" in c.verbs]
+        kept = [c for c in changes if c not in scratch]
+        inside = self.ranked([c for c in kept if not c.outside], lambda c: c.path)
+        outside = self.ranked(sorted((c for c in kept if c.outside), key=lambda c: -sum(c.verbs.values())), lambda c: c.path)
+        top = self.n.files
+        for c in (inside + outside)[:top]:
             how = ", ".join(f"{v} {n}×" if n > 1 else v for v, n in c.verbs.items()) or "written"
-            out.append(f"{code(self.text(c.path), 120)} ({how})")
+            where = " (outside the workspace)" if c.outside else ""
+            out.append(f"{code(self.text(c.path), 120)} ({how}){where}")
             self.shown.add(c.path)
-        if len(inside) > 14:
-            out.append(f"… and {len(inside) - 14} more file(s) changed")
-        if outside:
-            listed = ", ".join(code(self.text(c.path), 100) for c in outside[:4])
-            more = f" and {len(outside) - 4} more" if len(outside) > 4 else ""
-            out.append(f"Outside the workspace: {listed}{more}")
-        for g in f.git_events[-10:]:
-            label = {"commit": "Committed", "push": "Pushed", "pull": "Pulled", "merge": "Merged"}.get(g.kind, f"`gh` {g.kind}:")
-            out.append(f"{label} {self.text(g.detail)}")
+        if len(inside) + len(outside) > top:
+            out.append(f"… and {len(inside) + len(outside) - top} more file(s) changed")
+        if scratch:
+            names = ", ".join(code(self.text(os.path.basename(c.path)), 60) for c in scratch[:6])
+            more = f" and {len(scratch) - 6} more" if len(scratch) > 6 else ""
+            out.append(f"Scratch files created and deleted again: {names}{more}")
+        labels = {"commit": "Committed", "push": "Pushed", "pull": "Pulled:", "merge": "Merged:"}
+        for g in f.git_events[-self.n.events :]:
+            out.append(f"{labels.get(g.kind, 'Forge:')} {self.text(g.detail)}")
         test = f.last_test
         if test is not None and test.outcome == "ok":
             counts = f" → {code(test.counts, 120)}" if test.counts else " (passed)"
@@ -193,16 +230,32 @@ class Writer:
         seen: set[str] = set()
         runs: list[str] = []
         for r in reversed(f.runs):
-            if r.outcome != "ok" or r.kind not in ("build", "other", "tool") or r.key in seen:
+            if r.outcome != "ok" or r.kind not in ("build", "other") or r.key in seen or r.call is None and r.message is None:
                 continue
-            if r.key.startswith(("write ", "apply_patch")) or r.changes:
+            if r.key.startswith(("write ", "apply_patch", "[")) or r.changes or r.command.startswith("["):
                 continue
             seen.add(r.key)
             runs.append(f"Ran {self.cmd(r)} (exit {r.exit_code if r.exit_code is not None else 0})")
-            if len(runs) >= 4:
+            if len(runs) >= 3:
                 break
         out += runs[::-1]
-        out += [f"Plan item done: {one_line(self.text(p.text), 200)}" for p in f.plan.values() if p.status.lower() in DONE]
+        out += [f"Plan item done: {one_line(self.text(p.text), 160)}" for p in f.plan.values() if p.status.lower() in DONE]
+        return out
+
+    def turns(self) -> list[str]:
+        """What the agent reported back for each request it worked on (the last turn's
+        report is quoted whole in Critical Context)."""
+        f = self.f
+        worked = [r for r in f.requests if r.report is not None and (r.acted_on or r is f.goal) and r.report is not f.last_report]
+        limit = self.n.turns
+        chosen = worked[-limit:]
+        if worked and worked[0] is f.goal and worked[0] not in chosen:
+            chosen = [worked[0], *worked[-(limit - 1) :]] if limit > 1 else [worked[0]]
+        out = []
+        for r in chosen:
+            self.t.clean(r.report)
+            said = " ".join(ln.strip(" #*-|>") for ln in readable(r.report.text).splitlines() if ln.strip() and not is_noise(ln))
+            out.append(f"For “{one_line(r.text, 70)}”, the agent reported: “{one_line(said, self.n.turn_chars)}”")
         return out
 
     def in_progress(self) -> list[str]:
@@ -233,12 +286,13 @@ class Writer:
 
     # -- Key Decisions -----------------------------------------------------------------
 
-    def decisions(self, limit: int = 4) -> list[str]:
+    def decisions(self) -> list[str]:
+        limit = max(self.n.decisions - 1, 1)
         out: list[str] = []
         summary = self.f.compaction.get("decisions")
         if summary:
-            lines = [one_line(ln.strip(" -*"), 260) for ln in summary.splitlines() if ln.strip(" -*")]
-            out += [f"{ln} (from the compaction summary)" for ln in lines[:6]]
+            lines = [one_line(_BULLET.sub("", ln), 240) for ln in summary.splitlines() if _BULLET.sub("", ln).strip()]
+            out += [f"{ln} (from the compaction summary)" for ln in lines[: self.n.decisions]]
         found: list[str] = []
         for m in reversed(self.t.history):
             if m.role != "assistant" or not m.text or not _CHOICE.search(m.text) or not _REASON.search(m.text):
@@ -270,6 +324,8 @@ class Writer:
             items.append(f"Final state of the session: **{final.status}** — {self.text(final.reason)}.")
             if final.blocker is not None and final.blocker.error:
                 items.append(f"The open blocker: {self.cmd(final.blocker)} fails with {code(final.blocker.error, 220)}")
+        if f.goal is not None and f.goal.via:
+            items.append(f"The request came through the slash command {code(f.goal.via, 40)}; the prompt it expands to is how the work was invoked, not the task.")
         status = self.session_status()
         if status:
             items.append(f"The session's last `git status` showed: {status}")
@@ -288,9 +344,21 @@ class Writer:
                 items.append(f"Git here now: {where}; the working tree is clean.")
         if t.git_branch and git is not None and git.branch and t.git_branch != git.branch:
             items.append(f"The session ran on branch {code(t.git_branch)}, not on the current {code(git.branch)}.")
-        resolved = [r for r in f.failed_runs if r.resolved_by and r.kind not in ("probe", "search") and r.error][-3:]
-        for r in resolved:
+        resolved: list[Run] = []
+        for r in reversed(f.failed_runs):
+            if r.resolved_by and r.kind not in ("probe", "search", "tool") and r.error and r.call is not None and call_command(r.call) and r.key not in {x.key for x in resolved}:
+                resolved.append(r)
+        for r in resolved[:3][::-1]:
             items.append(f"Failed earlier, since resolved: {self.cmd(r, 80)} ({code(r.error or '', 100)}); {r.resolved_by}.")
+        read = [p for p, _ in sorted(f.reads.items(), key=lambda kv: -kv[1]) if p not in f.changes and not p.startswith("/tmp/")][: self.n.reads]
+        if read:
+            items.append("Files the agent read most: " + ", ".join(code(self.text(p), 100) for p in read))
+        links = self.links()
+        if links:
+            items.append("Links the agent reported: " + ", ".join(links))
+        env = f.environment
+        if env.get("shell"):
+            items.append(f"The agent's environment: shell {code(env['shell'], 40)}" + (f", folder {code(env['cwd'], 120)}" if env.get("cwd") else "") + ".")
         if self.focus is not None:
             items += self.focus_facts()
         session = f"{AGENTS[t.format]} session {code(str(t.path), 200)} (id {code(t.id, 80)}, {t.message_count} messages"
@@ -306,12 +374,27 @@ class Writer:
             )
         return items
 
+    def links(self) -> list[str]:
+        """URLs the agent's own messages named (newest last), not localhost ones."""
+        found: list[str] = []
+        for m in self.t.history:
+            if m.role != "assistant" or "http" not in m.text:
+                continue
+            for url in _LINK.findall(self.t.clean(m).text):
+                url = url.rstrip(".,;:")
+                if "localhost" in url or "127.0.0.1" in url:
+                    continue
+                if url in found:
+                    found.remove(url)
+                found.append(url)
+        return found[-5:]
+
     def report(self) -> str | None:
         """The agent's last substantial message, quoted (it names what it did)."""
         m = self.f.last_report
         if m is None:
             return None
-        return quote(self.t.clean(m).text, 900)
+        return quote(self.t.clean(m).text, self.n.report)
 
     def session_status(self) -> str | None:
         run = self.f.last_status
@@ -408,19 +491,28 @@ class Writer:
 
 
 def extract(t: Transcript, workspace: Path, focus: str | None, facts: SessionFacts | None = None) -> str:
-    """The handoff document for ``t`` (deterministic for a given transcript and workspace)."""
+    """The handoff document for ``t`` (deterministic for a given transcript and workspace),
+    at the first level of detail that keeps it under :data:`WORD_LIMIT` words."""
     if facts is None:
         with gc_paused(promote=True):  # one pass over tens of thousands of messages
             facts = gather(t, workspace)
-    w = Writer(facts, workspace, focus)
     git = git_state(workspace)
-    done = w.done()
+    document = ""
+    for limits in LEVELS:
+        document = render(Writer(facts, workspace, focus, limits), git)
+        if len(document.split()) <= WORD_LIMIT:
+            break
+    return document
+
+
+def render(w: Writer, git: GitState | None) -> str:
     return (
         render_template(
             TEMPLATE,
             goal=w.goal(),
             constraints=w.constraints(),
-            done=done,
+            done=w.done(),
+            turns=w.turns(),
             in_progress=w.in_progress(),
             pending=w.pending(),
             decisions=w.decisions(),
