@@ -206,6 +206,8 @@ class Change:
     entries: list[str] = field(default_factory=list)
     outside: bool = False
     position: int = 0
+    #: Functions, classes… the session's edits defined in it (newest last).
+    symbols: list[str] = field(default_factory=list)
 
     def add(self, verb: str, entry: str | None, position: int) -> None:
         self.verbs[verb] = self.verbs.get(verb, 0) + 1
@@ -405,20 +407,21 @@ class _Gatherer:
     def outside(self, rel: str) -> bool:
         return os.path.isabs(rel) or rel.startswith(("~", "..")) or bool(re.match(r"^[A-Za-z]:[\\/]", rel))
 
-    def change(self, verb: str, path: str, m: Message, position: int) -> None:
+    def change(self, verb: str, path: str, m: Message, position: int) -> Change | None:
         rel = self.rel(path)
         if not rel or rel in ("/dev/null", ".", "-") or rel == STATE_FOLDER or rel.startswith(STATE_FOLDER + "/"):
-            return
+            return None
         if any(ch in rel for ch in "*?$`{}") or rel.startswith("-"):
-            return
+            return None
         c = self.f.changes.get(rel)
         if c is None:
             c = self.f.changes[rel] = Change(rel, outside=self.outside(rel))
         else:
             self.f.changes.move_to_end(rel)
         c.add(verb, m.entry, position)
-        if self.current is not None:
+        if self.current is not None and verb != "merged in":
             self.current.changes += 1
+        return c
 
     def gather(self) -> SessionFacts:
         f, t = self.f, self.t
@@ -446,7 +449,7 @@ class _Gatherer:
                     f.last_assistant = m
                     if self.current is not None and m.text.strip():
                         self.current.answered = True
-                    if len(m.text.strip()) >= 40:
+                    if m.text.strip():
                         f.last_report = m
                         if self.current is not None:
                             self.current.report = m
@@ -603,7 +606,12 @@ class _Gatherer:
                 self.change("moved away", src, run.message, run.position)
                 self.change("moved here", dst, run.message, run.position)
             else:
-                self.change(verb, path, run.message, run.position)
+                c = self.change(verb, path, run.message, run.position)
+                if c is not None and run.call is not None and call_command(run.call) is None:
+                    for name in defined_symbols(run.call.arguments):
+                        if name in c.symbols:
+                            c.symbols.remove(name)
+                        c.symbols.append(name)
 
     def git_event(self, run: Run, output: str) -> None:
         """Commits, pushes, merges, pulls and forge operations a command line made."""
@@ -703,6 +711,36 @@ class _Gatherer:
                     later_tests.setdefault(r.family, []).append(r)
                 if checkpoint is None and (r.key in ("git commit", "git push", "git merge") or r.key.startswith(("gh pr merge", "gh pr create"))):
                     checkpoint = r
+
+
+_DEFINITION = re.compile(
+    r"^[+\s]*(?:export\s+(?:default\s+)?)?(?:pub(?:\(\w+\))?\s+)?(?:async\s+)?"
+    r"(?:def|defp|defmodule|class|function\*?|fn|func|interface|struct|enum|trait|module|computer)\s+"
+    r"([A-Za-z_][\w.]*[!?]?)"
+    r"|^[+\s]*(?:export\s+)?(?:const|let)\s+([A-Za-z_]\w*)\s*=\s*(?:async\s*)?(?:\([^)]*\)|\w+)\s*=>",
+    re.M,
+)
+
+
+def defined_symbols(arguments: Any) -> list[str]:
+    """Names an edit's new text defines (``def x``, ``function y``, ``class Z`` …)."""
+    texts: list[str] = []
+    if isinstance(arguments, dict):
+        for key in ("new_string", "content", "newText", "new_str", "file_text", "text", "input", "patch"):
+            if isinstance(arguments.get(key), str):
+                texts.append(arguments[key])
+        for edit in arguments.get("edits", []) if isinstance(arguments.get("edits"), list) else []:
+            if isinstance(edit, dict):
+                texts += [v for k, v in edit.items() if k in ("new_string", "newText", "new_str", "content") and isinstance(v, str)]
+    elif isinstance(arguments, str):
+        texts.append(arguments)
+    out: list[str] = []
+    for text in texts:
+        for m in _DEFINITION.finditer(text[:20000]):
+            name = m.group(1) or m.group(2)
+            if name and name not in out and len(name) > 2:
+                out.append(name)
+    return out[:12]
 
 
 def test_counts(text: str) -> str | None:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ...gcpause import gc_paused
 from ..facts import (
     ACTIVE,
+    Change,
     DONE,
     Request,
     Run,
@@ -209,13 +210,20 @@ class Writer:
         inside = self.ranked([c for c in kept if not c.outside], lambda c: c.path)
         outside = self.ranked(sorted((c for c in kept if c.outside), key=lambda c: -sum(c.verbs.values())), lambda c: c.path)
         top = self.n.files
-        for c in (inside + outside)[:top]:
+        for c in inside[:top]:
             how = ", ".join(f"{v} {n}×" if n > 1 else v for v, n in c.verbs.items()) or "written"
-            where = " (outside the workspace)" if c.outside else ""
-            out.append(f"{code(self.text(c.path), 120)} ({how}){where}")
+            symbols = ", ".join(code(x, 60) for x in c.symbols[-4:])
+            out.append(f"{code(self.text(c.path), 120)} ({how}{'; defines ' + symbols if symbols else ''})")
             self.shown.add(c.path)
-        if len(inside) + len(outside) > top:
-            out.append(f"… and {len(inside) + len(outside) - top} more file(s) changed")
+        if len(inside) > top:
+            out.append(f"… and {len(inside) - top} more file(s) changed in the workspace")
+        folders: dict[str, list[Change]] = {}
+        for c in outside:
+            folders.setdefault(os.path.dirname(c.path.rstrip("/")) or c.path, []).append(c)
+        for folder, group in list(folders.items())[: max(2, top // 4)]:
+            names = ", ".join(code(self.text(os.path.basename(c.path.rstrip("/"))), 60) for c in group[:3])
+            more = f" and {len(group) - 3} more" if len(group) > 3 else ""
+            out.append(f"Outside the workspace, in {code(self.text(folder), 120)}: {names}{more}")
         if scratch:
             names = ", ".join(code(self.text(os.path.basename(c.path)), 60) for c in scratch[:6])
             more = f" and {len(scratch) - 6} more" if len(scratch) > 6 else ""
@@ -223,10 +231,10 @@ class Writer:
         labels = {"commit": "Committed", "push": "Pushed", "pull": "Pulled:", "merge": "Merged:"}
         for g in f.git_events[-self.n.events :]:
             out.append(f"{labels.get(g.kind, 'Forge:')} {self.text(g.detail)}")
-        test = f.last_test
-        if test is not None and test.outcome == "ok":
-            counts = f" → {code(test.counts, 120)}" if test.counts else " (passed)"
-            out.append(f"Last test run {self.cmd(test, 100)}{counts}")
+        for test in self.last_tests():
+            if test.outcome == "ok":
+                counts = f" → {code(test.counts, 120)}" if test.counts else " (passed)"
+                out.append(f"Last run of {self.cmd(test, 100)}{counts}")
         seen: set[str] = set()
         runs: list[str] = []
         for r in reversed(f.runs):
@@ -234,6 +242,8 @@ class Writer:
                 continue
             if r.key.startswith(("write ", "apply_patch", "[")) or r.changes or r.command.startswith("["):
                 continue
+            if re.search(r"\b(?:python|node|ruby|perl|bun|deno|php)\d*(?:\.\d+)? -[ce]\b", r.command):
+                continue  # an inline script: its text is no step a successor repeats
             seen.add(r.key)
             runs.append(f"Ran {self.cmd(r)} (exit {r.exit_code if r.exit_code is not None else 0})")
             if len(runs) >= 3:
@@ -241,6 +251,16 @@ class Writer:
         out += runs[::-1]
         out += [f"Plan item done: {one_line(self.text(p.text), 160)}" for p in f.plan.values() if p.status.lower() in DONE]
         return out
+
+    def last_tests(self, limit: int = 3) -> list[Run]:
+        """The last run of each of the newest test steps, oldest first."""
+        seen: dict[str, Run] = {}
+        for r in reversed(self.f.tests):
+            if r.key not in seen:
+                seen[r.key] = r
+            if len(seen) >= limit:
+                break
+        return sorted(seen.values(), key=lambda r: r.position)
 
     def turns(self) -> list[str]:
         """What the agent reported back for each request it worked on (the last turn's
