@@ -185,7 +185,14 @@ def read_claude(path: Path, stats: ReadStats | None = None) -> Transcript:
             content = obj.get("content")
             if obj.get("operation") == "enqueue" and isinstance(content, str) and content.strip():
                 ts = obj.get("timestamp") if isinstance(obj.get("timestamp"), str) else None
-                queued.append((index, Message("user", clip(content, MAX_MESSAGE_CHARS), kind="queued", timestamp=ts)))
+                queued.append(
+                    (
+                        index,
+                        Message(
+                            "user", clip(content, MAX_MESSAGE_CHARS), kind="queued", timestamp=ts
+                        ),
+                    )
+                )
             continue
         if etype == "summary":
             if isinstance(obj.get("summary"), str) and isinstance(obj.get("leafUuid"), str):

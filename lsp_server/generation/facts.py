@@ -37,9 +37,13 @@ _SLASH = re.compile(r"^/[A-Za-z][\w:.-]*(?:\s|$)")
 _COMMAND_NAME = re.compile(r"<command-name>\s*(/?[^<\s]+)\s*</command-name>")
 _COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
 #: Claude Code's thinking-budget keywords: instructions to the model, not the task.
-_THINK_WORDS = re.compile(r"\b(?:ultrathink|megathink|think\s+harder|think\s+hard)\b", re.IGNORECASE)
+_THINK_WORDS = re.compile(
+    r"\b(?:ultrathink|megathink|think\s+harder|think\s+hard)\b", re.IGNORECASE
+)
 _FILE_MENTION = re.compile(r"(?:^|\s)@([\w./~-]+\.\w+)")
-_QUESTION_END = re.compile(r"[?？]\s*$|(?:어디임|뭐임|뭐야|어때|알려줘|있어|맞아|됐어|했어|인가요|나요|니|까)\s*[?？]?\s*$")
+_QUESTION_END = re.compile(
+    r"[?？]\s*$|(?:어디임|뭐임|뭐야|어때|알려줘|있어|맞아|됐어|했어|인가요|나요|니|까)\s*[?？]?\s*$"
+)
 
 
 @dataclass(slots=True)
@@ -96,23 +100,67 @@ def request_text(m: Message) -> tuple[str, str | None] | None:
 # -- what tools did --------------------------------------------------------------
 
 WRITE_TOOLS = {
-    "write": "created", "create_file": "created", "write_file": "created",
-    "edit": "edited", "multiedit": "edited", "multi_edit": "edited", "str_replace_editor": "edited",
-    "str_replace_based_edit_tool": "edited", "notebookedit": "edited", "notebook_edit": "edited",
-    "edit_file": "edited", "replace": "edited", "apply_patch": "edited", "patch": "edited",
+    "write": "created",
+    "create_file": "created",
+    "write_file": "created",
+    "edit": "edited",
+    "multiedit": "edited",
+    "multi_edit": "edited",
+    "str_replace_editor": "edited",
+    "str_replace_based_edit_tool": "edited",
+    "notebookedit": "edited",
+    "notebook_edit": "edited",
+    "edit_file": "edited",
+    "replace": "edited",
+    "apply_patch": "edited",
+    "patch": "edited",
 }
-READ_TOOLS = frozenset({"read", "view", "read_file", "cat", "open", "glob", "grep", "ls", "search",
-                        "find", "list", "websearch", "webfetch", "web_search", "fetch", "toolsearch"})
-TODO_TOOLS = frozenset({"todowrite", "todo_write", "write_todos", "update_plan", "todo", "todos",
-                        "todo_update", "plan"})
+READ_TOOLS = frozenset(
+    {
+        "read",
+        "view",
+        "read_file",
+        "cat",
+        "open",
+        "glob",
+        "grep",
+        "ls",
+        "search",
+        "find",
+        "list",
+        "websearch",
+        "webfetch",
+        "web_search",
+        "fetch",
+        "toolsearch",
+    }
+)
+TODO_TOOLS = frozenset(
+    {
+        "todowrite",
+        "todo_write",
+        "write_todos",
+        "update_plan",
+        "todo",
+        "todos",
+        "todo_update",
+        "plan",
+    }
+)
 DONE = frozenset({"completed", "complete", "done", "finished", "closed", "resolved"})
 ACTIVE = frozenset({"in_progress", "in-progress", "active", "doing", "started", "running"})
 #: The tool's own state folder: never the user's change.
 STATE_FOLDER = ".handoff"
 
 _TEST_COUNTS = (
-    re.compile(r"(?:\d+ doctests?, )?\d+ (?:tests?|properties), \d+ failures?(?:, \d+ (?:skipped|excluded|invalid))*", re.I),
-    re.compile(r"(?:=+ )?(?:\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?)(?:, )?)+(?: in [\d.]+s)?", re.I),
+    re.compile(
+        r"(?:\d+ doctests?, )?\d+ (?:tests?|properties), \d+ failures?(?:, \d+ (?:skipped|excluded|invalid))*",
+        re.I,
+    ),
+    re.compile(
+        r"(?:=+ )?(?:\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?)(?:, )?)+(?: in [\d.]+s)?",
+        re.I,
+    ),
     re.compile(r"Tests?:\s+(?:\d+ \w+, )*\d+ total", re.I),
     re.compile(r"Tests?\s+\d+ (?:passed|failed)(?: \| \d+ \w+)* \(\d+\)", re.I),
     re.compile(r"test result: (?:ok|FAILED)\. \d+ passed; \d+ failed[^\n]*", re.I),
@@ -123,12 +171,18 @@ _FAIL_COUNT = re.compile(r"\b([1-9]\d*) (?:failed|failures?|errors?)\b|\bFAILED\
 _ZERO_FAIL = re.compile(r"\b0 failures?\b|\b0 failed\b", re.I)
 _COMMIT = re.compile(r"^\[([\w./+-]+)(?: \(root-commit\))? ([0-9a-f]{7,40})\] (.+)$", re.M)
 _PUSHED = re.compile(
-    r"^\s*(?:\*\s\[new (?:branch|tag)\]|\+?\s*[0-9a-f]{7,}\.\.\.?[0-9a-f]{7,})\s+(\S+)\s+->\s+(\S+)", re.M
+    r"^\s*(?:\*\s\[new (?:branch|tag)\]|\+?\s*[0-9a-f]{7,}\.\.\.?[0-9a-f]{7,})\s+(\S+)\s+->\s+(\S+)",
+    re.M,
 )
 _DIFFSTAT = re.compile(r"^ (\S+?)\s+\|\s+(?:\d+ [+-]*|Bin )", re.M)
-_READERS = frozenset({"cat", "head", "tail", "sed", "get-content", "less", "bat", "nl", "more", "type"})
+_READERS = frozenset(
+    {"cat", "head", "tail", "sed", "get-content", "less", "bat", "nl", "more", "type"}
+)
 _ENV_TAG = re.compile(r"<(shell|cwd|current_date|timezone)>([^<]{1,200})</\1>")
-_GH_NUMBER = re.compile(r"\b(?:gh|glab) (?:pr|issue|mr) (?:merge|close|view|edit|comment|reopen|review|checkout|ready) #?(\d+)\b")
+_LOG_LINE = re.compile(r"^[*|/\\ .-]*(?:commit )?([0-9a-f]{7,40})\b\s*(?:\([^)]*\)\s*)?(.*)$", re.M)
+_GH_NUMBER = re.compile(
+    r"\b(?:gh|glab) (?:pr|issue|mr) (?:merge|close|view|edit|comment|reopen|review|checkout|ready) #?(\d+)\b"
+)
 #: Short replies that carry no task of their own ("continue", "yes please", "계속진행").
 _ACK = re.compile(
     r"^(?:yes|yep|yeah|ok|okay|sure|continue|go on|go ahead|proceed|do it|please do|yes please|"
@@ -149,7 +203,9 @@ _ERROR_LINE = re.compile(
     r"invalid|unable|failed|failure|not recognized|timed out|missing)",
     re.IGNORECASE,
 )
-_EXIT_NOTE = re.compile(r"^(command exited with code|exit code:?|process exited with|exit status)", re.I)
+_EXIT_NOTE = re.compile(
+    r"^(command exited with code|exit code:?|process exited with|exit status)", re.I
+)
 _DONE_CUE = re.compile(
     r"\b(?:all (?:done|set|green|tests pass\w*)|everything (?:is )?(?:done|clean|pushed|committed|works)|"
     r"(?:is|are|have been|has been|now) (?:done|complete|completed|finished|merged|pushed|deployed|live|fixed)|"
@@ -169,9 +225,7 @@ def is_noise(line: str) -> bool:
         return True  # HTML or XML
     if re.search(r"[A-Za-z0-9+/]{80,}={0,2}", s):
         return True  # base64
-    if sum(1 for ch in s if ord(ch) < 32 and ch not in "\t") > 2:
-        return True
-    return False
+    return sum(1 for ch in s if ord(ch) < 32 and ch not in "\t") > 2
 
 
 def readable(text: str) -> str:
@@ -243,6 +297,8 @@ class Run:
     masked: bool = False
     #: The keys of every step of the command line (a chain does several things).
     keys: tuple[str, ...] = ()
+    #: The folder a leading ``cd`` moved to (relative paths of the line are in it).
+    folder: str | None = None
 
 
 @dataclass(slots=True)
@@ -288,6 +344,8 @@ class SessionFacts:
     last_assistant: Message | None = None
     last_report: Message | None = None
     last_status: Run | None = None
+    #: The newest commit a ``git log`` of the session showed (sha and subject).
+    last_head: str | None = None
     final: FinalState | None = None
     compaction: dict[str, str] = field(default_factory=dict)
     compaction_entry: str | None = None
@@ -340,7 +398,10 @@ class SessionFacts:
         """The facts with their entries, for an editor or a successor to open the turns."""
 
         def req(r: Request) -> dict[str, Any]:
-            d: dict[str, Any] = {"text": one_line(r.text, 300), "entries": [r.entry] if r.entry else []}
+            d: dict[str, Any] = {
+                "text": one_line(r.text, 300),
+                "entries": [r.entry] if r.entry else [],
+            }
             if r.via:
                 d["via"] = r.via
             if r.queued:
@@ -352,7 +413,12 @@ class SessionFacts:
             "goal": req(self.goal) if self.goal else None,
             "requests": [req(r) for r in self.redirections],
             "changes": [
-                {"path": c.path, "how": dict(c.verbs), "entries": c.entries, **({"outside": True} if c.outside else {})}
+                {
+                    "path": c.path,
+                    "how": dict(c.verbs),
+                    "entries": c.entries,
+                    **({"outside": True} if c.outside else {}),
+                }
                 for c in self.changes.values()
             ],
             "steps": [
@@ -368,13 +434,23 @@ class SessionFacts:
                 for r in self.runs
                 if r.kind not in ("probe", "search") or r.outcome == "failed"
             ][-60:],
-            "git": [{"kind": g.kind, "detail": g.detail, "entries": [g.entry] if g.entry else []} for g in self.git_events],
-            "plan": [{"text": p.text, "status": p.status, "entries": [p.entry] if p.entry else []} for p in self.plan.values()],
+            "git": [
+                {"kind": g.kind, "detail": g.detail, "entries": [g.entry] if g.entry else []}
+                for g in self.git_events
+            ],
+            "plan": [
+                {"text": p.text, "status": p.status, "entries": [p.entry] if p.entry else []}
+                for p in self.plan.values()
+            ],
             "finalState": {
                 "status": final.status,
                 "reason": final.reason,
                 "entries": final.entries,
-                **({"blocker": {"step": final.blocker.key, "error": final.blocker.error}} if final.blocker else {}),
+                **(
+                    {"blocker": {"step": final.blocker.key, "error": final.blocker.error}}
+                    if final.blocker
+                    else {}
+                ),
             }
             if final
             else None,
@@ -404,14 +480,37 @@ class _Gatherer:
             done = self._rel[path] = p.removeprefix("./").removeprefix(".\\")
         return done
 
+    def within(self, folder: str | None, path: str) -> str:
+        """``path`` of a command line that ran in ``folder`` (a leading ``cd``)."""
+        if folder is None or os.path.isabs(path) or path.startswith("~") or " → " in path:
+            if folder is not None and " → " in path:
+                a, b = path.split(" → ", 1)
+                return f"{self.within(folder, a)} → {self.within(folder, b)}"
+            return path
+        base = (
+            folder
+            if os.path.isabs(folder) or folder.startswith("~")
+            else (os.path.join(self.t.cwd, folder) if self.t.cwd else folder)
+        )
+        return os.path.normpath(os.path.join(base, path))
+
     def outside(self, rel: str) -> bool:
-        return os.path.isabs(rel) or rel.startswith(("~", "..")) or bool(re.match(r"^[A-Za-z]:[\\/]", rel))
+        return (
+            os.path.isabs(rel)
+            or rel.startswith(("~", ".."))
+            or bool(re.match(r"^[A-Za-z]:[\\/]", rel))
+        )
 
     def change(self, verb: str, path: str, m: Message, position: int) -> Change | None:
         rel = self.rel(path)
-        if not rel or rel in ("/dev/null", ".", "-") or rel == STATE_FOLDER or rel.startswith(STATE_FOLDER + "/"):
+        if (
+            not rel
+            or rel in ("/dev/null", ".", "-")
+            or rel == STATE_FOLDER
+            or rel.startswith(STATE_FOLDER + "/")
+        ):
             return None
-        if any(ch in rel for ch in "*?$`{}") or rel.startswith("-"):
+        if any(ch in rel for ch in "*?$`{}|\"'<>") or rel.startswith("-") or "\n" in rel:
             return None
         c = self.f.changes.get(rel)
         if c is None:
@@ -440,8 +539,14 @@ class _Gatherer:
                 if found is None:
                     continue
                 text, via = found
-                r = Request(text, m.entry, position, via, queued=m.kind == "queued",
-                            mentions=tuple(_FILE_MENTION.findall(text)))
+                r = Request(
+                    text,
+                    m.entry,
+                    position,
+                    via,
+                    queued=m.kind == "queued",
+                    mentions=tuple(_FILE_MENTION.findall(text)),
+                )
                 f.requests.append(r)
                 self.current = r
             elif role == "assistant":
@@ -499,15 +604,41 @@ class _Gatherer:
             elif run is not None:
                 run.outcome = "unknown"
             return
-        if name in ("apply_patch", "applypatch") or (name in ("patch",) and isinstance(c.arguments, str)):
-            patch = c.arguments if isinstance(c.arguments, str) else (c.arguments or {}).get("input", "") if isinstance(c.arguments, dict) else ""
-            run = Run(f"apply_patch", "apply_patch", "other", "apply_patch", position, m.entry, message=m, call=c)
+        if name in ("apply_patch", "applypatch") or (
+            name in ("patch",) and isinstance(c.arguments, str)
+        ):
+            patch = (
+                c.arguments
+                if isinstance(c.arguments, str)
+                else (c.arguments or {}).get("input", "")
+                if isinstance(c.arguments, dict)
+                else ""
+            )
+            run = Run(
+                "apply_patch",
+                "apply_patch",
+                "other",
+                "apply_patch",
+                position,
+                m.entry,
+                message=m,
+                call=c,
+            )
             run.changes = shell.patch_changes(str(patch))
             self.add_run(run, c)
             return
         path = call_path(c)
         if name in WRITE_TOOLS and path:
-            run = Run(f"write {self.rel(path)}", f"write {self.rel(path)}", "other", f"{c.name} {self.rel(path)}", position, m.entry, message=m, call=c)
+            run = Run(
+                f"write {self.rel(path)}",
+                f"write {self.rel(path)}",
+                "other",
+                f"{c.name} {self.rel(path)}",
+                position,
+                m.entry,
+                message=m,
+                call=c,
+            )
             run.changes = [(WRITE_TOOLS[name], path)]
             self.add_run(run, c)
         elif name in TODO_TOOLS:
@@ -525,11 +656,29 @@ class _Gatherer:
             if path and name in ("read", "view", "read_file", "cat", "open"):
                 rel = self.rel(path)
                 self.f.reads[rel] = self.f.reads.get(rel, 0) + 1
-            run = Run(f"{name} {self.rel(path) if path else ''}".strip(), f"{name}", "probe", name, position, m.entry, message=m, call=c)
+            run = Run(
+                f"{name} {self.rel(path) if path else ''}".strip(),
+                f"{name}",
+                "probe",
+                name,
+                position,
+                m.entry,
+                message=m,
+                call=c,
+            )
             self.add_run(run, c)
         else:
             target = self.rel(path) if path else ""
-            run = Run(f"{name} {target}".strip(), f"{name} {target}".strip(), "tool", c.name, position, m.entry, message=m, call=c)
+            run = Run(
+                f"{name} {target}".strip(),
+                f"{name} {target}".strip(),
+                "tool",
+                c.name,
+                position,
+                m.entry,
+                message=m,
+                call=c,
+            )
             self.add_run(run, c)
 
     def add_run(self, run: Run, c: ToolCall) -> None:
@@ -545,13 +694,33 @@ class _Gatherer:
         main = shell.main_step(steps)
         if main is None:
             return None
-        run = Run(main.key, main.family, main.kind, command, position, m.entry, targets=main.targets, message=m, call=c, git=main.git)
-        run.changes = [ch for s in steps for ch in s.changes]
+        run = Run(
+            main.key,
+            main.family,
+            main.kind,
+            command,
+            position,
+            m.entry,
+            targets=main.targets,
+            message=m,
+            call=c,
+            git=main.git,
+        )
         run.keys = tuple(s.key for s in steps)
+        first = steps[0]
+        if first.program in ("cd", "set-location", "pushd") and len(first.key.split()) == 2:
+            run.folder = first.key.split()[1]
+        run.changes = [
+            (verb, self.within(run.folder, path)) for s in steps for verb, path in s.changes
+        ]
         for s in steps:
             if s.program in _READERS:
                 for word in s.key.split()[1:]:
-                    if ("." in word or "/" in word) and not word.startswith(("-", "'", '"')) and not word[0].isdigit():
+                    if (
+                        ("." in word or "/" in word)
+                        and not word.startswith(("-", "'", '"'))
+                        and not word[0].isdigit()
+                    ):
                         self.f.reads[word] = self.f.reads.get(word, 0) + 1
         run.masked = main.masked and not shell.pipefail(command)
         self.f.runs.append(run)
@@ -595,9 +764,15 @@ class _Gatherer:
             self.git_event(run, text)
             if "git merge" in run.keys or "git pull" in run.keys:
                 for path in _DIFFSTAT.findall(readable(text)):
-                    self.change("merged in", path, run.message, run.position)
+                    self.change(
+                        "merged in", self.within(run.folder, path), run.message, run.position
+                    )
             if run.git == "status":
                 self.f.last_status = run
+            if "git log" in run.keys and run.outcome == "ok":
+                head = _LOG_LINE.search(readable(text))
+                if head:
+                    self.f.last_head = f"{head.group(1)} {one_line(head.group(2), 90)}"
 
     def apply_changes(self, run: Run) -> None:
         for verb, path in run.changes:
@@ -628,7 +803,10 @@ class _Gatherer:
                 add("commit", f"`{sha}` on `{branch}`: {one_line(subject, 100)}")
         if "git push" in keys:
             pushed = _PUSHED.findall(text)
-            remote = next((ln.split("To ", 1)[1].strip() for ln in text.splitlines() if ln.startswith("To ")), None)
+            remote = next(
+                (ln.split("To ", 1)[1].strip() for ln in text.splitlines() if ln.startswith("To ")),
+                None,
+            )
             if pushed or remote:
                 where = ", ".join(f"`{a}` → `{b}`" for a, b in pushed) or "the branch"
                 add("push", f"{where}{' to ' + remote if remote else ''}")
@@ -636,7 +814,14 @@ class _Gatherer:
                 add("push", "nothing new (everything up to date)")
         for key in ("git pull", "git merge"):
             if key in keys:
-                line = next((ln.strip() for ln in text.splitlines() if re.match(r"^\s*(Updating [0-9a-f]|Merge made|Already up to date)", ln)), None)
+                line = next(
+                    (
+                        ln.strip()
+                        for ln in text.splitlines()
+                        if re.match(r"^\s*(Updating [0-9a-f]|Merge made|Already up to date)", ln)
+                    ),
+                    None,
+                )
                 if line:
                     add(key.split()[1], one_line(line, 100))
         head = run.command.split("\n", 1)[0]
@@ -672,7 +857,14 @@ class _Gatherer:
         for i, item in enumerate(items):
             if not isinstance(item, dict):
                 continue
-            text = next((item[k] for k in ("content", "step", "text", "title", "subject", "task", "description") if isinstance(item.get(k), str)), None)
+            text = next(
+                (
+                    item[k]
+                    for k in ("content", "step", "text", "title", "subject", "task", "description")
+                    if isinstance(item.get(k), str)
+                ),
+                None,
+            )
             if text:
                 status = item.get("status") if isinstance(item.get("status"), str) else "pending"
                 self.f.plan[f"list-{i}"] = PlanItem(self.t.clean_text(text) or "", status, entry)
@@ -682,7 +874,9 @@ class _Gatherer:
         m = re.search(r"#(\d+)", result.text)
         subject = args.get("subject") or args.get("description")
         if m and isinstance(subject, str):
-            self.f.plan[m.group(1)] = PlanItem(self.t.clean_text(subject) or "", "pending", result.entry)
+            self.f.plan[m.group(1)] = PlanItem(
+                self.t.clean_text(subject) or "", "pending", result.entry
+            )
 
     # -- outcomes ---------------------------------------------------------------
 
@@ -696,10 +890,20 @@ class _Gatherer:
             if r.outcome == "failed":
                 if r.kind in ("probe", "search"):
                     r.resolved_by = "a look-up only: nothing depends on it"
-                elif (ok := later_ok.get(r.key) or (later_ok.get(r.family) if not r.family.startswith("test:") else None)) is not None:
+                elif (
+                    ok := later_ok.get(r.key)
+                    or (later_ok.get(r.family) if not r.family.startswith("test:") else None)
+                ) is not None:
                     r.resolved_by = f"a later run succeeded: {one_line(ok.command, 120)}"
                 elif r.family.startswith("test:") and (
-                    ok := next((x for x in later_tests.get(r.family, []) if not x.targets or set(r.targets) <= set(x.targets)), None)
+                    ok := next(
+                        (
+                            x
+                            for x in later_tests.get(r.family, [])
+                            if not x.targets or set(r.targets) <= set(x.targets)
+                        ),
+                        None,
+                    )
                 ):
                     r.resolved_by = f"a later test run passed: {one_line(ok.command, 120)}"
                 elif checkpoint is not None:
@@ -709,7 +913,10 @@ class _Gatherer:
                 later_ok.setdefault(r.family, r)
                 if r.family.startswith("test:"):
                     later_tests.setdefault(r.family, []).append(r)
-                if checkpoint is None and (r.key in ("git commit", "git push", "git merge") or r.key.startswith(("gh pr merge", "gh pr create"))):
+                if checkpoint is None and (
+                    r.key in ("git commit", "git push", "git merge")
+                    or r.key.startswith(("gh pr merge", "gh pr create"))
+                ):
                     checkpoint = r
 
 
@@ -726,12 +933,25 @@ def defined_symbols(arguments: Any) -> list[str]:
     """Names an edit's new text defines (``def x``, ``function y``, ``class Z`` …)."""
     texts: list[str] = []
     if isinstance(arguments, dict):
-        for key in ("new_string", "content", "newText", "new_str", "file_text", "text", "input", "patch"):
+        for key in (
+            "new_string",
+            "content",
+            "newText",
+            "new_str",
+            "file_text",
+            "text",
+            "input",
+            "patch",
+        ):
             if isinstance(arguments.get(key), str):
                 texts.append(arguments[key])
         for edit in arguments.get("edits", []) if isinstance(arguments.get("edits"), list) else []:
             if isinstance(edit, dict):
-                texts += [v for k, v in edit.items() if k in ("new_string", "newText", "new_str", "content") and isinstance(v, str)]
+                texts += [
+                    v
+                    for k, v in edit.items()
+                    if k in ("new_string", "newText", "new_str", "content") and isinstance(v, str)
+                ]
     elif isinstance(arguments, str):
         texts.append(arguments)
     out: list[str] = []
@@ -770,40 +990,101 @@ def choose_goal(requests: list[Request]) -> Request | None:
 def final_state(f: SessionFacts) -> FinalState:
     """How the session ended, from its last messages, the plan and the last runs."""
     t = f.transcript
-    last = next((m for m in reversed(t.history) if m.role in ("user", "assistant") and (m.kind is None) and (m.text.strip() or m.tool_calls)), None)
+    last = next(
+        (
+            m
+            for m in reversed(t.history)
+            if m.role in ("user", "assistant")
+            and (m.kind is None)
+            and (m.text.strip() or m.tool_calls)
+        ),
+        None,
+    )
     cut = f.cut_off
     last_request = f.requests[-1] if f.requests else None
     entries = [x for x in (last.entry if last else None,) if x]
     if cut:
         names = ", ".join(f"`{one_line(r.command, 100)}`" for r in cut[-3:])
-        return FinalState("in progress", f"the session ends while the agent was running {names}; their results are not in the transcript", [r.entry for r in cut if r.entry])
-    if last is not None and last.role == "user" and last_request is not None and not last_request.answered:
+        return FinalState(
+            "in progress",
+            f"the session ends while the agent was running {names}; their results are not in the transcript",
+            [r.entry for r in cut if r.entry],
+        )
+    if (
+        last is not None
+        and last.role == "user"
+        and last_request is not None
+        and not last_request.answered
+    ):
         asked = _question_before(t, last_request.position)
-        return FinalState("waiting for the agent", "the user's last message was not answered in the session", [last_request.entry] if last_request.entry else [], question=asked)
+        return FinalState(
+            "waiting for the agent",
+            "the user's last message was not answered in the session",
+            [last_request.entry] if last_request.entry else [],
+            question=asked,
+        )
     la = f.last_assistant
     if la is not None and la.stop_reason in ("error", "aborted"):
-        return FinalState("in progress", f"the agent's last turn ended with `{la.stop_reason}`", [la.entry] if la.entry else [])
-    open_ = [r for r in f.open_failures if r.position >= (last_request.position if last_request else -1)]
+        return FinalState(
+            "in progress",
+            f"the agent's last turn ended with `{la.stop_reason}`",
+            [la.entry] if la.entry else [],
+        )
+    open_ = [
+        r for r in f.open_failures if r.position >= (last_request.position if last_request else -1)
+    ]
     text = t.clean(la).text.strip() if la is not None else ""
     done_cue = bool(_DONE_CUE.search(text[-1500:])) if text else False
     if open_ and not done_cue:
         b = open_[-1]
-        return FinalState("blocked", f"`{one_line(b.command, 120)}` failed" + (f": {b.error}" if b.error else ""), [b.entry] if b.entry else [], blocker=b)
+        return FinalState(
+            "blocked",
+            f"`{one_line(b.command, 120)}` failed" + (f": {b.error}" if b.error else ""),
+            [b.entry] if b.entry else [],
+            blocker=b,
+        )
     open_plan = [p for p in f.plan.values() if p.status.lower() not in DONE]
     question = _closing_question(text)
     if question and not done_cue:
-        return FinalState("waiting for the user", "the agent's last message asks the user", entries, question=question)
+        return FinalState(
+            "waiting for the user",
+            "the agent's last message asks the user",
+            entries,
+            question=question,
+        )
     if open_plan and any(p.status.lower() in ACTIVE for p in open_plan):
-        return FinalState("in progress", f"{len(open_plan)} item(s) of the plan are not completed", [f.plan_entry] if f.plan_entry else [])
+        return FinalState(
+            "in progress",
+            f"{len(open_plan)} item(s) of the plan are not completed",
+            [f.plan_entry] if f.plan_entry else [],
+        )
     if done_cue:
         if question:
-            return FinalState("done", "the agent reports the work finished and offers more", entries, question=question)
+            return FinalState(
+                "done",
+                "the agent reports the work finished and offers more",
+                entries,
+                question=question,
+            )
         return FinalState("done", "the agent's last message reports the work finished", entries)
     if open_plan:
-        return FinalState("in progress", f"{len(open_plan)} item(s) of the plan are not completed", [f.plan_entry] if f.plan_entry else [])
+        return FinalState(
+            "in progress",
+            f"{len(open_plan)} item(s) of the plan are not completed",
+            [f.plan_entry] if f.plan_entry else [],
+        )
     if question:
-        return FinalState("waiting for the user", "the agent's last message asks the user", entries, question=question)
-    return FinalState("in progress", "the session stops after the agent's last message, which does not report the work finished", entries)
+        return FinalState(
+            "waiting for the user",
+            "the agent's last message asks the user",
+            entries,
+            question=question,
+        )
+    return FinalState(
+        "in progress",
+        "the session stops after the agent's last message, which does not report the work finished",
+        entries,
+    )
 
 
 def _closing_question(text: str) -> str | None:
@@ -823,10 +1104,17 @@ def _question_before(t: Transcript, position: int) -> str | None:
     return None
 
 
-_SUMMARY_HEAD = re.compile(r"^\s*(?:#{1,4}\s+|\d{1,2}\.\s+|\*\*)([A-Z][\w &/,'()-]{2,60}?)(?:\*\*)?:?\s*$")
+_SUMMARY_HEAD = re.compile(
+    r"^\s*(?:#{1,4}\s+|\d{1,2}\.\s+|\*\*)([A-Z][\w &/,'()-]{2,60}?)(?:\*\*)?:?\s*$"
+)
 _SUMMARY_KEYS = {
     "goal": ("goal", "primary request and intent", "primary request", "objective", "task"),
-    "constraints": ("constraints & preferences", "constraints and preferences", "constraints", "user preferences"),
+    "constraints": (
+        "constraints & preferences",
+        "constraints and preferences",
+        "constraints",
+        "user preferences",
+    ),
     "decisions": ("key decisions", "decisions", "key technical decisions"),
     "done": ("done", "completed", "progress"),
     "blocked": ("blocked", "blockers"),
@@ -847,7 +1135,11 @@ def compaction_sections(text: str) -> dict[str, str]:
             continue
         if current is not None:
             sections[current].append(line)
-    return {k: "\n".join(v).strip() for k, v in sections.items() if not k.startswith("_") and "\n".join(v).strip()}
+    return {
+        k: "\n".join(v).strip()
+        for k, v in sections.items()
+        if not k.startswith("_") and "\n".join(v).strip()
+    }
 
 
 def gather(t: Transcript, workspace: Path | None = None) -> SessionFacts:

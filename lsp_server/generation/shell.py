@@ -17,53 +17,244 @@ SEARCH_PROGRAMS = frozenset(
 #: Programs (and git subcommands) that only look: their failure blocks nothing.
 PROBE_PROGRAMS = frozenset(
     {
-        "ls", "ll", "dir", "find", "fd", "cat", "bat", "head", "tail", "less", "more", "stat",
-        "file", "pwd", "which", "where", "type", "whereis", "echo", "printf", "wc", "tree",
-        "du", "df", "ps", "env", "printenv", "date", "whoami", "uname", "id", "hostname",
-        "realpath", "readlink", "basename", "dirname", "test", "[", "sleep", "true", "false",
-        "diff", "cmp", "jq", "sed", "awk", "sort", "uniq", "cut", "tr", "xxd", "od", "hexdump",
-        "lsof", "netstat", "ss", "top", "free", "nproc", "lscpu", "history", "man", "help",
-        "get-childitem", "get-content", "test-path", "get-item", "get-location", "resolve-path",
-        "get-command", "select-object", "measure-object", "format-list", "write-output",
-        "write-host", "get-process", "sqlite3", "curl", "wget", "http", "open", "xdg-open",
-        "nvidia-smi", "lsd", "exa", "eza", "column", "tac", "nl", "strings", "md5sum",
-        "sha256sum", "shasum", "ping", "dig", "nslookup", "gh-status",
+        "ls",
+        "ll",
+        "dir",
+        "find",
+        "fd",
+        "cat",
+        "bat",
+        "head",
+        "tail",
+        "less",
+        "more",
+        "stat",
+        "file",
+        "pwd",
+        "which",
+        "where",
+        "type",
+        "whereis",
+        "echo",
+        "printf",
+        "wc",
+        "tree",
+        "du",
+        "df",
+        "ps",
+        "env",
+        "printenv",
+        "date",
+        "whoami",
+        "uname",
+        "id",
+        "hostname",
+        "realpath",
+        "readlink",
+        "basename",
+        "dirname",
+        "test",
+        "[",
+        "sleep",
+        "true",
+        "false",
+        "diff",
+        "cmp",
+        "jq",
+        "sed",
+        "awk",
+        "sort",
+        "uniq",
+        "cut",
+        "tr",
+        "xxd",
+        "od",
+        "hexdump",
+        "lsof",
+        "netstat",
+        "ss",
+        "top",
+        "free",
+        "nproc",
+        "lscpu",
+        "history",
+        "man",
+        "help",
+        "get-childitem",
+        "get-content",
+        "test-path",
+        "get-item",
+        "get-location",
+        "resolve-path",
+        "get-command",
+        "select-object",
+        "measure-object",
+        "format-list",
+        "write-output",
+        "write-host",
+        "get-process",
+        "sqlite3",
+        "curl",
+        "wget",
+        "http",
+        "open",
+        "xdg-open",
+        "nvidia-smi",
+        "lsd",
+        "exa",
+        "eza",
+        "column",
+        "tac",
+        "nl",
+        "strings",
+        "md5sum",
+        "sha256sum",
+        "shasum",
+        "ping",
+        "dig",
+        "nslookup",
+        "gh-status",
     }
     | SEARCH_PROGRAMS
 )
 GIT_PROBES = frozenset(
     {
-        "status", "log", "diff", "show", "branch", "remote", "rev-parse", "ls-files", "blame",
-        "describe", "config", "reflog", "shortlog", "ls-remote", "cat-file", "grep", "stash-list",
-        "tag-list", "worktree-list", "fetch",
+        "status",
+        "log",
+        "diff",
+        "show",
+        "branch",
+        "remote",
+        "rev-parse",
+        "ls-files",
+        "blame",
+        "describe",
+        "config",
+        "reflog",
+        "shortlog",
+        "ls-remote",
+        "cat-file",
+        "grep",
+        "stash-list",
+        "tag-list",
+        "worktree-list",
+        "fetch",
     }
 )
 #: Pipeline stages that only filter what the stage before printed (they hide its status).
 FILTERS = frozenset(
     {
-        "tail", "head", "grep", "egrep", "rg", "sed", "awk", "cut", "sort", "uniq", "wc", "tee",
-        "less", "more", "cat", "jq", "tr", "column", "xargs", "select-string", "select-object",
-        "out-string", "format-table", "format-list", "out-null", "findstr", "nl", "fold", "ts",
+        "tail",
+        "head",
+        "grep",
+        "egrep",
+        "rg",
+        "sed",
+        "awk",
+        "cut",
+        "sort",
+        "uniq",
+        "wc",
+        "tee",
+        "less",
+        "more",
+        "cat",
+        "jq",
+        "tr",
+        "column",
+        "xargs",
+        "select-string",
+        "select-object",
+        "out-string",
+        "format-table",
+        "format-list",
+        "out-null",
+        "findstr",
+        "nl",
+        "fold",
+        "ts",
     }
 )
 #: Segments that set things up and never are the step a command line is for.
 TRIVIAL = frozenset(
-    {"cd", "pushd", "popd", "export", "set", "source", ".", "sleep", "echo", "printf", "true",
-     "clear", "unset", "alias", "ulimit", "umask", "set-location", "pkill", "kill", "wait",
-     "trap", "shopt", "eval", "exec", ":", "exit", "return"}
+    {
+        "cd",
+        "pushd",
+        "popd",
+        "export",
+        "set",
+        "source",
+        ".",
+        "sleep",
+        "echo",
+        "printf",
+        "true",
+        "clear",
+        "unset",
+        "alias",
+        "ulimit",
+        "umask",
+        "set-location",
+        "pkill",
+        "kill",
+        "wait",
+        "trap",
+        "shopt",
+        "eval",
+        "exec",
+        ":",
+        "exit",
+        "return",
+    }
 )
 #: Words before the program that do not change which step it is.
 WRAPPERS = frozenset(
-    {"sudo", "time", "command", "builtin", "nohup", "exec", "env", "nice", "stdbuf",
-     "caffeinate", "unbuffer", "dotenv", "doas"}
+    {
+        "sudo",
+        "time",
+        "command",
+        "builtin",
+        "nohup",
+        "exec",
+        "env",
+        "nice",
+        "stdbuf",
+        "caffeinate",
+        "unbuffer",
+        "dotenv",
+        "doas",
+    }
 )
 RUNNERS = {  # "<runner> <program>": the program is the step
-    "npx": 1, "bunx": 1, "pnpx": 1, "uvx": 1, "pipx": 2,
+    "npx": 1,
+    "bunx": 1,
+    "pnpx": 1,
+    "uvx": 1,
+    "pipx": 2,
 }
 TEST_PROGRAMS = frozenset(
-    {"pytest", "py.test", "jest", "vitest", "mocha", "ava", "tap", "rspec", "phpunit", "tox",
-     "nox", "ctest", "playwright", "cypress", "bats", "unittest", "nosetests", "karma",
-     "ward", "pest"}
+    {
+        "pytest",
+        "py.test",
+        "jest",
+        "vitest",
+        "mocha",
+        "ava",
+        "tap",
+        "rspec",
+        "phpunit",
+        "tox",
+        "nox",
+        "ctest",
+        "playwright",
+        "cypress",
+        "bats",
+        "unittest",
+        "nosetests",
+        "karma",
+        "ward",
+        "pest",
+    }
 )
 _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
@@ -129,7 +320,11 @@ def strip_heredocs(command: str) -> tuple[str, list[str]]:
     while i < len(lines):
         line = lines[i]
         out.append(line)
-        tags = [m.group(2) for m in _HEREDOC.finditer(line) if "<<<" not in line[m.start() : m.start() + 3]]
+        tags = [
+            m.group(2)
+            for m in _HEREDOC.finditer(line)
+            if "<<<" not in line[m.start() : m.start() + 3]
+        ]
         i += 1
         for tag in tags:
             body: list[str] = []
@@ -139,6 +334,22 @@ def strip_heredocs(command: str) -> tuple[str, list[str]]:
             i += 1  # the closing tag
             bodies.append("\n".join(body))
     return "\n".join(out), bodies
+
+
+def _uncomment(line: str) -> str:
+    """A shell line without its comment (a ``#`` that starts a word, outside quotes)."""
+    if "#" not in line:
+        return line
+    quote = None
+    for i, ch in enumerate(line):
+        if quote:
+            if ch == quote:
+                quote = None
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and (i == 0 or line[i - 1] in " \t;&|("):
+            return line[:i]
+    return line
 
 
 def _tokens(text: str) -> list[str]:
@@ -158,6 +369,7 @@ def segments(command: str) -> list[Segment]:
     if _WINDOWS.search(text):
         text = text.replace("\\", "/")  # PowerShell paths: backslashes are separators
     text = _HEREDOC.sub(" ", _DUP.sub(" ", text))
+    text = "\n".join(_uncomment(line) for line in text.split("\n"))
     words = _tokens(text.replace("\n", " ; "))
     out: list[Segment] = []
     current: list[str] = []
@@ -198,7 +410,11 @@ def segments(command: str) -> list[Segment]:
                     current.pop()  # ``2 > file`` as tokenised
             elif re.fullmatch(r"\d*>>?", w) or w in ("&>", "&>>"):
                 pass
-            if target and not target.startswith("&") and target not in ("/dev/null", "nul", "$null"):
+            if (
+                target
+                and not target.startswith("&")
+                and target not in ("/dev/null", "nul", "$null")
+            ):
                 redirects.append(target)
         elif w in ("<", "<<", "<<<"):
             i += 1  # its operand
@@ -229,13 +445,21 @@ def _unwrap(seg: Segment) -> Segment:
                 words = words[1:]
         elif name in RUNNERS and len(words) > 1:
             words = [w for w in words[1:] if not w.startswith("-")] or words[1:]
-        elif name in ("uv", "poetry", "pdm", "hatch", "pipenv", "rye") and len(words) > 2 and words[1] == "run":
+        elif (
+            name in ("uv", "poetry", "pdm", "hatch", "pipenv", "rye")
+            and len(words) > 2
+            and words[1] == "run"
+        ):
             words = words[2:]
             while words and words[0].startswith("-"):
                 words = words[1:]
         elif name == "bundle" and len(words) > 2 and words[1] == "exec":
             words = words[2:]
-        elif name in ("bash", "sh", "zsh", "pwsh", "powershell") and len(words) >= 3 and words[1] in ("-c", "-lc", "-Command", "-command", "-NoProfile"):
+        elif (
+            name in ("bash", "sh", "zsh", "pwsh", "powershell")
+            and len(words) >= 3
+            and words[1] in ("-c", "-lc", "-Command", "-command", "-NoProfile")
+        ):
             inner = words[-1]
             nested = segments(inner)
             return nested[-1] if nested else Segment([])
@@ -294,7 +518,9 @@ def classify(seg: Segment, cwd: str | None) -> Step:
         sub = rest[0] if rest else ""
         tail = rest[1:]
         kind = "git"
-        if sub in GIT_PROBES and not (sub == "branch" and any(a in ("-d", "-D", "-m", "-M") for a in tail)):
+        if sub in GIT_PROBES and not (
+            sub == "branch" and any(a in ("-d", "-D", "-m", "-M") for a in tail)
+        ):
             kind = "probe"
         if sub == "stash" and (not tail or tail[0] == "list"):
             kind = "probe"
@@ -315,8 +541,16 @@ def classify(seg: Segment, cwd: str | None) -> Step:
             rest = [a for a in args if not a.startswith("-")][1:2]
             script = rest[0] if rest else ""
             key = f"{prog} run {script}".strip()
-            kind = "test" if script.startswith("test") else "build" if script in ("build", "compile", "check", "typecheck", "lint", "type-check") else "other"
-            return Step(key, key if kind != "test" else f"test:{prog} {script}", kind, masked, program=prog)
+            kind = (
+                "test"
+                if script.startswith("test")
+                else "build"
+                if script in ("build", "compile", "check", "typecheck", "lint", "type-check")
+                else "other"
+            )
+            return Step(
+                key, key if kind != "test" else f"test:{prog} {script}", kind, masked, program=prog
+            )
         if sub in ("test", "t"):
             return Step(f"{prog} test", f"test:{prog} test", "test", masked, program=prog)
         if sub in ("install", "i", "ci", "add"):
@@ -324,14 +558,54 @@ def classify(seg: Segment, cwd: str | None) -> Step:
             return Step(key, key, "other", masked, program=prog)
         key = f"{prog} {sub}".strip()
         return Step(key, key, "build" if sub in ("build",) else "other", masked, program=prog)
-    if prog in ("cargo", "go", "mix", "dotnet", "swift", "deno", "make", "gradle", "./gradlew", "gradlew", "mvn", "zig", "dune", "stack", "cabal", "elixir"):
+    if prog in (
+        "cargo",
+        "go",
+        "mix",
+        "dotnet",
+        "swift",
+        "deno",
+        "make",
+        "gradle",
+        "./gradlew",
+        "gradlew",
+        "mvn",
+        "zig",
+        "dune",
+        "stack",
+        "cabal",
+        "elixir",
+    ):
         pos = [a for a in args if not a.startswith("-")]
         sub = pos[0] if pos else ""
         key = f"{prog} {sub}".strip()
         if sub == "test" or (prog == "make" and sub in ("test", "check")):
             targets = tuple(_relative(a, cwd) for a in pos[1:])
-            return Step(f"{key} {' '.join(targets)}".strip(), f"test:{prog}", "test", masked, targets, program=prog)
-        kind = "build" if sub in ("build", "compile", "check", "credo", "dialyzer", "vet", "clippy", "fmt", "format", "lint") else "other"
+            return Step(
+                f"{key} {' '.join(targets)}".strip(),
+                f"test:{prog}",
+                "test",
+                masked,
+                targets,
+                program=prog,
+            )
+        kind = (
+            "build"
+            if sub
+            in (
+                "build",
+                "compile",
+                "check",
+                "credo",
+                "dialyzer",
+                "vet",
+                "clippy",
+                "fmt",
+                "format",
+                "lint",
+            )
+            else "other"
+        )
         return Step(key, key, kind, masked, program=prog)
     if prog in TEST_PROGRAMS:
         targets = _test_targets(args, cwd)
@@ -340,7 +614,11 @@ def classify(seg: Segment, cwd: str | None) -> Step:
     if prog in ("gh", "glab"):
         pos = [a for a in args if not a.startswith("-")]
         key = " ".join([prog, *pos[:2]])
-        kind = "probe" if len(pos) >= 2 and pos[1] in ("view", "list", "status", "diff", "checks") else "git"
+        kind = (
+            "probe"
+            if len(pos) >= 2 and pos[1] in ("view", "list", "status", "diff", "checks")
+            else "git"
+        )
         if pos[:1] == ["api"]:
             kind = "probe" if not any(a in ("-X", "--method") for a in args) else "git"
             key = "gh api " + " ".join(pos[1:2])
@@ -350,32 +628,54 @@ def classify(seg: Segment, cwd: str | None) -> Step:
     step = Step(key, key, "other", masked, program=prog)
     if prog in SEARCH_PROGRAMS:
         step.kind = "search"
-    elif prog in PROBE_PROGRAMS or (args and all(a in ("--version", "-V", "-v", "version", "--help", "-h") for a in args)):
+    elif prog in PROBE_PROGRAMS or (
+        args and all(a in ("--version", "-V", "-v", "version", "--help", "-h") for a in args)
+    ):
         step.kind = "probe"
         if prog == "sed" and any(a == "-i" or a.startswith("-i") for a in args):
             step.kind = "other"
-            files = [a for a in _positional(args, cwd, 20)][1:]
+            given = [a for a in _positional(args, cwd, 20) if a]
+            files = (
+                given if any(a == "-e" or a.startswith("--expression") for a in args) else given[1:]
+            )
             step.changes += [("edited", p) for p in files]
     if prog in ("rm", "del", "remove-item", "rmdir", "unlink", "trash"):
         step.changes += [("deleted", p) for p in _positional(args, cwd, 20)]
     elif prog in ("mv", "move-item", "rename-item", "ren"):
-        p = _named(args, ("-Path", "-LiteralPath"), ("-Destination", "-NewName"), cwd) or _positional(args, cwd, 8)
+        p = _named(
+            args, ("-Path", "-LiteralPath"), ("-Destination", "-NewName"), cwd
+        ) or _positional(args, cwd, 8)
         if len(p) >= 2:
-            step.changes += [("moved", f"{a} → {p[-1]}") for a in p[:-1]]
+            step.changes += [("moved", f"{a} → {_into(p[-1], a)}") for a in p[:-1]]
     elif prog in ("cp", "copy", "copy-item", "install", "rsync", "scp"):
-        p = _named(args, ("-Path", "-LiteralPath"), ("-Destination",), cwd) or _positional(args, cwd, 8)
+        p = _named(args, ("-Path", "-LiteralPath"), ("-Destination",), cwd) or _positional(
+            args, cwd, 8
+        )
         if len(p) >= 2:
             step.changes.append(("created", p[-1]))
     elif prog in ("touch", "new-item", "set-content", "out-file", "add-content"):
-        p = _named(args, ("-Path", "-FilePath", "-LiteralPath"), (), cwd) or _positional(args, cwd, 8)
-        step.changes += [("created" if prog in ("touch", "new-item") else "written", a) for a in p[:8]]
+        p = _named(args, ("-Path", "-FilePath", "-LiteralPath"), (), cwd) or _positional(
+            args, cwd, 8
+        )
+        step.changes += [
+            ("created" if prog in ("touch", "new-item") else "written", a) for a in p[:8]
+        ]
     elif prog == "apply_patch" or prog == "applypatch":
         step.kind = "other"
     step.changes += [("written", _relative(r, cwd)) for r in seg.redirects]
     return step
 
 
-def _named(args: list[str], sources: tuple[str, ...], targets: tuple[str, ...], cwd: str | None) -> list[str]:
+def _into(target: str, source: str) -> str:
+    """Where ``mv source target`` puts the file (``target`` may be a folder)."""
+    if target in (".", "./") or target.endswith("/"):
+        return os.path.normpath(os.path.join(target, os.path.basename(source.rstrip("/"))))
+    return target
+
+
+def _named(
+    args: list[str], sources: tuple[str, ...], targets: tuple[str, ...], cwd: str | None
+) -> list[str]:
     """PowerShell ``-Path X -Destination Y`` arguments as (sources…, target)."""
     found: dict[str, str] = {}
     lowered = [a.lower() for a in args]

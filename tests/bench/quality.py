@@ -61,7 +61,9 @@ class Outcome:
 
     @property
     def ok(self) -> bool:
-        return not self.missed and not self.false and self.error is None and self.words <= WORD_LIMIT
+        return (
+            not self.missed and not self.false and self.error is None and self.words <= WORD_LIMIT
+        )
 
 
 def load_probes(fixtures: Path) -> list[Probe]:
@@ -189,8 +191,12 @@ def render(outcomes: list[Outcome], provider: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--provider", default="extractive")
-    parser.add_argument("--no-write", action="store_true", help="print, do not write docs/quality.md")
-    parser.add_argument("--show", metavar="NAME", help="print the document of sessions whose name contains NAME")
+    parser.add_argument(
+        "--no-write", action="store_true", help="print, do not write docs/quality.md"
+    )
+    parser.add_argument(
+        "--show", metavar="NAME", help="print the document of sessions whose name contains NAME"
+    )
     args = parser.parse_args(argv)
     fixtures = shared_fixtures()
     if fixtures is None:

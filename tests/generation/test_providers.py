@@ -181,6 +181,71 @@ def test_openai_error_inside_the_stream(servers, pi_session, gen_service) -> Non
     assert err.value.code == "generation_failed" and "context length exceeded" in err.value.message
 
 
+LLAMA_OVERFLOW = {
+    "error": {
+        "code": 400,
+        "message": "request (5031 tokens) exceeds the available context size (2048 tokens), "
+        "try increasing it",
+        "type": "exceed_context_size_error",
+        "n_prompt_tokens": 5031,
+        "n_ctx": 2048,
+    }
+}
+OPENAI_OVERFLOW = {
+    "error": {
+        "message": "This model's maximum context length is 8192 tokens. However, your "
+        "messages resulted in 9000 tokens. Please reduce the length of the messages.",
+        "type": "invalid_request_error",
+        "param": "messages",
+        "code": "context_length_exceeded",
+    }
+}
+
+
+@pytest.mark.parametrize(
+    "body, prompt, limit",
+    [(LLAMA_OVERFLOW, 5031, 2048), (OPENAI_OVERFLOW, 9000, 8192)],
+    ids=["llama.cpp", "openai"],
+)
+def test_openai_context_overflow_says_so(
+    servers, pi_session, gen_service, workspace, body, prompt, limit
+) -> None:
+    server = servers(lambda req: Reply(400, body))
+    before = {p.name for p in pi_session.parent.iterdir()}
+    with pytest.raises(HandoffError) as err:
+        gen_service(**openai_settings(server.url)).call(
+            "handoff.generate", {"session": str(pi_session)}
+        )
+    e = err.value
+    assert e.code == "generation_failed"
+    assert e.message.startswith(
+        f"openai: the prompt ({prompt:,} tokens) exceeds the model's context size of "
+        f"{limit:,} tokens at {server.url}/v1/chat/completions: lower "
+        "generation.maxPromptTokens or give the model a larger context."
+    )
+    assert f"HTTP 400: {body['error']['message']}" in e.message
+    assert e.data == {
+        "provider": "openai",
+        "reason": "context_exceeded",
+        "promptTokens": prompt,
+        "contextTokens": limit,
+        "status": 400,
+    }
+    assert nothing_written(workspace, pi_session.parent, before)
+
+
+def test_openai_context_overflow_inside_the_stream(servers, pi_session, gen_service) -> None:
+    events = openai_text("## Goal\n")[:1] + [sse(LLAMA_OVERFLOW)]
+    server = servers(lambda req: Stream(events))
+    with pytest.raises(HandoffError) as err:
+        gen_service(**openai_settings(server.url)).call(
+            "handoff.generate", {"session": str(pi_session)}
+        )
+    assert err.value.code == "generation_failed"
+    assert "exceeds the model's context size of 2,048 tokens" in err.value.message
+    assert err.value.data["reason"] == "context_exceeded"
+
+
 def test_openai_empty_answer_is_a_failure(servers, pi_session, gen_service) -> None:
     server = servers(lambda req: Stream(openai_text("", reasoning="only thoughts")))
     with pytest.raises(HandoffError) as err:
@@ -283,6 +348,26 @@ def test_anthropic_error_status_is_generation_failed(
         )
     assert err.value.code == "generation_failed" and expected in err.value.message
     assert nothing_written(workspace, pi_session.parent, before)
+
+
+def test_anthropic_context_overflow_says_so(servers, pi_session, gen_service) -> None:
+    body = {
+        "type": "error",
+        "error": {
+            "type": "invalid_request_error",
+            "message": "prompt is too long: 210000 tokens > 200000 maximum",
+        },
+    }
+    server = servers(lambda req: Reply(400, body))
+    with pytest.raises(HandoffError) as err:
+        gen_service(**anthropic_settings(server.url)).call(
+            "handoff.generate", {"session": str(pi_session)}
+        )
+    assert err.value.code == "generation_failed"
+    assert err.value.message.startswith(
+        "anthropic: the prompt (210,000 tokens) exceeds the model's context size of 200,000 tokens"
+    )
+    assert err.value.data["reason"] == "context_exceeded"
 
 
 def test_anthropic_error_event_mid_stream(servers, pi_session, gen_service) -> None:

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 from ...gcpause import gc_paused
 from ..facts import (
     ACTIVE,
-    Change,
     DONE,
+    Change,
     Request,
     Run,
     SessionFacts,
@@ -47,14 +47,63 @@ _CHOICE = re.compile(
     r"(?:i|we)(?:'ll| will) (?:use|keep|go with)|switch(?:ed)? to|instead of|rather than)\b",
     re.IGNORECASE,
 )
-_REASON = re.compile(r"\b(because|since|so that|so the|to avoid|which means|as it|given that|otherwise)\b", re.I)
-_NARRATION = re.compile(r"^(let me|now|next|first|then|okay|ok|great|good|perfect|i'll now|i will now|i'm going to|let's)\b", re.I)
+_REASON = re.compile(
+    r"\b(because|since|so that|so the|to avoid|which means|as it|given that|otherwise)\b", re.I
+)
+_NARRATION = re.compile(
+    r"^(let me|now|next|first|then|okay|ok|great|good|perfect|i'll now|i will now|i'm going to|let's)\b",
+    re.I,
+)
 _LINK = re.compile(r"https?://[^\s)\]>\"'`*|]+")
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d{1,2}[.)])\s+")
 _STOP = frozenset(
-    "the a an and or of to in on for with from this that these those is are was be it its into "
-    "about what which when where how why please focus handoff next agent session work make sure "
-    "should would could file files code".split()
+    [
+        "the",
+        "a",
+        "an",
+        "and",
+        "or",
+        "of",
+        "to",
+        "in",
+        "on",
+        "for",
+        "with",
+        "from",
+        "this",
+        "that",
+        "these",
+        "those",
+        "is",
+        "are",
+        "was",
+        "be",
+        "it",
+        "its",
+        "into",
+        "about",
+        "what",
+        "which",
+        "when",
+        "where",
+        "how",
+        "why",
+        "please",
+        "focus",
+        "handoff",
+        "next",
+        "agent",
+        "session",
+        "work",
+        "make",
+        "sure",
+        "should",
+        "would",
+        "could",
+        "file",
+        "files",
+        "code",
+    ]
 )
 
 
@@ -128,7 +177,9 @@ class Focus:
 class Writer:
     """The document's sections, from one session's facts."""
 
-    def __init__(self, facts: SessionFacts, workspace: Path, focus: str | None, limits: Limits = LEVELS[0]) -> None:
+    def __init__(
+        self, facts: SessionFacts, workspace: Path, focus: str | None, limits: Limits = LEVELS[0]
+    ) -> None:
         self.n = limits
         self.f = facts
         self.t: Transcript = facts.transcript
@@ -160,7 +211,14 @@ class Writer:
             out["request"] = quote(g.text, self.n.request)
             out["via"] = g.via
             if g.mentions and len(re.sub(r"@\S+", "", g.text).strip()) < 60:
-                first = next((m for m in self.t.history[g.position + 1 :] if m.role == "assistant" and m.text.strip()), None)
+                first = next(
+                    (
+                        m
+                        for m in self.t.history[g.position + 1 :]
+                        if m.role == "assistant" and m.text.strip()
+                    ),
+                    None,
+                )
                 if first is not None:
                     sentence = _SENTENCE.split(self.t.clean(first).text.strip())[0]
                     out["understood"] = one_line(sentence, 300)
@@ -186,7 +244,12 @@ class Writer:
                 continue
             for sentence in reversed(_SENTENCE.split(r.text)):
                 s = one_line(sentence, 220)
-                if len(s) >= 16 and len(s.split()) >= 3 and _CONSTRAINT.search(s) and not is_noise(s):
+                if (
+                    len(s) >= 16
+                    and len(s.split()) >= 3
+                    and _CONSTRAINT.search(s)
+                    and not is_noise(s)
+                ):
                     item = f"The user: “{s}”"
                     if item not in found:
                         found.append(item)
@@ -195,7 +258,11 @@ class Writer:
         out = found[:limit][::-1]
         summary = self.f.compaction.get("constraints")
         if summary:
-            lines = [one_line(_BULLET.sub("", ln), 220) for ln in summary.splitlines() if _BULLET.sub("", ln).strip()]
+            lines = [
+                one_line(_BULLET.sub("", ln), 220)
+                for ln in summary.splitlines()
+                if _BULLET.sub("", ln).strip()
+            ]
             out += [f"From the compaction summary: {ln}" for ln in lines[:5]]
         return out
 
@@ -204,26 +271,40 @@ class Writer:
     def done(self) -> list[str]:
         f = self.f
         out: list[str] = []
-        changes = [c for c in f.changes.values() if not c.path.startswith(("/tmp/", "/dev/", "/var/folders/"))]
+        changes = [
+            c
+            for c in f.changes.values()
+            if not c.path.startswith(("/tmp/", "/dev/", "/var/folders/"))
+        ]
         scratch = [c for c in changes if "created" in c.verbs and "deleted" in c.verbs]
         kept = [c for c in changes if c not in scratch]
-        inside = self.ranked([c for c in kept if not c.outside], lambda c: c.path)
-        outside = self.ranked(sorted((c for c in kept if c.outside), key=lambda c: -sum(c.verbs.values())), lambda c: c.path)
+        # What exists now before what went away; the newest change first.
+        order = sorted(kept, key=lambda c: (set(c.verbs) <= {"moved away", "deleted"}, -c.position))
+        inside = self.ranked([c for c in order if not c.outside], lambda c: c.path)
+        outside = self.ranked([c for c in order if c.outside], lambda c: c.path)
         top = self.n.files
-        for c in inside[:top]:
+        listed = (inside + outside)[:top]
+        for c in listed:
             how = ", ".join(f"{v} {n}×" if n > 1 else v for v, n in c.verbs.items()) or "written"
             symbols = ", ".join(code(x, 60) for x in c.symbols[-4:])
-            out.append(f"{code(self.text(c.path), 120)} ({how}{'; defines ' + symbols if symbols else ''})")
+            where = ", outside the workspace" if c.outside else ""
+            out.append(
+                f"{code(self.text(c.path), 120)} ({how}{'; defines ' + symbols if symbols else ''}{where})"
+            )
             self.shown.add(c.path)
-        if len(inside) > top:
-            out.append(f"… and {len(inside) - top} more file(s) changed in the workspace")
-        folders: dict[str, list[Change]] = {}
-        for c in outside:
-            folders.setdefault(os.path.dirname(c.path.rstrip("/")) or c.path, []).append(c)
-        for folder, group in list(folders.items())[: max(2, top // 4)]:
-            names = ", ".join(code(self.text(os.path.basename(c.path.rstrip("/"))), 60) for c in group[:3])
-            more = f" and {len(group) - 3} more" if len(group) > 3 else ""
-            out.append(f"Outside the workspace, in {code(self.text(folder), 120)}: {names}{more}")
+        rest = [c for c in inside + outside if c not in listed]
+        if rest:
+            folders: dict[str, list[Change]] = {}
+            for c in rest:
+                folders.setdefault(os.path.dirname(c.path.rstrip("/")) or ".", []).append(c)
+            biggest = sorted(folders.items(), key=lambda kv: -len(kv[1]))[:3]
+            named = "; ".join(
+                f"{code(self.text(d), 80)}: "
+                + ", ".join(code(os.path.basename(c.path), 40) for c in group[:3])
+                + (f" +{len(group) - 3}" if len(group) > 3 else "")
+                for d, group in biggest
+            )
+            out.append(f"… and {len(rest)} more file(s) changed, most in {named}")
         if scratch:
             names = ", ".join(code(self.text(os.path.basename(c.path)), 60) for c in scratch[:6])
             more = f" and {len(scratch) - 6} more" if len(scratch) > 6 else ""
@@ -238,18 +319,36 @@ class Writer:
         seen: set[str] = set()
         runs: list[str] = []
         for r in reversed(f.runs):
-            if r.outcome != "ok" or r.kind not in ("build", "other") or r.key in seen or r.call is None and r.message is None:
+            if (
+                r.outcome != "ok"
+                or r.kind not in ("build", "other")
+                or r.key in seen
+                or r.call is None
+                and r.message is None
+            ):
                 continue
-            if r.key.startswith(("write ", "apply_patch", "[")) or r.changes or r.command.startswith("["):
+            if (
+                r.key.startswith(("write ", "apply_patch", "["))
+                or r.changes
+                or r.command.startswith("[")
+            ):
                 continue
-            if re.search(r"\b(?:python|node|ruby|perl|bun|deno|php)\d*(?:\.\d+)? -[ce]\b", r.command):
+            if re.search(
+                r"\b(?:python|node|ruby|perl|bun|deno|php)\d*(?:\.\d+)? -[ce]\b", r.command
+            ):
                 continue  # an inline script: its text is no step a successor repeats
             seen.add(r.key)
             runs.append(f"Ran {self.cmd(r)} (exit {r.exit_code if r.exit_code is not None else 0})")
             if len(runs) >= 3:
                 break
         out += runs[::-1]
-        out += [f"Plan item done: {one_line(self.text(p.text), 160)}" for p in f.plan.values() if p.status.lower() in DONE]
+        done = [
+            one_line(self.text(p.text), 120) for p in f.plan.values() if p.status.lower() in DONE
+        ]
+        if len(done) > 3:
+            out.append(f"Plan items done ({len(done)}): " + "; ".join(done))
+        else:
+            out += [f"Plan item done: {d}" for d in done]
         return out
 
     def last_tests(self, limit: int = 3) -> list[Run]:
@@ -266,7 +365,13 @@ class Writer:
         """What the agent reported back for each request it worked on (the last turn's
         report is quoted whole in Critical Context)."""
         f = self.f
-        worked = [r for r in f.requests if r.report is not None and (r.acted_on or r is f.goal) and r.report is not f.last_report]
+        worked = [
+            r
+            for r in f.requests
+            if r.report is not None
+            and (r.acted_on or r is f.goal)
+            and r.report is not f.last_report
+        ]
         limit = self.n.turns
         chosen = worked[-limit:]
         if worked and worked[0] is f.goal and worked[0] not in chosen:
@@ -274,8 +379,14 @@ class Writer:
         out = []
         for r in chosen:
             self.t.clean(r.report)
-            said = " ".join(ln.strip(" #*-|>") for ln in readable(r.report.text).splitlines() if ln.strip() and not is_noise(ln))
-            out.append(f"For “{one_line(r.text, 70)}”, the agent reported: “{one_line(said, self.n.turn_chars)}”")
+            said = " ".join(
+                ln.strip(" #*-|>")
+                for ln in readable(r.report.text).splitlines()
+                if ln.strip() and not is_noise(ln)
+            )
+            out.append(
+                f"For “{one_line(r.text, 70)}”, the agent reported: “{one_line(said, self.n.turn_chars)}”"
+            )
         return out
 
     def in_progress(self) -> list[str]:
@@ -283,9 +394,15 @@ class Writer:
         out: list[str] = []
         if final is not None and final.status != "done":
             out.append(f"{final.status.capitalize()}: {self.text(final.reason)}.")
-        out += [f"Plan item in progress: {one_line(self.text(p.text), 200)}" for p in f.plan.values() if p.status.lower() in ACTIVE]
+        out += [
+            f"Plan item in progress: {one_line(self.text(p.text), 200)}"
+            for p in f.plan.values()
+            if p.status.lower() in ACTIVE
+        ]
         for r in self.masked_unknown():
-            out.append(f"{self.cmd(r)}: its own status is unknown (its output went through a filter and shows no error)")
+            out.append(
+                f"{self.cmd(r)}: its own status is unknown (its output went through a filter and shows no error)"
+            )
         return out
 
     def masked_unknown(self) -> list[Run]:
@@ -293,7 +410,12 @@ class Writer:
         later_ok = {r.key for r in f.runs if r.outcome == "ok"}
         out = []
         for r in f.runs[-30:]:
-            if r.outcome == "unknown" and r.masked and r.kind in ("build", "test") and r.key not in later_ok:
+            if (
+                r.outcome == "unknown"
+                and r.masked
+                and r.kind in ("build", "test")
+                and r.key not in later_ok
+            ):
                 out.append(r)
         return out[-2:]
 
@@ -311,11 +433,20 @@ class Writer:
         out: list[str] = []
         summary = self.f.compaction.get("decisions")
         if summary:
-            lines = [one_line(_BULLET.sub("", ln), 240) for ln in summary.splitlines() if _BULLET.sub("", ln).strip()]
+            lines = [
+                one_line(_BULLET.sub("", ln), 240)
+                for ln in summary.splitlines()
+                if _BULLET.sub("", ln).strip()
+            ]
             out += [f"{ln} (from the compaction summary)" for ln in lines[: self.n.decisions]]
         found: list[str] = []
         for m in reversed(self.t.history):
-            if m.role != "assistant" or not m.text or not _CHOICE.search(m.text) or not _REASON.search(m.text):
+            if (
+                m.role != "assistant"
+                or not m.text
+                or not _CHOICE.search(m.text)
+                or not _REASON.search(m.text)
+            ):
                 continue
             self.t.clean(m)
             for sentence in _SENTENCE.split(m.text):
@@ -341,16 +472,28 @@ class Writer:
         final = f.final
         items: list[str] = []
         if final is not None:
-            items.append(f"Final state of the session: **{final.status}** — {self.text(final.reason)}.")
+            items.append(
+                f"Final state of the session: **{final.status}** — {self.text(final.reason)}."
+            )
             if final.blocker is not None and final.blocker.error:
-                items.append(f"The open blocker: {self.cmd(final.blocker)} fails with {code(final.blocker.error, 220)}")
+                items.append(
+                    f"The open blocker: {self.cmd(final.blocker)} fails with {code(final.blocker.error, 220)}"
+                )
         if f.goal is not None and f.goal.via:
-            items.append(f"The request came through the slash command {code(f.goal.via, 40)}; the prompt it expands to is how the work was invoked, not the task.")
+            items.append(
+                f"The request came through the slash command {code(f.goal.via, 40)}; the prompt it expands to is how the work was invoked, not the task."
+            )
         status = self.session_status()
         if status:
             items.append(f"The session's last `git status` showed: {status}")
+        if f.last_head:
+            items.append(
+                f"The newest commit the session's last `git log` showed: {code(self.text(f.last_head), 120)}"
+            )
         if git is None:
-            items.append("Git here: the workspace is not a git repository (or git is not installed).")
+            items.append(
+                "Git here: the workspace is not a git repository (or git is not installed)."
+            )
         else:
             where = f"branch {code(git.branch)}" if git.branch else "a detached HEAD"
             if git.tracking:
@@ -363,29 +506,52 @@ class Writer:
             else:
                 items.append(f"Git here now: {where}; the working tree is clean.")
         if t.git_branch and git is not None and git.branch and t.git_branch != git.branch:
-            items.append(f"The session ran on branch {code(t.git_branch)}, not on the current {code(git.branch)}.")
+            items.append(
+                f"The session ran on branch {code(t.git_branch)}, not on the current {code(git.branch)}."
+            )
         resolved: list[Run] = []
         for r in reversed(f.failed_runs):
-            if r.resolved_by and r.kind not in ("probe", "search", "tool") and r.error and r.call is not None and call_command(r.call) and r.key not in {x.key for x in resolved}:
+            if (
+                r.resolved_by
+                and r.kind not in ("probe", "search", "tool")
+                and r.error
+                and r.call is not None
+                and call_command(r.call)
+                and r.key not in {x.key for x in resolved}
+            ):
                 resolved.append(r)
         for r in resolved[:3][::-1]:
-            items.append(f"Failed earlier, since resolved: {self.cmd(r, 80)} ({code(r.error or '', 100)}); {r.resolved_by}.")
-        read = [p for p, _ in sorted(f.reads.items(), key=lambda kv: -kv[1]) if p not in f.changes and not p.startswith("/tmp/")][: self.n.reads]
+            items.append(
+                f"Failed earlier, since resolved: {self.cmd(r, 80)} ({code(r.error or '', 100)}); {r.resolved_by}."
+            )
+        read = [
+            p
+            for p, _ in sorted(f.reads.items(), key=lambda kv: -kv[1])
+            if p not in f.changes and not p.startswith("/tmp/")
+        ][: self.n.reads]
         if read:
-            items.append("Files the agent read most: " + ", ".join(code(self.text(p), 100) for p in read))
+            items.append(
+                "Files the agent read most: " + ", ".join(code(self.text(p), 100) for p in read)
+            )
         links = self.links()
         if links:
             items.append("Links the agent reported: " + ", ".join(links))
         env = f.environment
         if env.get("shell"):
-            items.append(f"The agent's environment: shell {code(env['shell'], 40)}" + (f", folder {code(env['cwd'], 120)}" if env.get("cwd") else "") + ".")
+            items.append(
+                f"The agent's environment: shell {code(env['shell'], 40)}"
+                + (f", folder {code(env['cwd'], 120)}" if env.get("cwd") else "")
+                + "."
+            )
         if self.focus is not None:
             items += self.focus_facts()
         session = f"{AGENTS[t.format]} session {code(str(t.path), 200)} (id {code(t.id, 80)}, {t.message_count} messages"
         session += f", model {code(t.model, 60)})" if t.model else ")"
         items.append(f"Source: {session}")
         if t.compactions:
-            items.append(f"The session was compacted {t.compactions} time(s); the summary's goal, constraints and decisions are used above.")
+            items.append(
+                f"The session was compacted {t.compactions} time(s); the summary's goal, constraints and decisions are used above."
+            )
         skipped = t.stats.junk_lines + t.stats.unknown_entries
         if skipped:
             items.append(
@@ -427,11 +593,17 @@ class Writer:
             m = re.match(r"^(modified|new file|deleted|renamed|both modified):\s+(.+)$", s)
             if m:
                 changed.append(f"{m.group(1)} {code(m.group(2), 100)}")
-            elif re.match(r"^(?:[MADRCU?!]{1,2})\s+\S", line) and len(line) < 200 and not line.startswith("##"):
+            elif (
+                re.match(r"^(?:[MADRCU?!]{1,2})\s+\S", line)
+                and len(line) < 200
+                and not line.startswith("##")
+            ):
                 changed.append(code(s, 100))
         changed = [c for c in changed if ".handoff/" not in c]
         if not changed:
-            return "a clean tree" if re.search(r"nothing to commit|working tree clean", text) else None
+            return (
+                "a clean tree" if re.search(r"nothing to commit|working tree clean", text) else None
+            )
         more = f" and {len(changed) - 8} more" if len(changed) > 8 else ""
         return ", ".join(changed[:8]) + more
 
@@ -443,15 +615,24 @@ class Writer:
             if r.error:
                 s = self.focus.score(r.command + " " + r.error)
                 if s:
-                    pool.append((s, f"Related to the focus: {self.cmd(r, 100)} → {code(r.error, 160)} ({r.outcome if not r.resolved_by else 'resolved'})"))
+                    pool.append(
+                        (
+                            s,
+                            f"Related to the focus: {self.cmd(r, 100)} → {code(r.error, 160)} ({r.outcome if not r.resolved_by else 'resolved'})",
+                        )
+                    )
         for path, n in self.f.reads.items():
             s = self.focus.score(path)
             if s and path not in self.shown:
-                pool.append((s, f"Related to the focus: the agent read {code(self.text(path), 120)} ({n}×)"))
+                pool.append(
+                    (s, f"Related to the focus: the agent read {code(self.text(path), 120)} ({n}×)")
+                )
         for c in self.f.changes.values():
             s = self.focus.score(c.path)
             if s and c.path not in self.shown:
-                pool.append((s, f"Related to the focus: {code(self.text(c.path), 120)} was changed"))
+                pool.append(
+                    (s, f"Related to the focus: {code(self.text(c.path), 120)} was changed")
+                )
         for r in self.f.requests:
             s = self.focus.score(r.text)
             if s and r is not self.f.goal:
@@ -470,7 +651,11 @@ class Writer:
         steps: list[str] = []
         if self.focus is not None:
             top = self.focus_facts()[:1]
-            hint = f" ({top[0].removeprefix('Related to the focus: ').removeprefix('Related to the focus, ')})" if top else ""
+            hint = (
+                f" ({top[0].removeprefix('Related to the focus: ').removeprefix('Related to the focus, ')})"
+                if top
+                else ""
+            )
             steps.append(f"Start from the requested focus: {one_line(self.focus.text, 300)}{hint}")
         status = final.status if final is not None else "in progress"
         plan = [p for p in f.plan.values() if p.status.lower() in ACTIVE] + [
@@ -478,8 +663,14 @@ class Writer:
         ]
         last_request = f.requests[-1] if f.requests else None
         if status == "waiting for the agent" and last_request is not None:
-            asked = f", which answers the agent's question “{final.question}”" if final and final.question else ""
-            steps.append(f"Carry out the user's last message, “{one_line(last_request.text, 240)}”{asked}; it was not acted on in the session.")
+            asked = (
+                f", which answers the agent's question “{final.question}”"
+                if final and final.question
+                else ""
+            )
+            steps.append(
+                f"Carry out the user's last message, “{one_line(last_request.text, 240)}”{asked}; it was not acted on in the session."
+            )
         elif status == "in progress" and f.cut_off:
             for r in f.cut_off[-3:]:
                 steps.append(f"Check the result of {self.cmd(r)}: the session ended while it ran.")
@@ -491,26 +682,42 @@ class Writer:
             steps.append(f"Get the user's answer to the agent's last question: “{final.question}”")
         steps += [one_line(self.text(p.text), 240) for p in plan]
         if status == "done":
-            steps.append("The session reports the work finished; nothing in it is left open. Verify before building on it:")
+            steps.append(
+                "The session reports the work finished; nothing in it is left open. Verify before building on it:"
+            )
             test = f.last_test
             if test is not None:
-                steps.append(f"Re-run {self.cmd(test, 120)} and compare with {code(test.counts, 100) if test.counts else 'its last result'}.")
+                steps.append(
+                    f"Re-run {self.cmd(test, 120)} and compare with {code(test.counts, 100) if test.counts else 'its last result'}."
+                )
             if any(g.kind == "push" for g in f.git_events):
-                steps.append("Check that the pushed branch is on the remote (`git status`, `git log @{u}..`).")
+                steps.append(
+                    "Check that the pushed branch is on the remote (`git status`, `git log @{u}..`)."
+                )
             if final is not None and final.question:
-                steps.append(f"The agent offered more: “{final.question}” — ask the user before doing it.")
+                steps.append(
+                    f"The agent offered more: “{final.question}” — ask the user before doing it."
+                )
             steps.append("Wait for the user's next request.")
         elif not plan and status == "in progress" and last_request is not None and not f.cut_off:
             steps.append(f"Continue the user's last request: “{one_line(last_request.text, 240)}”")
         elif status == "in progress" and f.cut_off and last_request is not None and not plan:
-            steps.append(f"Then continue the user's last request: “{one_line(last_request.text, 240)}”")
+            steps.append(
+                f"Then continue the user's last request: “{one_line(last_request.text, 240)}”"
+            )
         if len(steps) == (1 if self.focus else 0):
-            steps.append("Read the Critical Context and the changed files, then ask the user what to do next.")
-        steps.append("Confirm that the workspace still matches this document (`git status`, the files named above) before changing anything.")
+            steps.append(
+                "Read the Critical Context and the changed files, then ask the user what to do next."
+            )
+        steps.append(
+            "Confirm that the workspace still matches this document (`git status`, the files named above) before changing anything."
+        )
         return steps
 
 
-def extract(t: Transcript, workspace: Path, focus: str | None, facts: SessionFacts | None = None) -> str:
+def extract(
+    t: Transcript, workspace: Path, focus: str | None, facts: SessionFacts | None = None
+) -> str:
     """The handoff document for ``t`` (deterministic for a given transcript and workspace),
     at the first level of detail that keeps it under :data:`WORD_LIMIT` words."""
     if facts is None:
