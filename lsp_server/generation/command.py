@@ -17,8 +17,11 @@ from ..errors import HandoffError
 from ..params import GenerateParams, SessionsParams, structure
 from ..redaction import redact
 from . import discovery
+from ..gcpause import gc_paused
 from .capture import capture_text, missing_sections, wrap
+from .check import check_answer
 from .draft import build_draft
+from .facts import gather
 from .newsession import save_document, write_pi_session
 from .prompt import build_prompt
 from .readers import read_session
@@ -174,22 +177,33 @@ def run_generate(service: HandoffService, params: Any, ctx: CallContext) -> dict
     ctx.cancel.raise_if_cancelled()
     guard(transcript)
 
-    # The extractive provider reads the transcript itself; a model needs the prompt.
-    prompt = (
-        None
-        if provider_name == "extractive"
-        else build_prompt(transcript, focus, settings.max_prompt_tokens)
-    )
+    # The session facts, computed once by rule: the extractive document is made of
+    # them, and a model gets them (as that document) beside the transcript.
+    with gc_paused(promote=True):  # one pass over tens of thousands of messages
+        facts = gather(transcript, service.workspace)
+    reference = None
+    prompt = None
+    if provider_name != "extractive":
+        from .providers.extractive import extract
+
+        reference = extract(transcript, service.workspace, focus, facts)
+        prompt = build_prompt(transcript, focus, settings.max_prompt_tokens, facts=reference)
     from .providers import GenerationRequest, load
 
     provider = load(provider_name, settings)
     ctx.report("Generating handoff…", 10)
     output = provider.generate(
-        GenerationRequest(transcript, prompt, focus, service.workspace, settings), ctx
+        GenerationRequest(transcript, prompt, focus, service.workspace, settings, facts), ctx
     )
     ctx.cancel.raise_if_cancelled()
 
     document, document_redactions = redact(capture_text(output.blocks).strip("\n"))
+    answer_warnings: list[str] = []
+    model_missing: list[str] | None = None
+    if reference is not None and document.strip():
+        checked = check_answer(document.rstrip() + "\n", facts, reference)
+        document, model_missing = checked.document, checked.missing
+        answer_warnings = checked.warnings
     transcript.first_request()  # the draft may quote it: cleaned (and counted) now
     redactions = (
         transcript.redactor.count
@@ -203,7 +217,8 @@ def run_generate(service: HandoffService, params: Any, ctx: CallContext) -> dict
             provider=provider_name,
         )
     document = document.rstrip() + "\n"
-    missing = missing_sections(document)
+    # What the provider's answer lacked (restored from the facts for a model).
+    missing = model_missing if model_missing is not None else missing_sections(document)
     start = p.start_session
     if start is None:
         start = settings.start_session if settings.start_session is not None else True
@@ -283,8 +298,10 @@ def run_generate(service: HandoffService, params: Any, ctx: CallContext) -> dict
     if continue_command:
         result["continueCommand"] = continue_command
     result["redactions"] = redactions
-    if settings.warnings:
-        result["warnings"] = list(settings.warnings)
+    result["facts"] = facts.to_json()
+    warnings = [*settings.warnings, *answer_warnings]
+    if warnings:
+        result["warnings"] = warnings
     ctx.report("Handoff generated", 100)
     return result
 

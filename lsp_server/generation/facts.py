@@ -180,6 +180,11 @@ _READERS = frozenset(
 )
 _ENV_TAG = re.compile(r"<(shell|cwd|current_date|timezone)>([^<]{1,200})</\1>")
 _LOG_LINE = re.compile(r"^[*|/\\ .-]*(?:commit )?([0-9a-f]{7,40})\b\s*(?:\([^)]*\)\s*)?(.*)$", re.M)
+_REJECTED = re.compile(
+    r"The user doesn't want to proceed with this tool use|tool use was rejected|"
+    r"\[Request interrupted by user|User rejected|user denied|The user declined",
+    re.IGNORECASE,
+)
 _GH_NUMBER = re.compile(
     r"\b(?:gh|glab) (?:pr|issue|mr) (?:merge|close|view|edit|comment|reopen|review|checkout|ready) #?(\d+)\b"
 )
@@ -349,6 +354,9 @@ class SessionFacts:
     final: FinalState | None = None
     compaction: dict[str, str] = field(default_factory=dict)
     compaction_entry: str | None = None
+    #: The steps the agent's last message lists as next (a numbered or bulleted list
+    #: after a cue such as "Next steps:"), in its words.
+    agent_next: list[str] = field(default_factory=list)
     #: What the agent's environment message says (shell, cwd, date), when it has one.
     environment: dict[str, str] = field(default_factory=dict)
 
@@ -588,6 +596,8 @@ class _Gatherer:
             if rel not in f.changes and not rel.startswith(STATE_FOLDER + "/"):
                 f.changes[rel] = Change(rel, outside=self.outside(rel))
         self.resolve()
+        if f.last_assistant is not None and f.last_assistant.text:
+            f.agent_next = listed_next(t.clean(f.last_assistant).text)
         f.goal = choose_goal(f.requests)
         f.final = final_state(f)
         return f
@@ -747,6 +757,8 @@ class _Gatherer:
                 failed = True
             else:
                 run.outcome = "unknown"
+        elif failed and _REJECTED.search(text[:400]):
+            run.outcome = "rejected"  # the user declined the call: nothing to fix
         elif failed:
             quiet = not readable(text).strip() or error_line(text) is None
             if run.kind == "search" and (result.exit_code == 1 or quiet):
@@ -963,6 +975,30 @@ def defined_symbols(arguments: Any) -> list[str]:
     return out[:12]
 
 
+_LIST_ITEM = re.compile(r"^\s{0,3}(?:[-*+]|\d{1,2}[.)])\s+(?:\[[ xX]\]\s+)?(.+?)\s*$")
+_NEXT_CUE = re.compile(r"\b(next(?: steps?)?|to ?do|remaining|still to do|left to do|follow-?ups?|다음|남은)\b", re.I)
+
+
+def listed_next(text: str) -> list[str]:
+    """The items of the last list in ``text`` that follows a next-steps cue."""
+    best: list[str] = []
+    current: list[str] = []
+    cue = False
+    for line in text.splitlines():
+        m = _LIST_ITEM.match(line)
+        if m:
+            if cue:
+                current.append(one_line(m.group(1), 200))
+            continue
+        if current:
+            best, current = current, []
+        if line.strip():
+            cue = bool(_NEXT_CUE.search(line)) and line.rstrip().endswith((":", "："))
+    if current:
+        best = current
+    return best[:8]
+
+
 def test_counts(text: str) -> str | None:
     """The summary line of a test run's output (its last counts)."""
     tail = readable(text)[-4000:]
@@ -1034,7 +1070,7 @@ def final_state(f: SessionFacts) -> FinalState:
         r for r in f.open_failures if r.position >= (last_request.position if last_request else -1)
     ]
     text = t.clean(la).text.strip() if la is not None else ""
-    done_cue = bool(_DONE_CUE.search(text[-1500:])) if text else False
+    done_cue = bool(_DONE_CUE.search(text[:300]) or _DONE_CUE.search(text[-1500:])) if text else False
     if open_ and not done_cue:
         b = open_[-1]
         return FinalState(

@@ -168,8 +168,11 @@ def build_conversation(t: Transcript, budget_tokens: int) -> tuple[str, int, int
     return text, len(head) + len(tail), omitted
 
 
-def build_prompt(t: Transcript, focus: str | None, max_tokens: int) -> Prompt:
-    """The full prompt for a model provider, secrets redacted, within ``max_tokens``."""
+def build_prompt(
+    t: Transcript, focus: str | None, max_tokens: int, facts: str | None = None
+) -> Prompt:
+    """The full prompt for a model provider, secrets redacted, within ``max_tokens``;
+    ``facts`` is the session facts as the extractive document states them."""
     values = {
         "sections": SECTIONS,
         "agent": {"pi": "pi", "claude": "Claude Code", "codex": "Codex CLI"}.get(
@@ -178,6 +181,7 @@ def build_prompt(t: Transcript, focus: str | None, max_tokens: int) -> Prompt:
         "title": " ".join((t.title or "").split())[:120] or None,
         "cwd": t.cwd,
         "focus": " ".join(focus.split()) if focus and focus.strip() else None,
+        "facts": redact(facts)[0].strip() if facts else None,
     }
     overhead = estimate_tokens(
         render_template(PROMPT_TEMPLATE, conversation="", omitted=0, **values)

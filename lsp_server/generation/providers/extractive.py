@@ -305,6 +305,12 @@ class Writer:
                 for d, group in biggest
             )
             out.append(f"… and {len(rest)} more file(s) changed, most in {named}")
+        gone = [c.path for c in listed if not c.outside and not self.exists(c.path) and not set(c.verbs) <= {"deleted", "moved away"}]
+        if gone:
+            if len(gone) == len([c for c in listed if not c.outside]):
+                out.append("None of the files above is in this workspace now (the session ran elsewhere, or they were removed).")
+            else:
+                out.append("Not in this workspace now: " + ", ".join(code(self.text(p), 80) for p in gone[:5]) + (" and more" if len(gone) > 5 else ""))
         if scratch:
             names = ", ".join(code(self.text(os.path.basename(c.path)), 60) for c in scratch[:6])
             more = f" and {len(scratch) - 6} more" if len(scratch) > 6 else ""
@@ -350,6 +356,12 @@ class Writer:
         else:
             out += [f"Plan item done: {d}" for d in done]
         return out
+
+    def exists(self, rel: str) -> bool:
+        try:
+            return (self.workspace / rel).is_file()
+        except (OSError, ValueError):
+            return False
 
     def last_tests(self, limit: int = 3) -> list[Run]:
         """The last run of each of the newest test steps, oldest first."""
@@ -399,11 +411,26 @@ class Writer:
             for p in f.plan.values()
             if p.status.lower() in ACTIVE
         ]
+        blocker = final.blocker if final is not None else None
+        for r in self.open_failures():
+            if r is blocker:
+                continue
+            status = f"exit {r.exit_code}" if r.exit_code is not None else "error"
+            error = f": {code(r.error, 200)}" if r.error else ""
+            out.append(f"{self.cmd(r)} failed ({status}){error}; no later run of it succeeded")
         for r in self.masked_unknown():
             out.append(
                 f"{self.cmd(r)}: its own status is unknown (its output went through a filter and shows no error)"
             )
         return out
+
+    def open_failures(self) -> list[Run]:
+        """Failed steps no later run resolved and the session did not move past (the
+        newest two, and never when the session reports its work finished)."""
+        final = self.f.final
+        if final is not None and final.status == "done":
+            return []
+        return [r for r in self.f.open_failures if r.kind not in ("probe", "search")][-2:]
 
     def masked_unknown(self) -> list[Run]:
         f = self.f
@@ -681,6 +708,14 @@ class Writer:
         elif status == "waiting for the user" and final is not None and final.question:
             steps.append(f"Get the user's answer to the agent's last question: “{final.question}”")
         steps += [one_line(self.text(p.text), 240) for p in plan]
+        agent_next = f.agent_next if not plan else []
+        if status != "done":
+            steps += agent_next
+        blocker = final.blocker if final is not None else None
+        for r in self.open_failures():
+            if r is not blocker:
+                error = f" (it failed with {code(r.error, 160)})" if r.error else ""
+                steps.append(f"Fix the failure of {self.cmd(r)}{error}, then run it again.")
         if status == "done":
             steps.append(
                 "The session reports the work finished; nothing in it is left open. Verify before building on it:"
@@ -698,8 +733,9 @@ class Writer:
                 steps.append(
                     f"The agent offered more: “{final.question}” — ask the user before doing it."
                 )
+            steps += [f"Suggested by the agent, not asked for by the user: {x}" for x in agent_next[:3]]
             steps.append("Wait for the user's next request.")
-        elif not plan and status == "in progress" and last_request is not None and not f.cut_off:
+        elif not plan and not agent_next and status == "in progress" and last_request is not None and not f.cut_off:
             steps.append(f"Continue the user's last request: “{one_line(last_request.text, 240)}”")
         elif status == "in progress" and f.cut_off and last_request is not None and not plan:
             steps.append(
