@@ -208,6 +208,11 @@ _ERROR_LINE = re.compile(
     r"invalid|unable|failed|failure|not recognized|timed out|missing)",
     re.IGNORECASE,
 )
+#: A line that states an error with its message ("error TS2304: …", "fatal: …").
+_ERROR_MESSAGE = re.compile(
+    r"\b(?:error|fatal|panic|exception|traceback|failed|failure)\b[^:\n]{0,40}:\s*\S|^\w*(?:Error|Exception):",
+    re.IGNORECASE,
+)
 _EXIT_NOTE = re.compile(
     r"^(command exited with code|exit code:?|process exited with|exit status)", re.I
 )
@@ -245,9 +250,10 @@ def error_line(text: str) -> str | None:
         for ln in readable(text).splitlines()
         if ln.strip() and not _EXIT_NOTE.match(ln.strip()) and not is_noise(ln)
     ]
-    for line in reversed(lines):
-        if _ERROR_LINE.search(line) and len(line) >= 6:
-            return one_line(line, 220)
+    for pattern in (_ERROR_MESSAGE, _ERROR_LINE):
+        for line in reversed(lines):
+            if pattern.search(line) and len(line) >= 6:
+                return one_line(line, 220)
     return one_line(lines[-1], 220) if lines else None
 
 
@@ -526,9 +532,18 @@ class _Gatherer:
         else:
             self.f.changes.move_to_end(rel)
         c.add(verb, m.entry, position)
-        if self.current is not None and verb != "merged in":
-            self.current.changes += 1
+        owner = self.owner(position)
+        if owner is not None and verb != "merged in":
+            owner.changes += 1
         return c
+
+    def owner(self, position: int) -> Request | None:
+        """The request whose turn holds ``position`` (a result may come after a queued
+        prompt; the call it answers belongs to the turn before)."""
+        for r in reversed(self.f.requests[-4:]):
+            if r.position <= position:
+                return r
+        return self.current
 
     def gather(self) -> SessionFacts:
         f, t = self.f, self.t
@@ -541,12 +556,14 @@ class _Gatherer:
                     if run is not None:
                         self.finish(run, m)
                     continue
-                if m.kind is not None:
+                if m.kind not in (None, "queued"):
                     continue
                 found = request_text(t.clean(m))
                 if found is None:
                     continue
                 text, via = found
+                if m.kind == "queued" and any(x.text == text for x in f.requests[-3:]):
+                    continue  # delivered again as a plain prompt: one request
                 r = Request(
                     text,
                     m.entry,

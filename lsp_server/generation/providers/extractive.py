@@ -191,9 +191,15 @@ class Writer:
         return self.t.clean_text(value) or ""
 
     def cmd(self, run: Run, limit: int = 140) -> str:
+        """The command as a handoff shows it: one line, its middle cut when long (the
+        end of a chain is often the step that matters)."""
         if run.message is not None:
             self.t.clean(run.message)
-        return code(self.text(run.command), limit)
+        text = " ".join(self.text(run.command).split())
+        if len(text) > limit:
+            head = limit * 3 // 5
+            text = text[:head].rstrip() + " … " + text[-(limit - head - 3) :].lstrip()
+        return code(text, limit + 4)
 
     def ranked(self, items: list[Any], text_of) -> list[Any]:
         """``items`` with those the focus names first (stable otherwise)."""
