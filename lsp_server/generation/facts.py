@@ -210,7 +210,7 @@ _ERROR_LINE = re.compile(
 )
 #: A line that states an error with its message ("error TS2304: …", "fatal: …").
 _ERROR_MESSAGE = re.compile(
-    r"\b(?:error|fatal|panic|exception|traceback|failed|failure)\b[^:\n]{0,40}:\s*\S|^\w*(?:Error|Exception):",
+    r"\b(?:error|fatal|panic|exception|traceback|failed|failure)\b[^:\n]{0,40}:\s*\S|\b\w*(?:Error|Exception)\b:",
     re.IGNORECASE,
 )
 _EXIT_NOTE = re.compile(

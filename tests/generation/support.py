@@ -88,3 +88,10 @@ def nothing_written(workspace: Path, session_dir: Path, before: set[str]) -> boo
 def context(cancel: CancelToken | None = None, progress: list | None = None) -> CallContext:
     sink = progress if progress is not None else []
     return CallContext(cancel=cancel or CancelToken(), progress=lambda m, p: sink.append((m, p)))
+
+
+def kept_in_order(document: str, answer: str) -> bool:
+    """Every line of a model's ``answer`` is in ``document``, in order: the answer was
+    kept whole, whatever the check against the session facts restored around it."""
+    lines = iter(document.splitlines())
+    return all(any(line == got for got in lines) for line in answer.splitlines() if line.strip())

@@ -103,27 +103,23 @@ def test_failures_corrections_decisions_and_plan(tmp_path: Path, workspace: Path
     assert missing_sections(doc) == []
     assert "> Fix the login timeout in src/auth.py." in section(doc, "Goal")
     constraints = section(doc, "Constraints & Preferences")
-    assert (
-        "“Don't touch the session store, and keep the public API unchanged.” (later in the session)"
-        in constraints
-    )
+    assert "The user: “Don't touch the session store, and keep the public API unchanged.”" in constraints
     assert "- `src/auth.py` (edited)" in section(doc, "Done")
     progress = section(doc, "In Progress")
     assert (
-        "Last run of `pytest tests/test_auth.py -q` failed (exit 1): `E AssertionError: expected 30, got 0`"
-        in progress
+        "`pytest tests/test_auth.py -q` failed (exit 1): `E AssertionError: expected 30, got 0`; "
+        "no later run of it succeeded" in progress
     )
-    assert "I'll use a monotonic clock instead of time.time() for the deadline." in section(
-        doc, "Key Decisions"
-    )
+    # A choice stated without a reason is not recorded as a decision.
+    assert section(doc, "Key Decisions").strip() == "- None recorded."
     critical = section(doc, "Critical Context")
-    assert "Error seen: `E AssertionError: expected 30, got 0`" in critical
     assert "Files the agent read most" not in critical  # the only file read was also written
     steps = section(doc, "Next Steps").splitlines()
     assert steps[1:4] == [
         "1. Make the deadline configurable",
         "2. Re-run pytest tests/test_auth.py",
-        "3. Fix the failure of `pytest tests/test_auth.py -q` and run it again.",
+        "3. Fix the failure of `pytest tests/test_auth.py -q` (it failed with "
+        "`E AssertionError: expected 30, got 0`), then run it again.",
     ]
 
 
@@ -141,7 +137,7 @@ def test_a_later_success_resolves_a_failure(tmp_path: Path, workspace: Path) -> 
     )
     doc = extract(read_session(path), workspace, "ship it")
     assert "failed" not in section(doc, "In Progress")
-    assert "- Ran `make test` (exit 0)" in section(doc, "Done")
+    assert "- Last run of `make test` (passed)" in section(doc, "Done")
     assert (
         section(doc, "Next Steps").splitlines()[1] == "1. Start from the requested focus: ship it"
     )
@@ -194,8 +190,8 @@ def test_claude_todo_list_fills_progress_and_next_steps(tmp_path: Path, workspac
     path = tmp_path / "claude.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     doc = extract(read_session(path), workspace, None)
-    assert "- Task done: Write the parser" in section(doc, "Done")
-    assert "- Task in progress: Add parser tests" in section(doc, "In Progress")
+    assert "- Plan item done: Write the parser" in section(doc, "Done")
+    assert "- Plan item in progress: Add parser tests" in section(doc, "In Progress")
     assert section(doc, "Pending").strip() == "- Document the grammar"
     assert section(doc, "Next Steps").splitlines()[1:3] == [
         "1. Add parser tests",
@@ -261,7 +257,9 @@ def test_codex_plan_and_patch(tmp_path: Path, workspace: Path) -> None:
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     t = read_session(path)
     doc = extract(t, workspace, None)
-    assert "- `reader.py` (patched) — not in the workspace now" in section(doc, "Done")
-    assert "- Task done: Profile the reader" in section(doc, "Done")
+    done = section(doc, "Done")
+    assert "- `reader.py` (edited)" in done
+    assert "None of the files above is in this workspace now" in done
+    assert "- Plan item done: Profile the reader" in done
     assert section(doc, "Pending").strip() == "- Batch the reads"
     assert section(doc, "Next Steps").splitlines()[1] == "1. Batch the reads"

@@ -176,7 +176,7 @@ def test_draft_cites_the_workspace_files_the_session_wrote(
     files = [c["path"] for c in state_cites if not c["path"].startswith(".handoff/")]
     assert files == ["claude_code_log/renderer.py", "claude_code_log/templates/transcript.html"]
     assert "`claude_code_log/renderer.py` (edited" in result["document"]
-    assert "not in the workspace now" in result["document"]  # the other files are gone
+    assert "Not in this workspace now:" in result["document"]  # the other files are gone
     # Next actions cite their own line of the saved document.
     saved_lines = (workspace / result["documentPath"]).read_text().splitlines()
     for action in result["draft"]["nextActions"]:
@@ -219,7 +219,7 @@ def test_git_branch_and_status_are_in_the_critical_context(
     result = gen_service().call(
         "handoff.generate", {"session": str(session), "startSession": False}
     )
-    assert "Git: branch `feature/login`; uncommitted changes: `client/` [??]" in result["document"]
+    assert "Git here now: branch `feature/login`; uncommitted changes: `client/` [??]" in result["document"]
     assert result["scope"] == "feature/login"
 
 
@@ -274,10 +274,12 @@ def test_command_provider_sees_the_prompt_with_focus(
     assert prompt.count("<conversation>") == 1 and prompt.count("</conversation>") == 1
     assert "[user]\nOK, we're going to make a little experiment here." in prompt
     assert "[tool call: TaskCreate]" in prompt and "[tool result: TaskCreate]" in prompt
-    # The prompt's list lines carry a guide after the heading: only the bare "## Progress"
-    # line reads as that section, so the echo misses every other one.
-    assert "## Progress" not in result["missingSections"]
-    assert len(result["missingSections"]) == len(SECTIONS) - 1
+    # The prompt carries the session facts (as the extractive document states them)
+    # before the conversation, and tells the model to keep them.
+    assert prompt.index("<session-facts>") < prompt.index("<conversation>")
+    facts = prompt[prompt.index("<session-facts>") : prompt.index("</session-facts>")]
+    assert "## Next Steps" in facts and "Final state of the session" in facts
+    assert "Treat them as correct" in prompt
     assert result["provider"] == "command"
 
 
