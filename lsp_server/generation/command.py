@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from .. import lifecycle as lc
 from ..errors import HandoffError
+from ..gcpause import gc_paused
 from ..params import GenerateParams, SessionsParams, structure
 from ..redaction import redact
 from . import discovery
-from ..gcpause import gc_paused
 from .capture import capture_text, missing_sections, wrap
 from .check import check_answer
 from .draft import build_draft

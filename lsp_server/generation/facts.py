@@ -273,9 +273,12 @@ class Change:
     position: int = 0
     #: Functions, classes… the session's edits defined in it (newest last).
     symbols: list[str] = field(default_factory=list)
+    #: The newest of its verbs (a file deleted and made again ends "created").
+    last: str = ""
 
     def add(self, verb: str, entry: str | None, position: int) -> None:
         self.verbs[verb] = self.verbs.get(verb, 0) + 1
+        self.last = verb
         if entry and entry not in self.entries and len(self.entries) < 8:
             self.entries.append(entry)
         self.position = position

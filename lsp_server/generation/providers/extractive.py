@@ -282,7 +282,7 @@ class Writer:
             for c in f.changes.values()
             if not c.path.startswith(("/tmp/", "/dev/", "/var/folders/"))
         ]
-        scratch = [c for c in changes if "created" in c.verbs and "deleted" in c.verbs]
+        scratch = [c for c in changes if "created" in c.verbs and c.last == "deleted"]
         kept = [c for c in changes if c not in scratch]
         # What exists now before what went away; the newest change first.
         order = sorted(kept, key=lambda c: (set(c.verbs) <= {"moved away", "deleted"}, -c.position))
@@ -303,13 +303,18 @@ class Writer:
             folders: dict[str, list[Change]] = {}
             for c in rest:
                 folders.setdefault(os.path.dirname(c.path.rstrip("/")) or ".", []).append(c)
-            biggest = sorted(folders.items(), key=lambda kv: -len(kv[1]))[:3]
-            named = "; ".join(
-                f"{code(self.text(d), 80)}: "
-                + ", ".join(code(os.path.basename(c.path), 40) for c in group[:3])
-                + (f" +{len(group) - 3}" if len(group) > 3 else "")
-                for d, group in biggest
-            )
+            # Folders with new files first, then the biggest; new files first in each.
+            biggest = sorted(
+                folders.items(),
+                key=lambda kv: (not any("created" in c.verbs for c in kv[1]), -len(kv[1])),
+            )[:4]
+
+            def names(group: list[Change]) -> str:
+                made = sorted(group, key=lambda c: "created" not in c.verbs)
+                shown = ", ".join(code(os.path.basename(c.path), 40) for c in made[:3])
+                return shown + (f" +{len(group) - 3}" if len(group) > 3 else "")
+
+            named = "; ".join(f"{code(self.text(d), 80)}: {names(g)}" for d, g in biggest)
             out.append(f"… and {len(rest)} more file(s) changed, most in {named}")
         gone = [c.path for c in listed if not c.outside and not self.exists(c.path) and not set(c.verbs) <= {"deleted", "moved away"}]
         if gone:
