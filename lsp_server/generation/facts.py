@@ -411,8 +411,20 @@ class SessionFacts:
             out.append(r)
         return out[::-1]
 
+    def _cleaned(self, value: Any) -> Any:
+        """``value`` with the secrets of every string replaced (commands, errors and
+        paths come from the raw transcript)."""
+        if isinstance(value, str):
+            return self.transcript.clean_text(value)
+        if isinstance(value, dict):
+            return {k: self._cleaned(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self._cleaned(v) for v in value]
+        return value
+
     def to_json(self) -> dict[str, Any]:
-        """The facts with their entries, for an editor or a successor to open the turns."""
+        """The facts with their entries, for an editor or a successor to open the turns
+        (secrets replaced)."""
 
         def req(r: Request) -> dict[str, Any]:
             d: dict[str, Any] = {
@@ -426,52 +438,54 @@ class SessionFacts:
             return d
 
         final = self.final
-        return {
-            "goal": req(self.goal) if self.goal else None,
-            "requests": [req(r) for r in self.redirections],
-            "changes": [
-                {
-                    "path": c.path,
-                    "how": dict(c.verbs),
-                    "entries": c.entries,
-                    **({"outside": True} if c.outside else {}),
+        return self._cleaned(
+            {
+                "goal": req(self.goal) if self.goal else None,
+                "requests": [req(r) for r in self.redirections],
+                "changes": [
+                    {
+                        "path": c.path,
+                        "how": dict(c.verbs),
+                        "entries": c.entries,
+                        **({"outside": True} if c.outside else {}),
+                    }
+                    for c in self.changes.values()
+                ],
+                "steps": [
+                    {
+                        "step": r.key,
+                        "outcome": r.outcome,
+                        **({"exitCode": r.exit_code} if r.exit_code is not None else {}),
+                        **({"error": r.error} if r.error and r.outcome == "failed" else {}),
+                        **({"resolvedBy": r.resolved_by} if r.resolved_by else {}),
+                        **({"counts": r.counts} if r.counts else {}),
+                        "entries": [r.entry] if r.entry else [],
+                    }
+                    for r in self.runs
+                    if r.kind not in ("probe", "search") or r.outcome == "failed"
+                ][-60:],
+                "git": [
+                    {"kind": g.kind, "detail": g.detail, "entries": [g.entry] if g.entry else []}
+                    for g in self.git_events
+                ],
+                "plan": [
+                    {"text": p.text, "status": p.status, "entries": [p.entry] if p.entry else []}
+                    for p in self.plan.values()
+                ],
+                "finalState": {
+                    "status": final.status,
+                    "reason": final.reason,
+                    "entries": final.entries,
+                    **(
+                        {"blocker": {"step": final.blocker.key, "error": final.blocker.error}}
+                        if final.blocker
+                        else {}
+                    ),
                 }
-                for c in self.changes.values()
-            ],
-            "steps": [
-                {
-                    "step": r.key,
-                    "outcome": r.outcome,
-                    **({"exitCode": r.exit_code} if r.exit_code is not None else {}),
-                    **({"error": r.error} if r.error and r.outcome == "failed" else {}),
-                    **({"resolvedBy": r.resolved_by} if r.resolved_by else {}),
-                    **({"counts": r.counts} if r.counts else {}),
-                    "entries": [r.entry] if r.entry else [],
-                }
-                for r in self.runs
-                if r.kind not in ("probe", "search") or r.outcome == "failed"
-            ][-60:],
-            "git": [
-                {"kind": g.kind, "detail": g.detail, "entries": [g.entry] if g.entry else []}
-                for g in self.git_events
-            ],
-            "plan": [
-                {"text": p.text, "status": p.status, "entries": [p.entry] if p.entry else []}
-                for p in self.plan.values()
-            ],
-            "finalState": {
-                "status": final.status,
-                "reason": final.reason,
-                "entries": final.entries,
-                **(
-                    {"blocker": {"step": final.blocker.key, "error": final.blocker.error}}
-                    if final.blocker
-                    else {}
-                ),
+                if final
+                else None,
             }
-            if final
-            else None,
-        }
+        )
 
 
 # -- the one pass ----------------------------------------------------------------
@@ -824,6 +838,8 @@ class _Gatherer:
         """Commits, pushes, merges, pulls and forge operations a command line made."""
         f = self.f
         keys = run.keys or (run.key,)
+        if not any(k.startswith(("git ", "gh ", "glab ")) for k in keys):
+            return  # most steps: nothing to read in their output
         text = readable(output)
         entry, at = run.entry, run.position
 
@@ -996,7 +1012,9 @@ def defined_symbols(arguments: Any) -> list[str]:
 
 
 _LIST_ITEM = re.compile(r"^\s{0,3}(?:[-*+]|\d{1,2}[.)])\s+(?:\[[ xX]\]\s+)?(.+?)\s*$")
-_NEXT_CUE = re.compile(r"\b(next(?: steps?)?|to ?do|remaining|still to do|left to do|follow-?ups?|다음|남은)\b", re.I)
+_NEXT_CUE = re.compile(
+    r"\b(next(?: steps?)?|to ?do|remaining|still to do|left to do|follow-?ups?|다음|남은)\b", re.I
+)
 
 
 def listed_next(text: str) -> list[str]:
@@ -1090,7 +1108,9 @@ def final_state(f: SessionFacts) -> FinalState:
         r for r in f.open_failures if r.position >= (last_request.position if last_request else -1)
     ]
     text = t.clean(la).text.strip() if la is not None else ""
-    done_cue = bool(_DONE_CUE.search(text[:300]) or _DONE_CUE.search(text[-1500:])) if text else False
+    done_cue = (
+        bool(_DONE_CUE.search(text[:300]) or _DONE_CUE.search(text[-1500:])) if text else False
+    )
     if open_ and not done_cue:
         b = open_[-1]
         return FinalState(

@@ -66,6 +66,7 @@ def render_template(name: str, **values: object) -> str:
     return _environment().get_template(name).render(**values)
 
 
+_CLOSE_FACTS = re.compile(r"<\s*/\s*session-facts\s*>", re.IGNORECASE)
 _CLOSE_CONVERSATION = re.compile(r"<\s*/\s*conversation\s*>", re.IGNORECASE)
 
 
@@ -181,7 +182,7 @@ def build_prompt(
         "title": " ".join((t.title or "").split())[:120] or None,
         "cwd": t.cwd,
         "focus": " ".join(focus.split()) if focus and focus.strip() else None,
-        "facts": redact(facts)[0].strip() if facts else None,
+        "facts": _CLOSE_FACTS.sub("<\\/session-facts>", redact(facts)[0].strip()) if facts else None,
     }
     overhead = estimate_tokens(
         render_template(PROMPT_TEMPLATE, conversation="", omitted=0, **values)
