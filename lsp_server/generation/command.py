@@ -202,7 +202,9 @@ def run_generate(service: HandoffService, params: Any, ctx: CallContext) -> dict
     model_missing: list[str] | None = None
     if reference is not None and document.strip():
         checked = check_answer(document.rstrip() + "\n", facts, reference)
-        document, model_missing = checked.document, checked.missing
+        document, restored_redactions = redact(checked.document)  # restored lines too
+        document_redactions += restored_redactions
+        model_missing = checked.missing
         answer_warnings = checked.warnings
     transcript.first_request()  # the draft may quote it: cleaned (and counted) now
     redactions = (

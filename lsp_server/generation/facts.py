@@ -5,6 +5,7 @@ keeps the session entries it came from."""
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections import OrderedDict
@@ -224,6 +225,10 @@ _DONE_CUE = re.compile(
 )
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f]")
+_BAD_PATH = re.compile(r"[*?$`{}|\"'<>\n]")
+
+
 def is_noise(line: str) -> bool:
     """Minified code, markup, base64 or binary: nothing a successor can read."""
     s = line.strip()
@@ -235,7 +240,7 @@ def is_noise(line: str) -> bool:
         return True  # HTML or XML
     if re.search(r"[A-Za-z0-9+/]{80,}={0,2}", s):
         return True  # base64
-    return sum(1 for ch in s if ord(ch) < 32 and ch not in "\t") > 2
+    return len(_CONTROL.findall(s)) > 2
 
 
 def readable(text: str) -> str:
@@ -271,10 +276,21 @@ class Change:
     entries: list[str] = field(default_factory=list)
     outside: bool = False
     position: int = 0
-    #: Functions, classes… the session's edits defined in it (newest last).
-    symbols: list[str] = field(default_factory=list)
+    #: The newest edit calls of the file (what they define is read when shown).
+    edits: list[ToolCall] = field(default_factory=list)
     #: The newest of its verbs (a file deleted and made again ends "created").
     last: str = ""
+
+    @property
+    def symbols(self) -> list[str]:
+        """Functions, classes… its newest edits define (newest last)."""
+        out: list[str] = []
+        for call in self.edits:
+            for name in defined_symbols(call.arguments):
+                if name in out:
+                    out.remove(name)
+                out.append(name)
+        return out
 
     def add(self, verb: str, entry: str | None, position: int) -> None:
         self.verbs[verb] = self.verbs.get(verb, 0) + 1
@@ -297,7 +313,6 @@ class Run:
     #: ``ok``, ``failed``, ``no-match``, ``unknown`` (status hidden) or ``no result``.
     outcome: str = "no result"
     exit_code: int | None = None
-    error: str | None = None
     targets: tuple[str, ...] = ()
     counts: str | None = None
     message: Message | None = None
@@ -313,6 +328,23 @@ class Run:
     keys: tuple[str, ...] = ()
     #: The folder a leading ``cd`` moved to (relative paths of the line are in it).
     folder: str | None = None
+    #: One of its segments is a git or forge command (its output is worth reading).
+    gitish: bool = False
+    #: Replaces a message's secrets (the transcript's), for the error line shown.
+    clean: Any = field(default=None, repr=False)
+    _error: str | None = field(default=None, repr=False)
+    _error_read: bool = field(default=False, repr=False)
+
+    @property
+    def error(self) -> str | None:
+        """The telling line of a failed run's result, cut from its redacted text (the
+        result is redacted whole the first time it is asked for)."""
+        if not self._error_read:
+            self._error_read = True
+            if self.outcome == "failed" and self.result is not None:
+                m = self.clean(self.result) if self.clean is not None else self.result
+                self._error = error_line(m.text)
+        return self._error
 
 
 @dataclass(slots=True)
@@ -366,6 +398,8 @@ class SessionFacts:
     #: The steps the agent's last message lists as next (a numbered or bulleted list
     #: after a cue such as "Next steps:"), in its words.
     agent_next: list[str] = field(default_factory=list)
+    #: What a document derives from the facts and every level of detail shares.
+    cache: dict[str, Any] = field(default_factory=dict, repr=False)
     #: What the agent's environment message says (shell, cwd, date), when it has one.
     environment: dict[str, str] = field(default_factory=dict)
 
@@ -512,18 +546,7 @@ class _Gatherer:
         return done
 
     def within(self, folder: str | None, path: str) -> str:
-        """``path`` of a command line that ran in ``folder`` (a leading ``cd``)."""
-        if folder is None or os.path.isabs(path) or path.startswith("~") or " → " in path:
-            if folder is not None and " → " in path:
-                a, b = path.split(" → ", 1)
-                return f"{self.within(folder, a)} → {self.within(folder, b)}"
-            return path
-        base = (
-            folder
-            if os.path.isabs(folder) or folder.startswith("~")
-            else (os.path.join(self.t.cwd, folder) if self.t.cwd else folder)
-        )
-        return os.path.normpath(os.path.join(base, path))
+        return within(self.t.cwd, folder, path)
 
     def outside(self, rel: str) -> bool:
         return (
@@ -541,7 +564,7 @@ class _Gatherer:
             or rel.startswith(STATE_FOLDER + "/")
         ):
             return None
-        if any(ch in rel for ch in "*?$`{}|\"'<>") or rel.startswith("-") or "\n" in rel:
+        if _BAD_PATH.search(rel) or rel.startswith("-"):
             return None
         c = self.f.changes.get(rel)
         if c is None:
@@ -575,7 +598,7 @@ class _Gatherer:
                     continue
                 if m.kind not in (None, "queued"):
                     continue
-                found = request_text(t.clean(m))
+                found = request_text(m)  # secrets are replaced where a request is shown
                 if found is None:
                     continue
                 text, via = found
@@ -620,7 +643,7 @@ class _Gatherer:
             elif role == "context" and not f.environment and "<environment_context" in m.text:
                 f.environment = {k: v.strip() for k, v in _ENV_TAG.findall(m.text)}
             elif role == "custom" and m.kind in ("queued", "steer", "follow-up", "followUp"):
-                found = request_text(t.clean(m))
+                found = request_text(m)
                 if found:
                     r = Request(found[0], m.entry, position, queued=True)
                     f.requests.append(r)
@@ -700,17 +723,7 @@ class _Gatherer:
             if path and name in ("read", "view", "read_file", "cat", "open"):
                 rel = self.rel(path)
                 self.f.reads[rel] = self.f.reads.get(rel, 0) + 1
-            run = Run(
-                f"{name} {self.rel(path) if path else ''}".strip(),
-                f"{name}",
-                "probe",
-                name,
-                position,
-                m.entry,
-                message=m,
-                call=c,
-            )
-            self.add_run(run, c)
+            pass  # a look-up: its failure blocks nothing, so it is no step to follow
         else:
             target = self.rel(path) if path else ""
             run = Run(
@@ -734,41 +747,17 @@ class _Gatherer:
             self.apply_changes(run)
 
     def run_for(self, command: str, m: Message, c: ToolCall | None, position: int) -> Run | None:
-        steps = shell.analyse(command, self.t.cwd)
-        main = shell.main_step(steps)
-        if main is None:
+        shape = command_shape(command, self.t.cwd)
+        if shape is None:
             return None
-        run = Run(
-            main.key,
-            main.family,
-            main.kind,
-            command,
-            position,
-            m.entry,
-            targets=main.targets,
-            message=m,
-            call=c,
-            git=main.git,
-        )
-        run.keys = tuple(s.key for s in steps)
-        first = steps[0]
-        if first.program in ("cd", "set-location", "pushd") and len(first.key.split()) == 2:
-            run.folder = first.key.split()[1]
-        run.changes = [
-            (verb, self.within(run.folder, path)) for s in steps for verb, path in s.changes
-        ]
-        for s in steps:
-            if s.program in _READERS:
-                for word in s.key.split()[1:]:
-                    if (
-                        ("." in word or "/" in word)
-                        and not word.startswith(("-", "'", '"'))
-                        and not word[0].isdigit()
-                    ):
-                        self.f.reads[word] = self.f.reads.get(word, 0) + 1
-        run.masked = main.masked and not shell.pipefail(command)
+        key, family, kind, targets, git, masked, keys, folder, changes, reads, gitish = shape
+        run = Run(key, family, kind, command, position, m.entry, targets=targets, message=m, call=c, git=git)
+        run.keys, run.folder, run.masked, run.gitish = keys, folder, masked, gitish
+        run.changes = list(changes)
+        for word in reads:
+            self.f.reads[word] = self.f.reads.get(word, 0) + 1
         self.f.runs.append(run)
-        if self.current is not None and main.kind not in ("probe", "search"):
+        if self.current is not None and kind not in ("probe", "search"):
             self.current.work += 1
         return run
 
@@ -794,17 +783,16 @@ class _Gatherer:
         elif failed and _REJECTED.search(text[:400]):
             run.outcome = "rejected"  # the user declined the call: nothing to fix
         elif failed:
-            quiet = not readable(text).strip() or error_line(text) is None
+            quiet = error_line(text) is None  # raw: only whether it says anything
             if run.kind == "search" and (result.exit_code == 1 or quiet):
                 run.outcome = "no-match"
             elif run.kind == "test" and run.counts and _ZERO_FAIL.search(run.counts):
                 run.outcome = "ok"
             else:
                 run.outcome = "failed"
+                run.clean = self.t.clean
         else:
             run.outcome = "ok"
-        if run.outcome == "failed":
-            run.error = error_line(self.t.clean(result).text)
         if run.outcome in ("ok", "unknown"):
             self.apply_changes(run)
             self.git_event(run, text)
@@ -829,16 +817,15 @@ class _Gatherer:
             else:
                 c = self.change(verb, path, run.message, run.position)
                 if c is not None and run.call is not None and call_command(run.call) is None:
-                    for name in defined_symbols(run.call.arguments):
-                        if name in c.symbols:
-                            c.symbols.remove(name)
-                        c.symbols.append(name)
+                    c.edits.append(run.call)  # what it defines is read when it is shown
+                    if len(c.edits) > 12:
+                        del c.edits[0]
 
     def git_event(self, run: Run, output: str) -> None:
         """Commits, pushes, merges, pulls and forge operations a command line made."""
         f = self.f
         keys = run.keys or (run.key,)
-        if not any(k.startswith(("git ", "gh ", "glab ")) for k in keys):
+        if not run.gitish:
             return  # most steps: nothing to read in their output
         text = readable(output)
         entry, at = run.entry, run.position
@@ -1035,6 +1022,48 @@ def listed_next(text: str) -> list[str]:
     if current:
         best = current
     return best[:8]
+
+
+def within(cwd: str | None, folder: str | None, path: str) -> str:
+    """``path`` of a command line that ran in ``folder`` (a leading ``cd``)."""
+    if folder is None or os.path.isabs(path) or path.startswith("~") or " → " in path:
+        if folder is not None and " → " in path:
+            a, b = path.split(" → ", 1)
+            return f"{within(cwd, folder, a)} → {within(cwd, folder, b)}"
+        return path
+    base = (
+        folder
+        if os.path.isabs(folder) or folder.startswith("~")
+        else (os.path.join(cwd, folder) if cwd else folder)
+    )
+    return os.path.normpath(os.path.join(base, path))
+
+
+@functools.lru_cache(maxsize=8192)
+def command_shape(command: str, cwd: str | None) -> tuple | None:
+    """What a command line is as a step — key, family, kind, test targets, git
+    subcommand, masked, every segment's key, the folder it ran in, its file changes,
+    the files it reads, whether it touches git — memoised (sessions repeat commands)."""
+    steps = shell.analyse(command, cwd)
+    main = shell.main_step(steps)
+    if main is None:
+        return None
+    keys = tuple(s.key for s in steps)
+    first = steps[0]
+    folder = None
+    if first.program in ("cd", "set-location", "pushd") and len(first.key.split()) == 2:
+        folder = first.key.split()[1]
+    changes = tuple((verb, within(cwd, folder, path)) for s in steps for verb, path in s.changes)
+    reads = tuple(
+        word
+        for s in steps
+        if s.program in _READERS
+        for word in s.key.split()[1:]
+        if ("." in word or "/" in word) and not word.startswith(("-", "'", '"')) and not word[0].isdigit()
+    )
+    masked = main.masked and not shell.pipefail(command)
+    gitish = any(k.startswith(("git ", "gh ", "glab ")) for k in keys)
+    return (main.key, main.family, main.kind, main.targets, main.git, masked, keys, folder, changes, reads, gitish)
 
 
 def test_counts(text: str) -> str | None:

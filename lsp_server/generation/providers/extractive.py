@@ -214,7 +214,7 @@ class Writer:
         g = f.goal
         out: dict[str, Any] = {"request": None, "via": None, "understood": None, "summary": None}
         if g is not None:
-            out["request"] = quote(g.text, self.n.request)
+            out["request"] = quote(self.text(g.text), self.n.request)
             out["via"] = g.via
             if g.mentions and len(re.sub(r"@\S+", "", g.text).strip()) < 60:
                 first = next(
@@ -238,7 +238,7 @@ class Writer:
     def request_line(self, r: Request) -> str:
         note = " (typed while the agent worked)" if r.queued else ""
         via = f" (through {code(r.via, 40)})" if r.via else ""
-        return f"“{one_line(r.text, self.n.later_chars)}”{via}{note}"
+        return f"“{one_line(self.text(r.text), self.n.later_chars)}”{via}{note}"
 
     # -- Constraints -------------------------------------------------------------------
 
@@ -248,7 +248,7 @@ class Writer:
         for r in reversed(self.f.requests):
             if not _CONSTRAINT.search(r.text):
                 continue
-            for sentence in reversed(_SENTENCE.split(r.text)):
+            for sentence in reversed(_SENTENCE.split(self.text(r.text))):
                 s = one_line(sentence, 220)
                 if (
                     len(s) >= 16
@@ -408,7 +408,7 @@ class Writer:
                 if ln.strip() and not is_noise(ln)
             )
             out.append(
-                f"For “{one_line(r.text, 70)}”, the agent reported: “{one_line(said, self.n.turn_chars)}”"
+                f"For “{one_line(self.text(r.text), 70)}”, the agent reported: “{one_line(said, self.n.turn_chars)}”"
             )
         return out
 
@@ -477,8 +477,20 @@ class Writer:
                 if _BULLET.sub("", ln).strip()
             ]
             out += [f"{ln} (from the compaction summary)" for ln in lines[: self.n.decisions]]
+        found = self.f.cache.get("choices")
+        if found is None:  # the same at every level of detail: looked for once
+            found = self.f.cache["choices"] = self.stated_choices(6)
+        return out + found[:limit][::-1]
+
+    def stated_choices(self, limit: int) -> list[str]:
+        """Statements of choice with a reason in the agent's messages, newest first."""
         found: list[str] = []
+        looked = 0
         for m in reversed(self.t.history):
+            if m.role == "assistant" and m.text:
+                looked += 1
+                if looked > 2000:
+                    break  # older choices reach a handoff through the compaction summary
             if (
                 m.role != "assistant"
                 or not m.text
@@ -501,7 +513,7 @@ class Writer:
                     found.append(f"“{s}”")
             if len(found) >= limit:
                 break
-        return out + found[:limit][::-1]
+        return found
 
     # -- Critical Context ------------------------------------------------------------
 
@@ -560,7 +572,7 @@ class Writer:
                 resolved.append(r)
         for r in resolved[:3][::-1]:
             items.append(
-                f"Failed earlier, since resolved: {self.cmd(r, 80)} ({code(r.error or '', 100)}); {r.resolved_by}."
+                f"Failed earlier, since resolved: {self.cmd(r, 80)} ({code(r.error or '', 100)}); {self.text(r.resolved_by)}."
             )
         read = [
             p
@@ -674,7 +686,7 @@ class Writer:
         for r in self.f.requests:
             s = self.focus.score(r.text)
             if s and r is not self.f.goal:
-                pool.append((s, f"Related to the focus, the user said: “{one_line(r.text, 200)}”"))
+                pool.append((s, f"Related to the focus, the user said: “{one_line(self.text(r.text), 200)}”"))
         pool.sort(key=lambda p: -p[0])
         out: list[str] = []
         for _, line in pool:
@@ -707,7 +719,7 @@ class Writer:
                 else ""
             )
             steps.append(
-                f"Carry out the user's last message, “{one_line(last_request.text, 240)}”{asked}; it was not acted on in the session."
+                f"Carry out the user's last message, “{one_line(self.text(last_request.text), 240)}”{asked}; it was not acted on in the session."
             )
         elif status == "in progress" and f.cut_off:
             for r in f.cut_off[-3:]:
@@ -747,10 +759,10 @@ class Writer:
             steps += [f"Suggested by the agent, not asked for by the user: {x}" for x in agent_next[:3]]
             steps.append("Wait for the user's next request.")
         elif not plan and not agent_next and status == "in progress" and last_request is not None and not f.cut_off:
-            steps.append(f"Continue the user's last request: “{one_line(last_request.text, 240)}”")
+            steps.append(f"Continue the user's last request: “{one_line(self.text(last_request.text), 240)}”")
         elif status == "in progress" and f.cut_off and last_request is not None and not plan:
             steps.append(
-                f"Then continue the user's last request: “{one_line(last_request.text, 240)}”"
+                f"Then continue the user's last request: “{one_line(self.text(last_request.text), 240)}”"
             )
         if len(steps) == (1 if self.focus else 0):
             steps.append(
