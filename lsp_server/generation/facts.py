@@ -225,6 +225,8 @@ _DONE_CUE = re.compile(
 )
 
 
+_TAG = re.compile(r"</?[a-zA-Z][\w-]*(?:\s[^<>]*)?>")
+_BASE64 = re.compile(r"[A-Za-z0-9+/]{80,}={0,2}")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f]")
 _BAD_PATH = re.compile(r"[*?$`{}|\"'<>\n]")
 
@@ -236,9 +238,9 @@ def is_noise(line: str) -> bool:
         return True
     if len(s) > 400 and s.count(" ") < len(s) / 25:
         return True  # minified code or one huge token
-    if len(re.findall(r"</?[a-zA-Z][\w-]*(?:\s[^<>]*)?>", s)) >= 3:
+    if "<" in s and len(_TAG.findall(s)) >= 3:
         return True  # HTML or XML
-    if re.search(r"[A-Za-z0-9+/]{80,}={0,2}", s):
+    if len(s) >= 80 and _BASE64.search(s):
         return True  # base64
     return len(_CONTROL.findall(s)) > 2
 
@@ -783,8 +785,7 @@ class _Gatherer:
         elif failed and _REJECTED.search(text[:400]):
             run.outcome = "rejected"  # the user declined the call: nothing to fix
         elif failed:
-            quiet = error_line(text) is None  # raw: only whether it says anything
-            if run.kind == "search" and (result.exit_code == 1 or quiet):
+            if run.kind == "search" and (result.exit_code == 1 or _says_nothing(text)):
                 run.outcome = "no-match"
             elif run.kind == "test" and run.counts and _ZERO_FAIL.search(run.counts):
                 run.outcome = "ok"
@@ -1066,16 +1067,36 @@ def command_shape(command: str, cwd: str | None) -> tuple | None:
     return (main.key, main.family, main.kind, main.targets, main.git, masked, keys, folder, changes, reads, gitish)
 
 
+def _says_nothing(text: str) -> bool:
+    """Whether a result holds no line but an exit note (a search that found nothing)."""
+    for line in text.splitlines():
+        s = line.strip()
+        if s and not _EXIT_NOTE.match(s):
+            return False
+    return True
+
+
+_COUNT_WORDS = ("passed", "failed", "failure", "Tests", "tests", "test result", "OK", "FAILED", "error")
+
+
 def test_counts(text: str) -> str | None:
-    """The summary line of a test run's output (its last counts)."""
-    tail = readable(text)[-4000:]
-    found: tuple[int, str] | None = None
-    for pattern in _TEST_COUNTS:
-        for m in pattern.finditer(tail):
-            s = m.group(0).strip(" =")
-            if len(s) >= 4 and (found is None or m.start() >= found[0]):
-                found = (m.start(), s)
-    return one_line(found[1], 160) if found else None
+    """The summary line of a test run's output (its last counts): the newest line that
+    names counts, read from the end (runners print their summary last)."""
+    tail = text[-2000:]
+    if not any(w in tail for w in _COUNT_WORDS):
+        return None
+    for line in reversed(readable(tail).splitlines()):
+        if not line.strip() or not any(w in line for w in _COUNT_WORDS):
+            continue
+        best: tuple[int, str] | None = None
+        for pattern in _TEST_COUNTS:
+            for m in pattern.finditer(line):
+                found = m.group(0).strip(" =")
+                if len(found) >= 4 and (best is None or m.start() < best[0] or len(found) > len(best[1])):
+                    best = (m.start(), found)
+        if best is not None:
+            return one_line(best[1], 160)
+    return None
 
 
 def choose_goal(requests: list[Request]) -> Request | None:
