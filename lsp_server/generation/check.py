@@ -42,13 +42,29 @@ def key_facts(f: SessionFacts) -> list[KeyFact]:
             out.append(KeyFact("Done", sha, f"Committed {g.detail}"))
     test = f.last_test
     if test is not None and test.counts:
-        out.append(KeyFact("Done" if test.outcome == "ok" else "In Progress", test.counts, f"Last run of `{test.key}` → `{test.counts}`"))
+        out.append(
+            KeyFact(
+                "Done" if test.outcome == "ok" else "In Progress",
+                test.counts,
+                f"Last run of `{test.key}` → `{test.counts}`",
+            )
+        )
     final = f.final
     if final is not None and final.blocker is not None and final.blocker.error:
         error = final.blocker.error
-        out.append(KeyFact("Next Steps", error[:60], f"Fix the failure of `{final.blocker.key}`: `{error}`"))
+        out.append(
+            KeyFact(
+                "Next Steps", error[:60], f"Fix the failure of `{final.blocker.key}`: `{error}`"
+            )
+        )
     for r in f.cut_off[-2:]:
-        out.append(KeyFact("In Progress", r.key, f"The session ended while `{r.key}` ran; its result is not in the transcript"))
+        out.append(
+            KeyFact(
+                "In Progress",
+                r.key,
+                f"The session ended while `{r.key}` ran; its result is not in the transcript",
+            )
+        )
     return out
 
 

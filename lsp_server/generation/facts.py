@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from . import shell
-from .transcript import Message, ToolCall, Transcript, call_command, call_path
+from .transcript import SHELL_TOOLS, Message, ToolCall, Transcript, call_command, call_path
 
 # -- the user's words --------------------------------------------------------------
 
@@ -407,7 +407,7 @@ class SessionFacts:
 
     # -- derived ---------------------------------------------------------------------
 
-    @property
+    @functools.cached_property
     def redirections(self) -> list[Request]:
         """Later requests that changed or extended the task (the agent acted on them)."""
         start = self.goal.position if self.goal else -1
@@ -420,15 +420,15 @@ class SessionFacts:
             and (r.changes > 0 or (len(r.text) >= 160 and not _QUESTION_END.search(r.text)))
         ]
 
-    @property
+    @functools.cached_property
     def failed_runs(self) -> list[Run]:
         return [r for r in self.runs if r.outcome == "failed"]
 
-    @property
+    @functools.cached_property
     def open_failures(self) -> list[Run]:
         return [r for r in self.runs if r.outcome == "failed" and r.resolved_by is None]
 
-    @property
+    @functools.cached_property
     def tests(self) -> list[Run]:
         return [r for r in self.runs if r.kind == "test" and r.outcome != "no result"]
 
@@ -450,13 +450,21 @@ class SessionFacts:
     def _cleaned(self, value: Any) -> Any:
         """``value`` with the secrets of every string replaced (commands, errors and
         paths come from the raw transcript)."""
-        if isinstance(value, str):
-            return self.transcript.clean_text(value)
-        if isinstance(value, dict):
-            return {k: self._cleaned(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [self._cleaned(v) for v in value]
-        return value
+        memo: dict[str, str] = {}
+
+        def clean(v: Any) -> Any:
+            if isinstance(v, str):
+                done = memo.get(v)
+                if done is None:
+                    done = memo[v] = self.transcript.clean_text(v) or ""
+                return done
+            if isinstance(v, dict):
+                return {k: (w if k == "entries" else clean(w)) for k, w in v.items()}
+            if isinstance(v, list):
+                return [clean(w) for w in v]
+            return v
+
+        return clean(value)
 
     def to_json(self) -> dict[str, Any]:
         """The facts with their entries, for an editor or a successor to open the turns
@@ -492,14 +500,17 @@ class SessionFacts:
                         "step": r.key,
                         "outcome": r.outcome,
                         **({"exitCode": r.exit_code} if r.exit_code is not None else {}),
-                        **({"error": r.error} if r.error and r.outcome == "failed" else {}),
+                        **({"error": r.error} if r.outcome == "failed" and r.error else {}),
                         **({"resolvedBy": r.resolved_by} if r.resolved_by else {}),
                         **({"counts": r.counts} if r.counts else {}),
                         "entries": [r.entry] if r.entry else [],
                     }
-                    for r in self.runs
-                    if r.kind not in ("probe", "search") or r.outcome == "failed"
-                ][-60:],
+                    for r in [
+                        r
+                        for r in self.runs
+                        if r.kind not in ("probe", "search") or r.outcome == "failed"
+                    ][-60:]
+                ],
                 "git": [
                     {"kind": g.kind, "detail": g.detail, "entries": [g.entry] if g.entry else []}
                     for g in self.git_events
@@ -530,6 +541,7 @@ class SessionFacts:
 class _Gatherer:
     def __init__(self, t: Transcript, workspace: Path | None) -> None:
         self.t = t
+        self.recent = 0
         self.f = SessionFacts(t)
         self.roots = [r.rstrip("/\\") for r in (t.cwd, str(workspace) if workspace else None) if r]
         self._rel: dict[str, str] = {}
@@ -590,6 +602,7 @@ class _Gatherer:
     def gather(self) -> SessionFacts:
         f, t = self.f, self.t
         calls: dict[str, ToolCall] = {}
+        self.recent = recent_start(t.history)
         for position, m in enumerate(t.history):
             role = m.role
             if role == "user":
@@ -617,20 +630,22 @@ class _Gatherer:
                 f.requests.append(r)
                 self.current = r
             elif role == "assistant":
-                if m.text.strip() or m.stop_reason:
+                text = m.text
+                said = bool(text) and not text.isspace()
+                if said or m.stop_reason:
                     f.last_assistant = m
-                    if self.current is not None and m.text.strip():
-                        self.current.answered = True
-                    if m.text.strip():
+                    if said:
                         f.last_report = m
                         if self.current is not None:
+                            self.current.answered = True
                             self.current.report = m
-                for c in m.tool_calls:
-                    if c.id:
-                        calls[c.id] = c
-                    self.tool_call(m, c, position)
+                if m.tool_calls:
+                    for c in m.tool_calls:
+                        if c.id and c.name == "TaskCreate":
+                            calls[c.id] = c
+                        self.tool_call(m, c, position)
                     if self.current is not None:
-                        self.current.calls += 1
+                        self.current.calls += len(m.tool_calls)
             elif role == "tool":
                 key = m.tool_call_id or ""
                 run = self.pending.pop(key, None)
@@ -665,8 +680,10 @@ class _Gatherer:
 
     def tool_call(self, m: Message, c: ToolCall, position: int) -> None:
         name = c.name.lower()
-        command = call_command(c)
+        command = call_command(c) if name in SHELL_TOOLS else None
         if command is not None:
+            if position < self.recent and not lasting(command):
+                return  # older than the recent steps and changes nothing that lasts
             run = self.run_for(command, m, c, position)
             if run is not None and c.id:
                 self.pending[c.id] = run
@@ -726,7 +743,7 @@ class _Gatherer:
                 rel = self.rel(path)
                 self.f.reads[rel] = self.f.reads.get(rel, 0) + 1
             pass  # a look-up: its failure blocks nothing, so it is no step to follow
-        else:
+        elif position >= self.recent:
             target = self.rel(path) if path else ""
             run = Run(
                 f"{name} {target}".strip(),
@@ -753,7 +770,18 @@ class _Gatherer:
         if shape is None:
             return None
         key, family, kind, targets, git, masked, keys, folder, changes, reads, gitish = shape
-        run = Run(key, family, kind, command, position, m.entry, targets=targets, message=m, call=c, git=git)
+        run = Run(
+            key,
+            family,
+            kind,
+            command,
+            position,
+            m.entry,
+            targets=targets,
+            message=m,
+            call=c,
+            git=git,
+        )
         run.keys, run.folder, run.masked, run.gitish = keys, folder, masked, gitish
         run.changes = list(changes)
         for word in reads:
@@ -766,6 +794,17 @@ class _Gatherer:
     def finish(self, run: Run, result: Message) -> None:
         """A run's outcome from its result."""
         run.result = result
+        if (
+            not result.is_error
+            and not result.exit_code
+            and not run.masked
+            and not run.changes
+            and not run.gitish
+            and run.kind != "test"
+        ):
+            run.exit_code = result.exit_code
+            run.outcome = "ok"  # the common case: nothing more to read in it
+            return
         text = result.text or ""
         failed = result.is_error or (result.exit_code is not None and result.exit_code != 0)
         run.exit_code = result.exit_code
@@ -1025,6 +1064,57 @@ def listed_next(text: str) -> list[str]:
     return best[:8]
 
 
+#: Tool calls at the end of a session whose every step is followed; before them, only
+#: the steps that leave something lasting (file changes, git and forge events) are.
+RECENT_CALLS = 3000
+#: A command line that may change files or make a git or forge event.
+_LASTING = re.compile(
+    r"(?<![0-9&>])>>?(?!&)\s*(?!/dev/null)[^\s|&;]"
+    r"|\bgit\s+(?:-C\s+\S+\s+)?(?:commit|push|merge|pull|mv|rm|tag|cherry-pick|rebase|revert|am|apply)\b"
+    r"|\b(?:gh|glab)\s+(?:pr|issue|repo|release|mr)\s+(?:create|merge|close|delete|edit)\b"
+    r"|\b(?:rm|mv|cp|tee|touch|unlink|rsync|scp|apply_patch|Copy-Item|Move-Item|Remove-Item|"
+    r"Rename-Item|Set-Content|Add-Content|Out-File|New-Item)\b|\bsed\s+-i"
+)
+
+
+_LASTING_WORDS = (
+    "git",
+    "gh ",
+    "glab",
+    "rm",
+    "mv",
+    "cp",
+    "tee",
+    "touch",
+    "unlink",
+    "rsync",
+    "scp",
+    "apply_patch",
+    "-Item",
+    "-Content",
+    "Out-File",
+    "sed",
+)
+
+
+def lasting(command: str) -> bool:
+    """Whether a command line may change files or make a git or forge event (plain
+    substring looks first: most lines of a long session are neither)."""
+    if ">" not in command and not any(w in command for w in _LASTING_WORDS):
+        return False
+    return _LASTING.search(command) is not None
+
+
+def recent_start(history: list[Message]) -> int:
+    """The position from which every step is followed: the newest RECENT_CALLS calls."""
+    seen = 0
+    for position in range(len(history) - 1, -1, -1):
+        seen += len(history[position].tool_calls)
+        if seen >= RECENT_CALLS:
+            return position
+    return 0
+
+
 def within(cwd: str | None, folder: str | None, path: str) -> str:
     """``path`` of a command line that ran in ``folder`` (a leading ``cd``)."""
     if folder is None or os.path.isabs(path) or path.startswith("~") or " → " in path:
@@ -1060,11 +1150,25 @@ def command_shape(command: str, cwd: str | None) -> tuple | None:
         for s in steps
         if s.program in _READERS
         for word in s.key.split()[1:]
-        if ("." in word or "/" in word) and not word.startswith(("-", "'", '"')) and not word[0].isdigit()
+        if ("." in word or "/" in word)
+        and not word.startswith(("-", "'", '"'))
+        and not word[0].isdigit()
     )
     masked = main.masked and not shell.pipefail(command)
     gitish = any(k.startswith(("git ", "gh ", "glab ")) for k in keys)
-    return (main.key, main.family, main.kind, main.targets, main.git, masked, keys, folder, changes, reads, gitish)
+    return (
+        main.key,
+        main.family,
+        main.kind,
+        main.targets,
+        main.git,
+        masked,
+        keys,
+        folder,
+        changes,
+        reads,
+        gitish,
+    )
 
 
 def _says_nothing(text: str) -> bool:
@@ -1076,7 +1180,17 @@ def _says_nothing(text: str) -> bool:
     return True
 
 
-_COUNT_WORDS = ("passed", "failed", "failure", "Tests", "tests", "test result", "OK", "FAILED", "error")
+_COUNT_WORDS = (
+    "passed",
+    "failed",
+    "failure",
+    "Tests",
+    "tests",
+    "test result",
+    "OK",
+    "FAILED",
+    "error",
+)
 
 
 def test_counts(text: str) -> str | None:
@@ -1092,7 +1206,9 @@ def test_counts(text: str) -> str | None:
         for pattern in _TEST_COUNTS:
             for m in pattern.finditer(line):
                 found = m.group(0).strip(" =")
-                if len(found) >= 4 and (best is None or m.start() < best[0] or len(found) > len(best[1])):
+                if len(found) >= 4 and (
+                    best is None or m.start() < best[0] or len(found) > len(best[1])
+                ):
                     best = (m.start(), found)
         if best is not None:
             return one_line(best[1], 160)

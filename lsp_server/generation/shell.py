@@ -623,7 +623,9 @@ def classify(seg: Segment, cwd: str | None) -> Step:
             kind = "probe" if not any(a in ("-X", "--method") for a in args) else "git"
             key = "gh api " + " ".join(pos[1:2])
         return Step(key, key, kind, masked, program=prog)
-    if prog in ("python", "py", "node", "ruby", "perl", "bun", "deno", "php") and any(a in ("-c", "-e", "--eval") for a in args):
+    if prog in ("python", "py", "node", "ruby", "perl", "bun", "deno", "php") and any(
+        a in ("-c", "-e", "--eval") for a in args
+    ):
         # An inline script: ad hoc, so any later script of the same interpreter moves past it.
         return Step(f"{prog} -c …", f"{prog} -c", "script", masked, program=prog)
     pos = _positional(args, cwd)

@@ -50,6 +50,17 @@ _CHOICE = re.compile(
 _REASON = re.compile(
     r"\b(because|since|so that|so the|to avoid|which means|as it|given that|otherwise)\b", re.I
 )
+_REASON_WORDS = (
+    "ecause",
+    "ince",
+    "so that",
+    "so the",
+    "avoid",
+    "which means",
+    "as it",
+    "given that",
+    "therwise",
+)
 _NARRATION = re.compile(
     r"^(let me|now|next|first|then|okay|ok|great|good|perfect|i'll now|i will now|i'm going to|let's)\b",
     re.I,
@@ -316,12 +327,24 @@ class Writer:
 
             named = "; ".join(f"{code(self.text(d), 80)}: {names(g)}" for d, g in biggest)
             out.append(f"… and {len(rest)} more file(s) changed, most in {named}")
-        gone = [c.path for c in listed if not c.outside and not self.exists(c.path) and not set(c.verbs) <= {"deleted", "moved away"}]
+        gone = [
+            c.path
+            for c in listed
+            if not c.outside
+            and not self.exists(c.path)
+            and not set(c.verbs) <= {"deleted", "moved away"}
+        ]
         if gone:
             if len(gone) == len([c for c in listed if not c.outside]):
-                out.append("None of the files above is in this workspace now (the session ran elsewhere, or they were removed).")
+                out.append(
+                    "None of the files above is in this workspace now (the session ran elsewhere, or they were removed)."
+                )
             else:
-                out.append("Not in this workspace now: " + ", ".join(code(self.text(p), 80) for p in gone[:5]) + (" and more" if len(gone) > 5 else ""))
+                out.append(
+                    "Not in this workspace now: "
+                    + ", ".join(code(self.text(p), 80) for p in gone[:5])
+                    + (" and more" if len(gone) > 5 else "")
+                )
         if scratch:
             names = ", ".join(code(self.text(os.path.basename(c.path)), 60) for c in scratch[:6])
             more = f" and {len(scratch) - 6} more" if len(scratch) > 6 else ""
@@ -444,18 +467,21 @@ class Writer:
         return [r for r in self.f.open_failures if r.kind not in ("probe", "search")][-2:]
 
     def masked_unknown(self) -> list[Run]:
-        f = self.f
-        later_ok = {r.key for r in f.runs if r.outcome == "ok"}
-        out = []
-        for r in f.runs[-30:]:
-            if (
+        """Build and test steps near the end whose status a filter hid, with no later
+        run of the same step that succeeded."""
+        out: list[Run] = []
+        later_ok: set[str] = set()
+        for r in reversed(self.f.runs[-30:]):
+            if r.outcome == "ok":
+                later_ok.add(r.key)
+            elif (
                 r.outcome == "unknown"
                 and r.masked
                 and r.kind in ("build", "test")
                 and r.key not in later_ok
             ):
                 out.append(r)
-        return out[-2:]
+        return out[:2][::-1]
 
     def pending(self) -> list[str]:
         return [
@@ -494,6 +520,7 @@ class Writer:
             if (
                 m.role != "assistant"
                 or not m.text
+                or not any(w in m.text for w in _REASON_WORDS)  # a cheap look first
                 or not _CHOICE.search(m.text)
                 or not _REASON.search(m.text)
             ):
@@ -559,18 +586,22 @@ class Writer:
             items.append(
                 f"The session ran on branch {code(t.git_branch)}, not on the current {code(git.branch)}."
             )
-        resolved: list[Run] = []
-        for r in reversed(f.failed_runs):
-            if (
-                r.resolved_by
-                and r.kind not in ("probe", "search", "tool")
-                and r.error
-                and r.call is not None
-                and call_command(r.call)
-                and r.key not in {x.key for x in resolved}
-            ):
-                resolved.append(r)
-        for r in resolved[:3][::-1]:
+        resolved = f.cache.get("resolved")
+        if resolved is None:  # the newest three, by step: the same at every level
+            resolved = f.cache["resolved"] = []
+            for r in reversed(f.failed_runs):
+                if (
+                    r.resolved_by
+                    and r.kind not in ("probe", "search", "tool", "script")
+                    and r.call is not None
+                    and r.key not in {x.key for x in resolved}
+                    and call_command(r.call)
+                    and r.error  # last: it redacts the result
+                ):
+                    resolved.append(r)
+                    if len(resolved) >= 3:
+                        break
+        for r in resolved[::-1]:
             items.append(
                 f"Failed earlier, since resolved: {self.cmd(r, 80)} ({code(r.error or '', 100)}); {self.text(r.resolved_by)}."
             )
@@ -612,7 +643,9 @@ class Writer:
 
     def links(self) -> list[str]:
         """URLs the agent's own messages named (newest last), not localhost ones."""
-        found: list[str] = []
+        if "links" in self.f.cache:
+            return self.f.cache["links"]
+        found: list[str] = self.f.cache.setdefault("links", [])
         for m in self.t.history:
             if m.role != "assistant" or "http" not in m.text:
                 continue
@@ -623,7 +656,8 @@ class Writer:
                 if url in found:
                     found.remove(url)
                 found.append(url)
-        return found[-5:]
+        del found[:-5]
+        return found
 
     def report(self) -> str | None:
         """The agent's last substantial message, quoted (it names what it did)."""
@@ -686,7 +720,12 @@ class Writer:
         for r in self.f.requests:
             s = self.focus.score(r.text)
             if s and r is not self.f.goal:
-                pool.append((s, f"Related to the focus, the user said: “{one_line(self.text(r.text), 200)}”"))
+                pool.append(
+                    (
+                        s,
+                        f"Related to the focus, the user said: “{one_line(self.text(r.text), 200)}”",
+                    )
+                )
         pool.sort(key=lambda p: -p[0])
         out: list[str] = []
         for _, line in pool:
@@ -756,10 +795,20 @@ class Writer:
                 steps.append(
                     f"The agent offered more: “{final.question}” — ask the user before doing it."
                 )
-            steps += [f"Suggested by the agent, not asked for by the user: {x}" for x in agent_next[:3]]
+            steps += [
+                f"Suggested by the agent, not asked for by the user: {x}" for x in agent_next[:3]
+            ]
             steps.append("Wait for the user's next request.")
-        elif not plan and not agent_next and status == "in progress" and last_request is not None and not f.cut_off:
-            steps.append(f"Continue the user's last request: “{one_line(self.text(last_request.text), 240)}”")
+        elif (
+            not plan
+            and not agent_next
+            and status == "in progress"
+            and last_request is not None
+            and not f.cut_off
+        ):
+            steps.append(
+                f"Continue the user's last request: “{one_line(self.text(last_request.text), 240)}”"
+            )
         elif status == "in progress" and f.cut_off and last_request is not None and not plan:
             steps.append(
                 f"Then continue the user's last request: “{one_line(self.text(last_request.text), 240)}”"
