@@ -80,6 +80,20 @@ def clip_arguments(value: Any, limit: int = MAX_ARGUMENT_CHARS) -> Any:
     return value
 
 
+def shrink_arguments(value: Any, limit: int, depth: int = 0) -> Any:
+    """Arguments known to be big, each string cut to ``limit`` (no measuring first:
+    cutting down old messages runs over tens of thousands of calls)."""
+    if isinstance(value, str):
+        return clip(value, limit) if len(value) > limit else value
+    if depth > 8:
+        return value if isinstance(value, int | float | bool) or value is None else "…"
+    if isinstance(value, dict):
+        return {str(k): shrink_arguments(v, limit, depth + 1) for k, v in list(value.items())[:50]}
+    if isinstance(value, list):
+        return [shrink_arguments(v, limit, depth + 1) for v in value[:100]]
+    return value
+
+
 def exit_code_in(text: str) -> int | None:
     """An exit status mentioned in a tool result ("exited with code 2", "Exit code: 1")."""
     m = _EXIT_RE.search(text[-2000:]) or _EXIT_RE.search(text[:2000])
@@ -342,7 +356,7 @@ class TextBudget:
                 m.tool_calls = [
                     c
                     if 0 <= c.size <= SHRUNK_ARGUMENT
-                    else ToolCall(c.id, c.name, clip_arguments(c.arguments, SHRUNK_ARGUMENT))
+                    else ToolCall(c.id, c.name, shrink_arguments(c.arguments, SHRUNK_ARGUMENT))
                     for c in m.tool_calls
                 ]
             self.shrunk += 1
