@@ -93,9 +93,9 @@ def request_text(m: Message) -> tuple[str, str | None] | None:
         return (body, command if command.startswith("/") else "/" + command) if body else None
     if text.startswith("!") or _SLASH.match(text) or _INJECTED.match(text):
         return None
-    cleaned = " ".join(_THINK_WORDS.sub(" ", text).split(" "))
-    cleaned = re.sub(r"[ \t]{2,}", " ", cleaned).strip()
-    return (cleaned, None) if cleaned else None
+    if "hink" in text or "HINK" in text:  # a cheap look before the regex
+        text = re.sub(r"[ \t]{2,}", " ", _THINK_WORDS.sub(" ", text)).strip()
+    return (text, None) if text else None
 
 
 # -- what tools did --------------------------------------------------------------
@@ -542,6 +542,8 @@ class _Gatherer:
     def __init__(self, t: Transcript, workspace: Path | None) -> None:
         self.t = t
         self.recent = 0
+        #: Older writes waiting for their results: call id → (verb, path, message, …).
+        self.writes: dict[str, tuple[str, str, Message, int, ToolCall]] = {}
         self.f = SessionFacts(t)
         self.roots = [r.rstrip("/\\") for r in (t.cwd, str(workspace) if workspace else None) if r]
         self._rel: dict[str, str] = {}
@@ -602,6 +604,7 @@ class _Gatherer:
     def gather(self) -> SessionFacts:
         f, t = self.f, self.t
         calls: dict[str, ToolCall] = {}
+        summary: Message | None = None
         self.recent = recent_start(t.history)
         for position, m in enumerate(t.history):
             role = m.role
@@ -651,12 +654,19 @@ class _Gatherer:
                 run = self.pending.pop(key, None)
                 if run is not None:
                     self.finish(run, m)
+                elif key in self.writes:
+                    verb, path, at, where, call = self.writes.pop(key)
+                    if not m.is_error and not m.exit_code:
+                        c = self.change(verb, path, at, where)
+                        if c is not None:
+                            c.edits.append(call)
+                            if len(c.edits) > 12:
+                                del c.edits[0]
                 call = calls.get(key)
                 if call is not None and call.name == "TaskCreate":
                     self.task_created(call, m)
             elif role == "summary" and m.kind == "compaction" and m.text.strip():
-                f.compaction = compaction_sections(t.clean(m).text)
-                f.compaction_entry = m.entry
+                summary = m  # only the newest is read (below)
             elif role == "context" and not f.environment and "<environment_context" in m.text:
                 f.environment = {k: v.strip() for k, v in _ENV_TAG.findall(m.text)}
             elif role == "custom" and m.kind in ("queued", "steer", "follow-up", "followUp"):
@@ -665,6 +675,9 @@ class _Gatherer:
                     r = Request(found[0], m.entry, position, queued=True)
                     f.requests.append(r)
                     self.current = r
+        if summary is not None:
+            f.compaction = compaction_sections(t.clean(summary).text)
+            f.compaction_entry = summary.entry
         for path in t.written_paths:
             rel = self.rel(path)
             if rel not in f.changes and not rel.startswith(STATE_FOLDER + "/"):
@@ -714,7 +727,10 @@ class _Gatherer:
             self.add_run(run, c)
             return
         path = call_path(c)
-        if name in WRITE_TOOLS and path:
+        if name in WRITE_TOOLS and path and position < self.recent and c.id:
+            # An older write: only whether it succeeded matters (its result says).
+            self.writes[c.id] = (WRITE_TOOLS[name], path, m, position, c)
+        elif name in WRITE_TOOLS and path:
             run = Run(
                 f"write {self.rel(path)}",
                 f"write {self.rel(path)}",
@@ -1068,41 +1084,43 @@ def listed_next(text: str) -> list[str]:
 #: the steps that leave something lasting (file changes, git and forge events) are.
 RECENT_CALLS = 3000
 #: A command line that may change files or make a git or forge event.
-_LASTING = re.compile(
-    r"(?<![0-9&>])>>?(?!&)\s*(?!/dev/null)[^\s|&;]"
-    r"|\bgit\s+(?:-C\s+\S+\s+)?(?:commit|push|merge|pull|mv|rm|tag|cherry-pick|rebase|revert|am|apply)\b"
-    r"|\b(?:gh|glab)\s+(?:pr|issue|repo|release|mr)\s+(?:create|merge|close|delete|edit)\b"
-    r"|\b(?:rm|mv|cp|tee|touch|unlink|rsync|scp|apply_patch|Copy-Item|Move-Item|Remove-Item|"
-    r"Rename-Item|Set-Content|Add-Content|Out-File|New-Item)\b|\bsed\s+-i"
-)
-
-
-_LASTING_WORDS = (
-    "git",
-    "gh ",
-    "glab",
-    "rm",
-    "mv",
-    "cp",
-    "tee",
-    "touch",
-    "unlink",
-    "rsync",
-    "scp",
-    "apply_patch",
-    "-Item",
-    "-Content",
-    "Out-File",
-    "sed",
+#: (a literal to look for first, the pattern that confirms it): a command line that may
+#: change files or make a git or forge event.
+_LASTING_CHECKS = tuple(
+    (literal, re.compile(pattern))
+    for literal, pattern in (
+        (">", r"(?<![0-9&>])>>?(?!&)\s*(?!/dev/null)[^\s|&;]"),
+        (
+            "git",
+            r"\bgit\s+(?:-C\s+\S+\s+)?(?:commit|push|merge|pull|mv|rm|tag|cherry-pick|rebase|revert|am|apply)\b",
+        ),
+        (
+            "gh ",
+            r"\b(?:gh|glab)\s+(?:pr|issue|repo|release|mr)\s+(?:create|merge|close|delete|edit)\b",
+        ),
+        ("glab", r"\bglab\s+mr\s+(?:create|merge|close)\b"),
+        ("rm", r"(?:^|[\s;&|(])(?:rm|rmdir|unlink)\s"),
+        ("mv", r"(?:^|[\s;&|(])mv\s"),
+        ("cp", r"(?:^|[\s;&|(])cp\s"),
+        ("tee", r"\btee\s"),
+        ("touch", r"\btouch\s"),
+        ("sed", r"\bsed\s+(?:-\w+\s+)*-i"),
+        ("apply_patch", r"apply_patch"),
+        ("rsync", r"\b(?:rsync|scp)\s"),
+        ("-Item", r"\b(?:Copy|Move|Remove|Rename|New)-Item\b"),
+        ("-Content", r"\b(?:Set|Add)-Content\b"),
+        ("Out-File", r"\bOut-File\b"),
+    )
 )
 
 
 def lasting(command: str) -> bool:
-    """Whether a command line may change files or make a git or forge event (plain
-    substring looks first: most lines of a long session are neither)."""
-    if ">" not in command and not any(w in command for w in _LASTING_WORDS):
-        return False
-    return _LASTING.search(command) is not None
+    """Whether a command line may change files or make a git or forge event (a plain
+    substring look before each pattern: most lines of a long session are neither)."""
+    for literal, pattern in _LASTING_CHECKS:
+        if literal in command and pattern.search(command):
+            return True
+    return False
 
 
 def recent_start(history: list[Message]) -> int:

@@ -182,7 +182,9 @@ def build_prompt(
         "title": " ".join((t.title or "").split())[:120] or None,
         "cwd": t.cwd,
         "focus": " ".join(focus.split()) if focus and focus.strip() else None,
-        "facts": _CLOSE_FACTS.sub("<\\/session-facts>", redact(facts)[0].strip()) if facts else None,
+        "facts": _CLOSE_FACTS.sub("<\\/session-facts>", redact(facts)[0].strip())
+        if facts
+        else None,
     }
     overhead = estimate_tokens(
         render_template(PROMPT_TEMPLATE, conversation="", omitted=0, **values)
