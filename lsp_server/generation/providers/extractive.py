@@ -525,9 +525,11 @@ class Writer:
                 or not _REASON.search(m.text)
             ):
                 continue
-            self.t.clean(m)
             for sentence in _SENTENCE.split(m.text):
-                s = one_line(sentence.strip(" -*#>"), 260)
+                if not _CHOICE.search(sentence):
+                    continue
+                # One sentence of prose, redacted whole before it is cut to a line.
+                s = one_line(self.text(sentence).strip(" -*#>"), 260)
                 if (
                     40 <= len(s) <= 260
                     and _CHOICE.search(s)
@@ -832,12 +834,13 @@ def extract(
         with gc_paused(promote=True):  # one pass over tens of thousands of messages
             facts = gather(t, workspace)
     git = git_state(workspace)
-    document = ""
-    for limits in LEVELS:
-        document = render(Writer(facts, workspace, focus, limits), git)
-        if len(document.split()) <= WORD_LIMIT:
-            break
-    return document
+    level = 0
+    while True:
+        document = render(Writer(facts, workspace, focus, LEVELS[level]), git)
+        words = len(document.split())
+        if words <= WORD_LIMIT or level == len(LEVELS) - 1:
+            return document
+        level = min(level + (2 if words > WORD_LIMIT * 1.25 else 1), len(LEVELS) - 1)
 
 
 def render(w: Writer, git: GitState | None) -> str:
