@@ -573,17 +573,17 @@ class _Gatherer:
 
     def change(self, verb: str, path: str, m: Message, position: int) -> Change | None:
         rel = self.rel(path)
-        if (
-            not rel
-            or rel in ("/dev/null", ".", "-")
-            or rel == STATE_FOLDER
-            or rel.startswith(STATE_FOLDER + "/")
-        ):
-            return None
-        if _BAD_PATH.search(rel) or rel.startswith("-"):
-            return None
         c = self.f.changes.get(rel)
         if c is None:
+            if (
+                not rel
+                or rel in ("/dev/null", ".", "-")
+                or rel == STATE_FOLDER
+                or rel.startswith(STATE_FOLDER + "/")
+                or rel.startswith("-")
+                or _BAD_PATH.search(rel)
+            ):
+                return None
             c = self.f.changes[rel] = Change(rel, outside=self.outside(rel))
         else:
             self.f.changes.move_to_end(rel)
@@ -628,7 +628,7 @@ class _Gatherer:
                     position,
                     via,
                     queued=m.kind == "queued",
-                    mentions=tuple(_FILE_MENTION.findall(text)),
+                    mentions=tuple(_FILE_MENTION.findall(text)) if "@" in text else (),
                 )
                 f.requests.append(r)
                 self.current = r
