@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from .asks import title_of
 from .jsonl import iter_objects
 from .transcript import (
     MAX_MESSAGE_CHARS,
@@ -371,8 +372,7 @@ def read_claude(path: Path, stats: ReadStats | None = None) -> Transcript:
                 title = text
                 break
     if title is None:
-        first = next((m for m in history if m.role == "user" and m.text), None)
-        title = " ".join(first.text.split())[:120] if first else None
+        title = title_of(history)
     return Transcript(
         path=path,
         format="claude",

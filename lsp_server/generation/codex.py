@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from .asks import title_of
 from .jsonl import iter_objects
 from .transcript import (
     MAX_MESSAGE_CHARS,
@@ -335,8 +336,7 @@ class _Reader:
         meta = self.meta or {}
         title = self.title
         if title is None:
-            first = next((m for m in self.history if m.role == "user" and m.text), None)
-            title = " ".join(first.text.split())[:120] if first else None
+            title = title_of(self.history)
         return Transcript(
             path=self.path,
             format="codex",

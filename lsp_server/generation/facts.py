@@ -14,38 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from . import shell
+from .asks import _FILE_MENTION, _QUESTION_END, request_text
 from .transcript import SHELL_TOOLS, Message, ToolCall, Transcript, call_command, call_path
 
 # -- the user's words --------------------------------------------------------------
-
-#: Text that opens an injected message (environment, instructions, notifications,
-#: hook output, compaction prompts): never the user's request.
-_INJECTED = re.compile(
-    r"^\s*(?:<(?:environment_context|user_instructions|permissions instructions|INSTRUCTIONS|"
-    r"task-notification|system-reminder|local-command-[a-z]+|user-prompt-submit-hook|"
-    r"turn_aborted|subagent_notification|bash-(?:input|stdout|stderr)|skill|command-stdout|"
-    r"workspace-tree|context|system)\b"
-    r"|# AGENTS\.md instructions|# CLAUDE\.md|Caveat: The messages below|"
-    r"\[Request interrupted by user|This session is being continued from a previous conversation|"
-    r"Your task is to create a detailed summary of the conversation|"
-    r"The messages above are a conversation to summari[sz]e|"
-    r"You are a helpful AI assistant tasked with summari[sz]ing|"
-    r"Please continue the conversation from where we left|"
-    r"Base directory for this skill:|\[REDACTED_[A-Z_]+\]$)",
-    re.IGNORECASE,
-)
-_SLASH = re.compile(r"^/[A-Za-z][\w:.-]*(?:\s|$)")
-_COMMAND_NAME = re.compile(r"<command-name>\s*(/?[^<\s]+)\s*</command-name>")
-_COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
-#: Claude Code's thinking-budget keywords: instructions to the model, not the task.
-_THINK_WORDS = re.compile(
-    r"\b(?:ultrathink|megathink|think\s+harder|think\s+hard)\b", re.IGNORECASE
-)
-_FILE_MENTION = re.compile(r"(?:^|\s)@([\w./~-]+\.\w+)")
-_QUESTION_END = re.compile(
-    r"[?？]\s*$|(?:어디임|뭐임|뭐야|어때|알려줘|있어|맞아|됐어|했어|인가요|나요|니|까)\s*[?？]?\s*$"
-)
-
 
 @dataclass(slots=True)
 class Request:
@@ -77,25 +49,6 @@ class Request:
     def is_ack(self) -> bool:
         """A short reply with no task of its own ("continue", "yes please")."""
         return bool(_ACK.match(self.text.strip()))
-
-
-def request_text(m: Message) -> tuple[str, str | None] | None:
-    """The request a user message makes and the slash command it came through, or
-    ``None`` for a bare slash command, a ``!shell`` line or an injected message."""
-    text = m.text.strip()
-    if not text:
-        return None
-    name = _COMMAND_NAME.search(text)
-    if name is not None:
-        args = _COMMAND_ARGS.search(text)
-        body = args.group(1).strip() if args else ""
-        command = name.group(1)
-        return (body, command if command.startswith("/") else "/" + command) if body else None
-    if text.startswith("!") or _SLASH.match(text) or _INJECTED.match(text):
-        return None
-    if "hink" in text or "HINK" in text:  # a cheap look before the regex
-        text = re.sub(r"[ \t]{2,}", " ", _THINK_WORDS.sub(" ", text)).strip()
-    return (text, None) if text else None
 
 
 # -- what tools did --------------------------------------------------------------

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from .asks import title_of
 from .jsonl import iter_objects
 from .transcript import (
     MAX_MESSAGE_CHARS,
@@ -323,8 +324,7 @@ def read_pi(path: Path, stats: ReadStats | None = None) -> Transcript:
     if model is None and isinstance(header.get("modelId"), str):
         model = f"{header.get('provider') or '?'}/{header['modelId']}"
     if title is None:
-        first = next((m for m in history if m.role == "user" and m.kind is None and m.text), None)
-        title = " ".join(first.text.split())[:120] if first else None
+        title = title_of(history)
     if title is None:
         handoff = next((m for m in history if m.role == "custom" and m.kind == "handoff"), None)
         if handoff is not None:

@@ -241,8 +241,10 @@ class Transcript:
 
     def first_request(self) -> Message | None:
         """The first thing the user asked on this branch (secrets replaced)."""
+        from .asks import request_text  # the rules of what a request is
+
         for m in self.history:
-            if m.role == "user" and m.kind is None and m.text.strip():
+            if m.role == "user" and m.kind is None and request_text(m) is not None:
                 return self.clean(m)
         return None
 

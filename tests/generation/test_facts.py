@@ -452,3 +452,24 @@ def test_a_model_answer_missing_facts_and_sections_is_restored(tmp_path, workspa
     assert "1a2b3c4" in done
     assert any("restored from the session facts" in w for w in checked.warnings)
     assert check_answer(reference, f, reference).warnings == []  # nothing dropped, nothing added
+
+
+def test_the_title_and_the_prompts_first_request_skip_a_slash_command(tmp_path, workspace) -> None:
+    t, _ = session(
+        tmp_path,
+        workspace,
+        [user("/mode"), user("Rename the CLI flag --out to --output"), assistant("On it.")],
+    )
+    assert t.title == "Rename the CLI flag --out to --output"
+    first = t.first_request()
+    assert first is not None and first.text == "Rename the CLI flag --out to --output"
+    from lsp_server.generation.prompt import build_prompt
+
+    assert "[user]\nRename the CLI flag --out to --output" in build_prompt(t, None, 4000).text
+
+
+def test_a_redacted_placeholder_is_not_quoted_as_the_goal(tmp_path, workspace) -> None:
+    t, f = session(tmp_path, workspace, [user("[REDACTED_PROMPT]"), assistant("[REDACTED_TEXT]")])
+    doc = extract(t, workspace, None, f)
+    assert "[REDACTED_PROMPT]" not in section(doc, "Goal") + section(doc, "Next Steps")
+    assert "redacted in the session file" in section(doc, "Goal")

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...gcpause import gc_paused
+from ..asks import is_placeholder
 from ..facts import (
     ACTIVE,
     DONE,
@@ -224,7 +225,8 @@ class Writer:
         f = self.f
         g = f.goal
         out: dict[str, Any] = {"request": None, "via": None, "understood": None, "summary": None}
-        if g is not None:
+        out["redacted"] = g is not None and is_placeholder(g.text)
+        if g is not None and not out["redacted"]:
             out["request"] = quote(self.text(g.text), self.n.request)
             out["via"] = g.via
             if g.mentions and len(re.sub(r"@\S+", "", g.text).strip()) < 60:
@@ -753,6 +755,8 @@ class Writer:
             p for p in f.plan.values() if p.status.lower() not in DONE | ACTIVE
         ]
         last_request = f.requests[-1] if f.requests else None
+        if last_request is not None and is_placeholder(last_request.text):
+            last_request = None  # its words are unknown: nothing to carry out
         if status == "waiting for the agent" and last_request is not None:
             asked = (
                 f", which answers the agent's question “{final.question}”"

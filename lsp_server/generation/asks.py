@@ -1,0 +1,79 @@
+"""The user's words: which user messages are requests (not slash commands, ``!shell``
+lines, injected environment or instruction text, compaction prompts), and the request
+each makes. The session facts, the readers' titles and the prompt share these rules."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .transcript import Message
+
+#: Text that opens an injected message (environment, instructions, notifications,
+#: hook output, compaction prompts): never the user's request.
+_INJECTED = re.compile(
+    r"^\s*(?:<(?:environment_context|user_instructions|permissions instructions|INSTRUCTIONS|"
+    r"task-notification|system-reminder|local-command-[a-z]+|user-prompt-submit-hook|"
+    r"turn_aborted|subagent_notification|bash-(?:input|stdout|stderr)|skill|command-stdout|"
+    r"workspace-tree|context|system)\b"
+    r"|# AGENTS\.md instructions|# CLAUDE\.md|Caveat: The messages below|"
+    r"\[Request interrupted by user|This session is being continued from a previous conversation|"
+    r"Your task is to create a detailed summary of the conversation|"
+    r"The messages above are a conversation to summari[sz]e|"
+    r"You are a helpful AI assistant tasked with summari[sz]ing|"
+    r"Please continue the conversation from where we left|"
+    r"Base directory for this skill:)",
+    re.IGNORECASE,
+)
+_SLASH = re.compile(r"^/[A-Za-z][\w:.-]*(?:\s|$)")
+_COMMAND_NAME = re.compile(r"<command-name>\s*(/?[^<\s]+)\s*</command-name>")
+_COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
+#: Claude Code's thinking-budget keywords: instructions to the model, not the task.
+_THINK_WORDS = re.compile(
+    r"\b(?:ultrathink|megathink|think\s+harder|think\s+hard)\b", re.IGNORECASE
+)
+_FILE_MENTION = re.compile(r"(?:^|\s)@([\w./~-]+\.\w+)")
+_QUESTION_END = re.compile(
+    r"[?？]\s*$|(?:어디임|뭐임|뭐야|어때|알려줘|있어|맞아|됐어|했어|인가요|나요|니|까)\s*[?？]?\s*$"
+)
+
+
+
+def request_text(m: Message) -> tuple[str, str | None] | None:
+    """The request a user message makes and the slash command it came through, or
+    ``None`` for a bare slash command, a ``!shell`` line or an injected message."""
+    text = m.text.strip()
+    if not text:
+        return None
+    name = _COMMAND_NAME.search(text)
+    if name is not None:
+        args = _COMMAND_ARGS.search(text)
+        body = args.group(1).strip() if args else ""
+        command = name.group(1)
+        return (body, command if command.startswith("/") else "/" + command) if body else None
+    if text.startswith("!") or _SLASH.match(text) or _INJECTED.match(text):
+        return None
+    if "hink" in text or "HINK" in text:  # a cheap look before the regex
+        text = re.sub(r"[ \t]{2,}", " ", _THINK_WORDS.sub(" ", text)).strip()
+    return (text, None) if text else None
+
+
+
+def title_of(messages: list[Message], limit: int = 120) -> str | None:
+    """A session's title: its first request on one line (``None`` when it has none)."""
+    for m in messages:
+        if m.role == "user" and m.kind is None:
+            found = request_text(m)
+            if found is not None:
+                return " ".join(found[0].split())[:limit]
+    return None
+
+
+_PLACEHOLDER = re.compile(r"\[REDACTED[A-Z_]*\]")
+
+
+def is_placeholder(text: str) -> bool:
+    """Whether ``text`` is only a redaction placeholder its file's owner left
+    (``[REDACTED_PROMPT]``): the words are unknown, not a request to quote."""
+    return bool(_PLACEHOLDER.fullmatch(text.strip()))
