@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -95,3 +96,18 @@ def kept_in_order(document: str, answer: str) -> bool:
     kept whole, whatever the check against the session facts restored around it."""
     lines = iter(document.splitlines())
     return all(any(line == got for got in lines) for line in answer.splitlines() if line.strip())
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (a zombie does not: it waits to be reaped)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return True

@@ -41,7 +41,7 @@ from lsp_server.generation.prompt import SECTIONS
 from lsp_server.service import CallContext, CancelToken
 from tests.conftest import shared_tools
 
-from .support import context, kept_in_order, nothing_written
+from .support import alive, context, kept_in_order, nothing_written
 from .wire import Stream, WireServer, openai_chunk
 
 SCRIPT = "local-llm.sh"
@@ -77,27 +77,13 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie is dead: it only waits for its parent to reap it
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return True
-
-
 def _stop(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and _alive(pid):
+    while time.monotonic() < deadline and alive(pid):
         time.sleep(0.05)
-    if _alive(pid):
+    if alive(pid):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
 

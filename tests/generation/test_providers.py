@@ -5,7 +5,6 @@ provider against real subprocesses (killed on cancel)."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 import threading
 import time
@@ -16,7 +15,7 @@ import pytest
 from lsp_server.errors import HandoffError
 from lsp_server.service import CancelToken
 
-from .support import context, kept_in_order, nothing_written, printing_command
+from .support import alive, context, kept_in_order, nothing_written, printing_command
 from .wire import Reply, Stream, WireServer, anthropic_events, openai_text, sse
 
 DOC = "## Goal\nShip the login fix.\n\n## Next Steps\n1. Run `pytest tests/auth`.\n"
@@ -505,19 +504,7 @@ def test_command_provider_killed_on_cancel(
     assert seconds < 1.0
     for pid in (int(pid_file.read_text()), int(child_file.read_text())):
         deadline = time.monotonic() + 2
-        while time.monotonic() < deadline and _alive(pid):
+        while time.monotonic() < deadline and alive(pid):
             time.sleep(0.02)
-        assert not _alive(pid), f"process {pid} survived the cancel"
+        assert not alive(pid), f"process {pid} survived the cancel"
     assert nothing_written(workspace, pi_session.parent, before)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie is dead: it only waits for its parent to reap it
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return True
