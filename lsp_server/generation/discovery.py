@@ -144,6 +144,8 @@ def _claude_candidates(home: AgentHome, workspace: Path) -> Iterator[Path]:
         for entry in _safe_list(Path(sub.path)):
             if not (entry.name.endswith(".jsonl") and entry.is_file()):
                 continue
+            if entry.name.startswith("agent-"):
+                continue  # a sub-agent's (or a compaction's) own transcript: not a session
             cwd = next(
                 (
                     o["cwd"]

@@ -473,3 +473,10 @@ def test_a_redacted_placeholder_is_not_quoted_as_the_goal(tmp_path, workspace) -
     doc = extract(t, workspace, None, f)
     assert "[REDACTED_PROMPT]" not in section(doc, "Goal") + section(doc, "Next Steps")
     assert "redacted in the session file" in section(doc, "Goal")
+
+
+def test_sessions_do_not_list_a_subagent_file(fixtures_dir, homes, place, workspace) -> None:
+    place(fixtures_dir / "sessions/claude/iansherr__claude-code-log__ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl", "claude", workspace)
+    place(fixtures_dir / "sessions/claude/iansherr__claude-code-log__agent-a4ca7529859c158c2.jsonl", "claude", workspace, name="agent-a4ca7529859c158c2.jsonl")
+    listed = HandoffService(workspace).call("handoff.sessions", {})["sessions"]
+    assert [Path(s["path"]).name for s in listed] == ["iansherr__claude-code-log__ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl"]
