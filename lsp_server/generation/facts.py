@@ -285,6 +285,8 @@ class Run:
     folder: str | None = None
     #: One of its segments is a git or forge command (its output is worth reading).
     gitish: bool = False
+    #: Files its look-ups read (``cat``, ``sed -n``, ``Get-Content``…).
+    reads: tuple[str, ...] = ()
     #: Replaces a message's secrets (the transcript's), for the error line shown.
     clean: Any = field(default=None, repr=False)
     _error: str | None = field(default=None, repr=False)
@@ -753,8 +755,7 @@ class _Gatherer:
         )
         run.keys, run.folder, run.masked, run.gitish = keys, folder, masked, gitish
         run.changes = list(changes)
-        for word in reads:
-            self.f.reads[word] = self.f.reads.get(word, 0) + 1
+        run.reads = reads  # counted once the run succeeded
         self.f.runs.append(run)
         if self.current is not None and kind not in ("probe", "search"):
             self.current.work += 1
@@ -773,6 +774,7 @@ class _Gatherer:
         ):
             run.exit_code = result.exit_code
             run.outcome = "ok"  # the common case: nothing more to read in it
+            self.count_reads(run)
             return
         text = result.text or ""
         failed = result.is_error or (result.exit_code is not None and result.exit_code != 0)
@@ -803,6 +805,7 @@ class _Gatherer:
         else:
             run.outcome = "ok"
         if run.outcome in ("ok", "unknown"):
+            self.count_reads(run)
             self.apply_changes(run)
             self.git_event(run, text)
             if "git merge" in run.keys or "git pull" in run.keys:
@@ -816,6 +819,10 @@ class _Gatherer:
                 head = _LOG_LINE.search(readable(text))
                 if head:
                     self.f.last_head = f"{head.group(1)} {one_line(head.group(2), 90)}"
+
+    def count_reads(self, run: Run) -> None:
+        for word in run.reads:
+            self.f.reads[word] = self.f.reads.get(word, 0) + 1
 
     def apply_changes(self, run: Run) -> None:
         for verb, path in run.changes:
