@@ -46,7 +46,7 @@ def request_text(m: Message) -> tuple[str, str | None] | None:
     text = m.text.strip()
     if not text:
         return None
-    name = _COMMAND_NAME.search(text)
+    name = _COMMAND_NAME.search(text) if "<command-name>" in text else None
     if name is not None:
         args = _COMMAND_ARGS.search(text)
         body = args.group(1).strip() if args else ""

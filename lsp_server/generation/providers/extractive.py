@@ -838,13 +838,21 @@ def extract(
         with gc_paused(promote=True):  # one pass over tens of thousands of messages
             facts = gather(t, workspace)
     git = git_state(workspace)
-    level = 0
+    level = start_level(facts)
     while True:
         document = render(Writer(facts, workspace, focus, LEVELS[level]), git)
         words = len(document.split())
         if words <= WORD_LIMIT or level == len(LEVELS) - 1:
             return document
         level = min(level + (2 if words > WORD_LIMIT * 1.25 else 1), len(LEVELS) - 1)
+
+
+def start_level(f: SessionFacts) -> int:
+    """The level of detail to try first: a session with many files changed and many
+    requests renders over the limit at the first levels (it would be rendered for
+    nothing)."""
+    size = len(f.changes) + 2 * len(f.requests) + len(f.git_events)
+    return 2 if size > 400 else 1 if size > 150 else 0
 
 
 def render(w: Writer, git: GitState | None) -> str:
