@@ -1077,7 +1077,10 @@ _LASTING_CHECKS = tuple(
 def lasting(command: str) -> bool:
     """Whether a command line may change files or make a git or forge event (a plain
     substring look before each pattern: most lines of a long session are neither)."""
-    for literal, pattern in _LASTING_CHECKS:
+    if ">" in command and ">" in command.replace("2>&1", "").replace("/dev/null", ""):
+        if _LASTING_CHECKS[0][1].search(command):
+            return True
+    for literal, pattern in _LASTING_CHECKS[1:]:
         if literal in command and pattern.search(command):
             return True
     return False
