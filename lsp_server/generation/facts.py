@@ -1077,9 +1077,12 @@ _LASTING_CHECKS = tuple(
 def lasting(command: str) -> bool:
     """Whether a command line may change files or make a git or forge event (a plain
     substring look before each pattern: most lines of a long session are neither)."""
-    if ">" in command and ">" in command.replace("2>&1", "").replace("/dev/null", ""):
-        if _LASTING_CHECKS[0][1].search(command):
-            return True
+    if (
+        ">" in command
+        and ">" in command.replace("2>&1", "").replace("/dev/null", "")
+        and _LASTING_CHECKS[0][1].search(command)
+    ):
+        return True
     for literal, pattern in _LASTING_CHECKS[1:]:
         if literal in command and pattern.search(command):
             return True
