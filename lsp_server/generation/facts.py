@@ -497,6 +497,7 @@ class _Gatherer:
     def __init__(self, t: Transcript, workspace: Path | None) -> None:
         self.t = t
         self.recent = 0
+        self._lasting: dict[str, bool] = {}
         #: Older writes waiting for their results: call id → (verb, path, message, …).
         self.writes: dict[str, tuple[str, str, Message, int, ToolCall]] = {}
         self.f = SessionFacts(t)
@@ -650,7 +651,10 @@ class _Gatherer:
         name = c.name.lower()
         command = call_command(c) if name in SHELL_TOOLS else None
         if command is not None:
-            if position < self.recent and not lasting(command):
+            keep = self._lasting.get(command)
+            if keep is None:  # sessions run the same few commands again and again
+                keep = self._lasting[command] = lasting(command)
+            if position < self.recent and not keep:
                 return  # older than the recent steps and changes nothing that lasts
             run = self.run_for(command, m, c, position)
             if run is not None and c.id:
