@@ -19,9 +19,11 @@ from .transcript import SHELL_TOOLS, Message, ToolCall, Transcript, call_command
 
 # -- the user's words --------------------------------------------------------------
 
+
 @dataclass(slots=True)
 class Request:
-    """Something the user asked, verbatim (secrets replaced)."""
+    """Something the user asked, verbatim as the session holds it (its secrets are
+    replaced where a handoff shows it)."""
 
     text: str
     entry: str | None
