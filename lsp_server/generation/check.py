@@ -68,6 +68,12 @@ def key_facts(f: SessionFacts) -> list[KeyFact]:
     return out
 
 
+def _fence_left_open(document: str) -> bool:
+    """Whether the answer ends inside a code fence it never closed."""
+    probe = "Restored Section Probe"
+    return not any(title == probe for _, title, _ in headings(f"{document}\n\n## {probe}\n"))
+
+
 def _heading_line(document: str, section: str) -> tuple[int, int] | None:
     """(0-based heading line, 0-based end) of ``section`` (its body may be empty)."""
     found = headings(document)
@@ -100,6 +106,8 @@ def check_answer(document: str, facts: SessionFacts, reference: str) -> Checked:
     out = Checked(document)
     out.missing = missing_sections(document)
     doc = document
+    if out.missing and _fence_left_open(doc):
+        doc = doc.rstrip("\n") + "\n```\n"  # or what is restored would sit inside it
     for heading in out.missing:
         name = heading.lstrip("#").strip()
         span = section_lines(reference, name)

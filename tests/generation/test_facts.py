@@ -480,3 +480,13 @@ def test_sessions_do_not_list_a_subagent_file(fixtures_dir, homes, place, worksp
     place(fixtures_dir / "sessions/claude/iansherr__claude-code-log__agent-a4ca7529859c158c2.jsonl", "claude", workspace, name="agent-a4ca7529859c158c2.jsonl")
     listed = HandoffService(workspace).call("handoff.sessions", {})["sessions"]
     assert [Path(s["path"]).name for s in listed] == ["iansherr__claude-code-log__ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl"]
+
+
+def test_an_answer_that_leaves_a_code_fence_open_still_gets_its_sections(tmp_path, workspace) -> None:
+    t, f = session(tmp_path, workspace, [user("Write notes.md"), assistant("Done.")])
+    reference = extract(t, workspace, None, f)
+    checked = check_answer("```markdown\nHere is a summary of the work\n", f, reference)
+    from lsp_server.generation.capture import missing_sections
+
+    assert missing_sections(checked.document) == []
+    assert checked.document.startswith("```markdown\nHere is a summary of the work\n```\n")
