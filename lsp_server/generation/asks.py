@@ -33,8 +33,8 @@ _COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
 _THINK_WORDS = re.compile(
     r"\b(?:ultrathink|megathink|think\s+harder|think\s+hard)\b", re.IGNORECASE
 )
-_FILE_MENTION = re.compile(r"(?:^|\s)@([\w./~-]+\.\w+)")
-_QUESTION_END = re.compile(
+FILE_MENTION = re.compile(r"(?:^|\s)@([\w./~-]+\.\w+)")
+QUESTION_END = re.compile(
     r"[?？]\s*$|(?:어디임|뭐임|뭐야|어때|알려줘|있어|맞아|됐어|했어|인가요|나요|니|까)\s*[?？]?\s*$"
 )
 

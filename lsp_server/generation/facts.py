@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from . import shell
-from .asks import _FILE_MENTION, _QUESTION_END, request_text
+from .asks import FILE_MENTION, QUESTION_END, request_text
 from .transcript import SHELL_TOOLS, Message, ToolCall, Transcript, call_command, call_path
 
 # -- the user's words --------------------------------------------------------------
@@ -34,8 +34,7 @@ class Request:
     queued: bool = False
     #: Files the request points at with ``@path``.
     mentions: tuple[str, ...] = ()
-    #: The work done in its turn: tool calls, changes and steps that do something.
-    calls: int = 0
+    #: The work done in its turn: file changes and steps that do something.
     changes: int = 0
     work: int = 0
     answered: bool = False
@@ -353,7 +352,6 @@ class SessionFacts:
     last_head: str | None = None
     final: FinalState | None = None
     compaction: dict[str, str] = field(default_factory=dict)
-    compaction_entry: str | None = None
     #: The steps the agent's last message lists as next (a numbered or bulleted list
     #: after a cue such as "Next steps:"), in its words.
     agent_next: list[str] = field(default_factory=list)
@@ -374,7 +372,7 @@ class SessionFacts:
             if r is not self.goal
             and r.position > start
             and not r.is_ack
-            and (r.changes > 0 or (len(r.text) >= 160 and not _QUESTION_END.search(r.text)))
+            and (r.changes > 0 or (len(r.text) >= 160 and not QUESTION_END.search(r.text)))
         ]
 
     @functools.cached_property
@@ -586,7 +584,7 @@ class _Gatherer:
                     position,
                     via,
                     queued=m.kind == "queued",
-                    mentions=tuple(_FILE_MENTION.findall(text)) if "@" in text else (),
+                    mentions=tuple(FILE_MENTION.findall(text)) if "@" in text else (),
                 )
                 f.requests.append(r)
                 self.current = r
@@ -605,8 +603,6 @@ class _Gatherer:
                         if c.id and c.name == "TaskCreate":
                             calls[c.id] = c
                         self.tool_call(m, c, position)
-                    if self.current is not None:
-                        self.current.calls += len(m.tool_calls)
             elif role == "tool":
                 key = m.tool_call_id or ""
                 run = self.pending.pop(key, None)
@@ -635,7 +631,6 @@ class _Gatherer:
                     self.current = r
         if summary is not None:
             f.compaction = compaction_sections(t.clean(summary).text)
-            f.compaction_entry = summary.entry
         for path in t.written_paths:
             rel = self.rel(path)
             if rel not in f.changes and not rel.startswith(STATE_FOLDER + "/"):
