@@ -19,7 +19,7 @@ from pygls.exceptions import JsonRpcException
 from pygls.uris import from_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
-from .support import nothing_written, place_session, printing_command
+from .support import alive, nothing_written, place_session, printing_command
 
 SERVER = [sys.executable, "-m", "lsp_server"]
 PI = "pi/kenn-io__agentsview__session.jsonl"
@@ -150,19 +150,7 @@ async def test_cancel_over_lsp_kills_the_provider_and_writes_nothing(
     assert err.code == -32800 and err.data["code"] == "cancelled"
     assert time.monotonic() - cancelled_at < 5
     gone_by = time.monotonic() + 2
-    while time.monotonic() < gone_by and _running(pid):
+    while time.monotonic() < gone_by and alive(pid):
         await asyncio.sleep(0.02)
-    assert not _running(pid), "the provider process survived the cancel"
+    assert not alive(pid), "the provider process survived the cancel"
     assert nothing_written(workspace, session.parent, before)
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return True
