@@ -858,14 +858,17 @@ class StateStore:
 
     # -- writing ---------------------------------------------------------------
 
-    def ensure_folder(self) -> None:
-        """Create ``.handoff/`` with its ``.gitignore`` (idempotent)."""
+    def ensure_folder(self, *, gitignore: bool = False) -> None:
+        """Create ``.handoff/`` (idempotent); with ``gitignore``, its ``.gitignore`` too.
+
+        The ``.gitignore`` is written only under the state lock, so that the sweep of a
+        killed writer's temp files never races a live writer's.
+        """
         self._refuse_symlinks()
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            gitignore = self.folder / ".gitignore"
-            if not gitignore.exists():
-                atomic_write(gitignore, GITIGNORE.encode())
+            if gitignore and not (self.folder / ".gitignore").exists():
+                atomic_write(self.folder / ".gitignore", GITIGNORE.encode())
         except OSError as exc:
             raise HandoffError(
                 "store_busy",
@@ -905,6 +908,7 @@ class StateStore:
     def _sweep_temp_files(self) -> None:
         """Remove temp files of writers that died mid-write (only ever under the lock)."""
         leftovers = list(self.folder.glob(f".{STATE_FILE}.tmp-*"))
+        leftovers += self.folder.glob("..gitignore.tmp-*")
         if self.segment_dir.is_dir():  # a seal killed while writing a segment
             leftovers += self.segment_dir.glob(".seg-*.tmp-*")
         for leftover in leftovers:
@@ -917,6 +921,7 @@ class StateStore:
         self.ensure_folder()
         with self._locked():
             self._sweep_temp_files()
+            self.ensure_folder(gitignore=True)
             data, migrated = self._load()
             tx = Transaction(self, data, migrated)
             yield tx

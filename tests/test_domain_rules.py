@@ -756,6 +756,16 @@ def test_state_lives_in_dot_handoff_with_gitignore(svc, workspace):
     assert isinstance(StateStore(workspace / ".handoff").read()["_meta"]["1"]["schema"], int)
 
 
+def test_temp_files_of_a_killed_writer_are_swept_by_the_next_write(svc, workspace):
+    # A writer killed while writing the state file or the .gitignore leaves its temp file.
+    folder = workspace / ".handoff"
+    folder.mkdir()
+    for name in (".state.json.tmp-1234-deadbeef", "..gitignore.tmp-1234-deadbeef"):
+        (folder / name).write_bytes(b"half")
+    record_contract(svc)
+    assert sorted(p.name for p in folder.iterdir()) == [".gitignore", "state.json", "state.lock"]
+
+
 @pytest.mark.parametrize("ref", ["main\n", "source/abc\n"])
 def test_reference_shapes_refuse_trailing_newline(svc, ref):
     if ref.startswith("source/"):
