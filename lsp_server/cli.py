@@ -224,10 +224,44 @@ def verb_generate(args, svc):
         params["session"] = args.session
     if args.focus:
         params["focus"] = " ".join(args.focus)
-    if args.no_start:
-        params["startSession"] = False
+    if args.start:
+        params["startSession"] = True
     svc.config.generation = _generation_settings(args, svc.config.generation or {})
     return svc.call("handoff.generate", _with_scope(args, params))
+
+
+def verb_start(args, svc):
+    params: dict[str, Any] = {}
+    if args.agent:
+        params["agent"] = args.agent
+    if args.parent_session:
+        params["parentSession"] = args.parent_session
+    chosen = [n for n in ("draft", "prepared_file", "revision") if getattr(args, n)]
+    if len(chosen) > 1:
+        raise UsageError("give one of --draft, --prepared, --revision")
+    if args.revision:
+        params["revision"] = args.revision
+    elif args.prepared_file:
+        prepared = _prepared_arg(args)
+        params["prepared"] = prepared
+        if not args.scope and isinstance(prepared, dict) and isinstance(prepared.get("scope"), str):
+            params["scope"] = prepared["scope"]
+    else:
+        draft = args.draft
+        if draft is None:  # the newest generation's draft, as the user left it
+            view = svc.call("handoff.report", _with_scope(args, {"kind": "lineage"}))["data"]
+            drafts = [g["draft"] for g in view["generations"] if g.get("draft")]
+            if not drafts:
+                raise UsageError(
+                    "no draft to start from: run `handoff generate` first, or give "
+                    "--draft FILE, --prepared FILE or --revision REF"
+                )
+            draft = str(svc.workspace / drafts[-1])
+        try:
+            params["document"] = Path(draft).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"cannot read the draft {draft}: {getattr(exc, 'strerror', exc)}") from None
+    return svc.call("handoff.startSession", _with_scope(args, params))
 
 
 # -- human output ------------------------------------------------------------
@@ -258,13 +292,23 @@ def _human_generate(result: dict[str, Any]) -> str:
     lines.append(f"from {src['format']} session {src['path']} ({result['provider']})")
     if result["missingSections"]:
         lines.append("missing sections: " + ", ".join(result["missingSections"]))
-    lines.append(f"saved: {result['documentPath']}")
-    if result.get("newSession"):
-        lines.append(f"new session: {result['newSession']['path']}")
-    if result.get("continueCommand"):
-        lines.append(f"continue with: {result['continueCommand']}")
+    lines.append(f"draft: {result['draftPath']}")
+    started = result.get("started")
+    if started:
+        lines.append(_human_start(started))
+    else:
+        lines.append("edit the draft, then start the next session from it: handoff start")
     for w in result.get("warnings", []):
         lines.append(f"warning: {w}")
+    return "\n".join(lines)
+
+
+def _human_start(result: dict[str, Any]) -> str:
+    lines = []
+    if result.get("newSession"):
+        lines.append(f"new {result['agent']} session: {result['newSession']['path']}")
+    lines.append(f"handed over: {result['documentPath']}")
+    lines.append(f"start it with: {result['command']}")
     return "\n".join(lines)
 
 
@@ -277,6 +321,8 @@ def _human(verb: str, result: dict[str, Any], args) -> str:
         return _human_sessions(result)
     if verb == "generate":
         return _human_generate(result)
+    if verb == "start":
+        return _human_start(result)
     if verb in ("current", "prepare") and getattr(args, "out", None):
         Path(args.out).write_bytes(orjson.dumps(result["prepared"], option=orjson.OPT_INDENT_2))
         return f"Prepared handoff for {result['scope']} written to {args.out} (digest {result['prepared']['digest']})."
@@ -386,7 +432,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--receipt", help="the acknowledgement receipt SourceRef")
 
     p = verb("report", "render continuity, history or one handoff as Markdown", verb_report)
-    p.add_argument("kind", choices=["continuity", "history", "handoff"])
+    p.add_argument("kind", choices=["continuity", "history", "handoff", "lineage"])
     p.add_argument("--revision")
     p.add_argument("--prepared", dest="prepared_file")
 
@@ -401,7 +447,12 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["extractive", "openai", "anthropic", "command"],
         help="default: extractive",
     )
-    p.add_argument("--no-start", action="store_true", help="do not start a new agent session")
+    p.add_argument(
+        "--start",
+        action="store_true",
+        help="also start the next session from the unedited document (one step, for scripts)",
+    )
+    p.add_argument("--no-start", action="store_true", help=argparse.SUPPRESS)  # the old default
     p.add_argument("--base-url", help="openai/anthropic: the API base URL")
     p.add_argument("--model", help="openai/anthropic: the model name")
     p.add_argument(
@@ -411,6 +462,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--command", metavar="'PROGRAM ARGS'", help="command: the program to run")
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="provider timeout")
     p.add_argument("--max-prompt-tokens", type=int, help="the prompt's token budget")
+
+    p = verb(
+        "start",
+        "start the next agent session from the edited draft (default: the newest), a "
+        "prepared handoff or a committed revision",
+        verb_start,
+    )
+    p.add_argument(
+        "--agent",
+        choices=["pi", "omp", "claude", "codex"],
+        help="the agent to start (default: the agent of the session handed off from)",
+    )
+    p.add_argument("--draft", metavar="FILE", help="a Markdown handoff (default: the newest draft)")
+    p.add_argument("--prepared", dest="prepared_file", metavar="FILE", help="a prepared handoff JSON file")
+    p.add_argument("--revision", metavar="REF", help="a committed revision, handoff/<id>@<n>")
+    p.add_argument(
+        "--parent-session",
+        metavar="FILE",
+        help="the session handed off from (default: the source of the newest generation)",
+    )
     return parser
 
 

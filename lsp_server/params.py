@@ -191,6 +191,20 @@ class GenerateParams:
 
 
 @attrs.frozen
+class StartSessionParams:
+    """What the successor gets (exactly one of document / prepared / revision), which
+    agent runs it, and the session it continues."""
+
+    document: str | None = None
+    prepared: dict[str, Any] | None = None
+    revision: str | None = None
+    agent: str | None = None
+    parent_session: str | None = None
+    generation: str | None = None
+    scope: str | None = None
+
+
+@attrs.frozen
 class SessionsParams:
     pass
 
@@ -207,6 +221,7 @@ REQUIRED_KEYS: dict[type, list[str]] = {
     OutcomeParams: ["status", "summary"],
     ReportParams: ["kind"],
     GenerateParams: [],
+    StartSessionParams: [],
     SessionsParams: [],
 }
 

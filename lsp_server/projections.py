@@ -175,6 +175,23 @@ def _generation(rec: Any) -> bool:
     )
 
 
+def _start(rec: Any) -> bool:
+    """A session start record (``handoff.startSession``: parent → handoff → child)."""
+    if type(rec) is not dict or type(rec.get("seq")) is not int:
+        return False
+    parent, child, handoff = rec.get("parentSession"), rec.get("childSession"), rec.get("handoff")
+    return (
+        type(rec.get("scope")) is str
+        and type(rec.get("agent")) is str
+        and (parent is None or (type(parent) is dict and _opt_str(parent.get("path"))))
+        and (child is None or (type(child) is dict and type(child.get("path")) is str))
+        and type(handoff) is dict
+        and type(handoff.get("kind")) is str
+        and _opt_str(rec.get("generation"))
+        and _opt_str(rec.get("createdAt"))
+    )
+
+
 # ---------------------------------------------------------------------------
 # One scope's log, read in one pass
 # ---------------------------------------------------------------------------
@@ -247,8 +264,15 @@ class ScopeLog:
         self._foreign_acks = foreign_acks
 
         self.generations: list[dict[str, Any]] = []
+        self.starts: list[dict[str, Any]] = []
         for rec in table(data, "generations"):
-            if _generation(rec):
+            if type(rec) is dict and rec.get("kind") == "start":
+                if _start(rec):
+                    if rec["scope"] == scope:
+                        self.starts.append(rec)
+                elif type(rec.get("scope")) is not str or rec["scope"] == scope:
+                    self.invalid += 1
+            elif _generation(rec):
                 if rec["scope"] == scope:
                     self.generations.append(rec)
             elif not (type(rec) is dict and type(rec.get("scope")) is str) or (
@@ -484,14 +508,38 @@ def _generation_event(g: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _start_event(rec: dict[str, Any]) -> dict[str, Any]:
+    handoff, child = rec["handoff"], rec.get("childSession") or {}
+    what = {
+        "document": "the edited draft",
+        "prepared": f"prepared handoff {str(handoff.get('digest', ''))[7:19]}",
+        "revision": f"revision {one_line(handoff.get('revision'), 80)}",
+    }.get(handoff["kind"], one_line(handoff["kind"], 20))
+    summary = f"{one_line(rec['agent'], 10)} session started from {what}"
+    if child.get("path"):
+        summary += f": {tail_path(child['path'])}"
+    parent = rec.get("parentSession") or {}
+    if parent.get("path"):
+        summary += f" (continues {tail_path(parent['path'])})"
+    return {
+        "seq": rec["seq"],
+        "kind": "start",
+        "at": rec.get("createdAt"),
+        "milestone": False,
+        "summary": summary,
+        "refs": {"parentSession": parent.get("path"), "childSession": child.get("path")},
+    }
+
+
 def continuity(data: dict[str, Any], scope: str, cap: int = CONTINUITY_CAP) -> dict[str, Any]:
     """The work-continuity view of one scope: the newest ``cap`` valid events, oldest
     first, with the total, the head, the transfer state and the outcome coverage."""
     log = ScopeLog(data, scope)
-    # Merge three seq-ordered streams; only the shown tail is turned into events.
+    # Merge four seq-ordered streams; only the shown tail is turned into events.
     stream: list[tuple[int, int, dict[str, Any]]] = [(r["seq"], 0, r) for r in log.sources]
     stream += [(r["seq"], 1, r) for r in log.revisions]
     stream += [(g["seq"], 2, g) for g in log.generations]
+    stream += [(g["seq"], 3, g) for g in log.starts]
     stream.sort(key=itemgetter(0, 1))
     total = len(stream)
     shown = stream[-cap:] if cap > 0 else []
@@ -499,6 +547,7 @@ def continuity(data: dict[str, Any], scope: str, cap: int = CONTINUITY_CAP) -> d
         lambda rec: _source_event(rec, log),
         _commit_event,
         _generation_event,
+        _start_event,
     )
     events = [build[which](rec) for _, which, rec in shown]
     return {
@@ -589,6 +638,60 @@ def history(data: dict[str, Any], scope: str) -> dict[str, Any]:
         "revisions": [revision_json(r, log) for r in newest_first],
         "invalidRecordCount": log.invalid,
         "citedSources": cited_sources(log, (r["prepared"]["content"] for r in newest_first)),
+    }
+
+
+def lineage(data: dict[str, Any], scope: str) -> dict[str, Any]:
+    """Which session continued which, through which handoff, and whether the successor
+    acknowledged it: the scope's generations and session starts, oldest first."""
+    log = ScopeLog(data, scope)
+    by_digest = {r["digest"]: r for r in log.revisions}
+    started: dict[str, list[str]] = {}
+    links = []
+    for rec in sorted(log.starts, key=_SEQ):
+        handoff = rec["handoff"]
+        rev = None
+        if handoff["kind"] == "revision":
+            rev = log.by_ref.get(handoff.get("revision"))
+        elif handoff["kind"] == "prepared":
+            rev = by_digest.get(handoff.get("digest"))
+        if rec.get("generation"):
+            started.setdefault(rec["generation"], []).append(rec["id"])
+        links.append(
+            {
+                "start": rec["id"],
+                "seq": rec["seq"],
+                "at": rec.get("createdAt"),
+                "agent": rec["agent"],
+                "parentSession": rec.get("parentSession"),
+                "generation": rec.get("generation"),
+                "handoff": handoff,
+                "revision": rev["ref"] if rev else None,
+                "childSession": rec.get("childSession"),
+                "document": rec.get("document"),
+                "acknowledgements": [receipt_json(a) for a in log.receipts.get(rev["ref"], [])]
+                if rev
+                else [],
+            }
+        )
+    generations = [
+        {
+            "generation": g["id"],
+            "seq": g["seq"],
+            "at": g.get("createdAt"),
+            "sourceSession": g["sourceSession"],
+            "provider": g.get("provider"),
+            "draft": g.get("draft"),
+            "starts": started.get(g["id"], []),
+        }
+        for g in sorted(log.generations, key=_SEQ)
+        if type(g.get("id")) is str
+    ]
+    return {
+        "scope": scope,
+        "generations": generations,
+        "starts": links,
+        "invalidRecordCount": log.invalid,
     }
 
 

@@ -26,11 +26,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-REPORT_KINDS = ("continuity", "history", "handoff")
+REPORT_KINDS = ("continuity", "history", "handoff", "lineage")
 TEMPLATE_FOR = {
     "continuity": "continuity.md.j2",
     "history": "history.md.j2",
     "handoff": "handoff.md.j2",
+    "lineage": "lineage.md.j2",
 }
 OVERRIDE_FOLDER = "templates"  # inside the state folder: .handoff/templates/
 #: What an override may produce before it is abandoned for the built-in template.
@@ -341,6 +342,8 @@ def _templates_stamp(folder: Path) -> tuple[Any, ...] | None:
 def _projection(kind: str, data: dict[str, Any], scope: str) -> dict[str, Any]:
     if kind == "continuity":
         return projections.continuity(data, scope)
+    if kind == "lineage":
+        return projections.lineage(data, scope)
     return projections.history(data, scope)
 
 

@@ -66,6 +66,7 @@ SERVICE_COMMANDS: dict[str, str] = {
     "handoff.recordOutcome": "OutcomeParams",
     "handoff.report": "ReportParams",
     "handoff.generate": "GenerateParams",
+    "handoff.startSession": "StartSessionParams",
     "handoff.sessions": "SessionsParams",
 }
 

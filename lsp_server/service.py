@@ -108,6 +108,7 @@ class HandoffService:
         "handoff.recordOutcome": "record_outcome",
         "handoff.report": "report",
         "handoff.generate": "generate",
+        "handoff.startSession": "start_session",
         "handoff.sessions": "sessions",
     }
 
@@ -121,6 +122,7 @@ class HandoffService:
             "handoff.acknowledge",
             "handoff.recordOutcome",
             "handoff.generate",
+            "handoff.startSession",
         }
     )
 
@@ -500,6 +502,11 @@ class HandoffService:
         from .generation.command import run_generate
 
         return run_generate(self, params, ctx)
+
+    def start_session(self, params: Any, ctx: CallContext) -> dict[str, Any]:
+        from .generation.start import run_start_session
+
+        return run_start_session(self, params, ctx)
 
     def sessions(self, params: Any, ctx: CallContext) -> dict[str, Any]:
         from .generation.command import run_sessions

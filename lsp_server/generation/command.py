@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import shlex
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,13 +15,14 @@ from .. import lifecycle as lc
 from ..errors import HandoffError
 from ..gcpause import gc_paused
 from ..params import GenerateParams, SessionsParams, structure
+from ..projections import table
 from ..redaction import redact
 from . import discovery
 from .capture import capture_text, missing_sections, wrap
 from .check import check_answer
 from .draft import build_draft
 from .facts import gather
-from .newsession import save_document, write_pi_session
+from .newsession import save_document, save_text
 from .prompt import build_prompt
 from .readers import read_session
 from .settings import PROVIDERS, GenerationSettings
@@ -34,23 +34,61 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_FOCUS = 4_000
-AGENT_COMMAND = {"pi": "pi", "omp": "omp", "claude": "claude", "codex": "codex"}
+AGENTS = ("pi", "omp", "claude", "codex")
+#: Where the editable draft of each generation is saved (under the state folder).
+DRAFTS_FOLDER = "drafts"
 
 
 def run_sessions(service: HandoffService, params: Any, ctx: CallContext) -> dict[str, Any]:
-    """The workspace's agent sessions, newest first."""
+    """The workspace's agent sessions, newest first; those a handoff started are marked
+    with their parent, and a started session that holds nothing but the handoff is not
+    offered (there is nothing in it to hand off)."""
     structure(params, SessionsParams, "handoff.sessions")
     sessions = discovery.list_sessions(service.workspace, should_stop=lambda: ctx.cancel.cancelled)
     ctx.cancel.raise_if_cancelled()
-    # Titles come from the first request: a pasted key must not show in the picker.
-    sessions = [
-        {**item, "title": redact(item["title"])[0]} if isinstance(item.get("title"), str) else item
-        for item in sessions
-    ]
+    starts = _start_records(service)
+    by_path = {r["childSession"]["path"]: r for r in starts if r.get("childSession")}
+    by_digest = {r["documentDigest"]: r for r in starts if r.get("documentDigest")}
+    listed = []
+    for item in sessions:
+        mark = item.pop("handoffStart", None)
+        record = by_path.get(item["path"]) or (mark and by_digest.get(mark["digest"]))
+        if mark and mark.get("seededOnly"):
+            continue  # a session a handoff seeded that has not been worked in yet
+        if mark or record:
+            parent = (record or {}).get("parentSession") or {}
+            item["startedFrom"] = {
+                "parentSession": parent.get("path") or item.get("parentSession"),
+                "start": record["id"] if record else None,
+                "handoff": record.get("handoff") if record else None,
+            }
+        # Titles come from the first request: a pasted key must not show in the picker.
+        if isinstance(item.get("title"), str):
+            item["title"] = redact(item["title"])[0]
+        item["canHandOff"] = item.get("messageCount", 0) >= 2
+        listed.append(item)
+    # Sessions with something to hand off first (each group newest first).
+    listed.sort(key=lambda i: not i["canHandOff"])
     return {
-        "sessions": sessions,
+        "sessions": listed,
         "searched": [str(h.root) for h in discovery.agent_homes()],
     }
+
+
+def _start_records(service: HandoffService) -> list[dict[str, Any]]:
+    """Every session start recorded in this workspace's store (any scope)."""
+    if not service.store.path.exists():
+        return []
+    try:
+        data = service.store.read()
+    except HandoffError as exc:  # the listing still helps; the store's fault is logged
+        log.warning("Session starts not read: %s", exc.message)
+        return []
+    return [
+        rec
+        for rec in table(data, "generations")
+        if type(rec) is dict and rec.get("kind") == "start"
+    ]
 
 
 def _settings(service: HandoffService) -> GenerationSettings:
@@ -155,8 +193,9 @@ def _parent_file(t: Transcript) -> str | None:
 
 
 def run_generate(service: HandoffService, params: Any, ctx: CallContext) -> dict[str, Any]:
-    """Turn one agent session into a handoff document, a draft, and (optionally) a new
-    agent session whose context is that document."""
+    """Turn one agent session into a handoff document and its draft; no agent session
+    is written (``handoff.startSession`` starts one from the edited text), except with
+    ``startSession: true``, the one-step flow for scripts."""
     p: GenerateParams = structure(params, GenerateParams, "handoff.generate")
     _check_params(p)
     settings = _settings(service)
@@ -223,7 +262,7 @@ def run_generate(service: HandoffService, params: Any, ctx: CallContext) -> dict
     missing = model_missing if model_missing is not None else missing_sections(document)
     start = p.start_session
     if start is None:
-        start = settings.start_session if settings.start_session is not None else True
+        start = bool(settings.start_session)
 
     # The last point a cancel is honoured: from here on the result is written.
     ctx.cancel.raise_if_cancelled()
@@ -235,10 +274,9 @@ def run_generate(service: HandoffService, params: Any, ctx: CallContext) -> dict
         service.store.ensure_folder()  # refuses a state folder that is a symbolic link
         saved = save_document(service.store.folder, generation_id, content)
         written.append(saved)
-        new_session = None
-        if start and transcript.format == "pi":
-            new_session = write_pi_session(transcript, content, service.workspace)
-            written.append(Path(new_session["path"]))
+        # The draft the user edits before a session starts from it (plain Markdown).
+        draft_file = save_text(service.store.folder, DRAFTS_FOLDER, generation_id, document)
+        written.append(draft_file)
         duration_ms = int((time.monotonic() - started) * 1000)
         record = {
             "id": generation_id,
@@ -246,16 +284,19 @@ def run_generate(service: HandoffService, params: Any, ctx: CallContext) -> dict
             "createdAt": lc.now_iso(),
             "provider": provider_name,
             "sourceSession": transcript.source_json(),
-            "newSession": new_session,
+            "newSession": None,
             "missingSections": missing,
             "durationMs": duration_ms,
             "document": _workspace_path(saved, service.workspace),
+            "draft": _workspace_path(draft_file, service.workspace),
         }
         if redactions:
             record["redactions"] = redactions
         if focus:
             record["focus"] = focus
         with service.store.transaction() as tx:
+            # A cancel that came while the files were written still wins: nothing is kept.
+            ctx.cancel.raise_if_cancelled()
             record["seq"] = tx.next_seq()
             tx.table("generations").insert(record)
     except BaseException as exc:
@@ -283,8 +324,8 @@ def run_generate(service: HandoffService, params: Any, ctx: CallContext) -> dict
             "messageCount": transcript.message_count,
             "read": transcript.stats.to_json(),
         },
-        "newSession": new_session,
         "documentPath": saved_rel,
+        "draftPath": record["draft"],
         "generation": generation_id,
         "durationMs": duration_ms,
     }
@@ -294,11 +335,20 @@ def run_generate(service: HandoffService, params: Any, ctx: CallContext) -> dict
             "kept": prompt.kept,
             "omitted": prompt.omitted,
         }
-    continue_command = _continue_command(
-        agent, transcript, service.workspace, new_session, saved_rel, start
-    )
-    if continue_command:
-        result["continueCommand"] = continue_command
+    if start:
+        # The one-step flow (``handoff generate --start``): the unedited document.
+        from .start import run_start_session
+
+        result["started"] = run_start_session(
+            service,
+            {
+                "document": document,
+                "generation": generation_id,
+                "scope": scope,
+                **({"agent": agent} if agent in AGENTS else {}),
+            },
+            ctx,
+        )
     result["redactions"] = redactions
     result["facts"] = facts.to_json()
     warnings = [*settings.warnings, *answer_warnings]
@@ -314,23 +364,3 @@ def _workspace_path(path: Path, workspace: Path) -> str:
         return path.relative_to(workspace).as_posix()
     except ValueError:
         return str(path)
-
-
-def _continue_command(
-    agent: str,
-    t: Transcript,
-    workspace: Path,
-    new_session: dict[str, Any] | None,
-    saved_rel: str,
-    start: bool,
-) -> str | None:
-    """The exact shell command that starts the next agent with the handoff."""
-    if not start:
-        return None
-    cd = f"cd {shlex.quote(str(workspace))} && "
-    if new_session is not None:
-        program = AGENT_COMMAND.get(agent, "pi")
-        return f"{cd}{program} --session {shlex.quote(new_session['path'])}"
-    if t.format in ("claude", "codex"):
-        return f'{cd}{AGENT_COMMAND[t.format]} "$(cat {shlex.quote(saved_rel)})"'
-    return None

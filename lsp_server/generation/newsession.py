@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 import time
 from datetime import UTC, datetime
@@ -14,7 +15,6 @@ from typing import Any
 import orjson
 
 from ..store import fsync_dir
-from .transcript import Transcript
 
 SESSION_VERSION = 3
 
@@ -59,19 +59,25 @@ def write_new_file(path: Path, data: bytes, mode: int = 0o600) -> None:
     fsync_dir(path.parent)
 
 
+def pi_session_folder(root: Path, cwd: str) -> Path:
+    """The folder under pi's ``sessions`` root where pi looks for the sessions of ``cwd``."""
+    return root / ("--" + re.sub(r"[/\\:]", "-", re.sub(r"^[/\\]", "", cwd)) + "--")
+
+
 def pi_session_lines(
-    source: Transcript, content: str, workspace: Path
+    content: str, cwd: str, parent_path: str | None
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The header and the one ``custom_message`` entry of a handoff session."""
     stamp = iso_now()
-    header = {
+    header: dict[str, Any] = {
         "type": "session",
         "version": SESSION_VERSION,
         "id": uuid7(),
         "timestamp": stamp,
-        "cwd": source.cwd or str(workspace),
-        "parentSession": str(source.path.resolve()),
+        "cwd": cwd,
     }
+    if parent_path:
+        header["parentSession"] = parent_path
     entry = {
         "type": "custom_message",
         "customType": "handoff",
@@ -84,21 +90,29 @@ def pi_session_lines(
     return header, entry
 
 
-def write_pi_session(source: Transcript, content: str, workspace: Path) -> dict[str, Any]:
-    """Start a new pi session beside ``source`` whose context is ``content`` alone.
-
-    The old session file is never touched (its agent may still be appending)."""
-    header, entry = pi_session_lines(source, content, workspace)
+def write_pi_session(
+    content: str, sessions_root: Path, *, cwd: str, parent_path: str | None
+) -> dict[str, Any]:
+    """Write a new pi session whose context is ``content`` alone, where pi keeps the
+    sessions of ``cwd`` (so ``pi --resume`` there lists it). The parent is never touched."""
+    header, entry = pi_session_lines(content, cwd, parent_path)
+    folder = pi_session_folder(sessions_root, cwd)
+    folder.mkdir(parents=True, exist_ok=True)
     name = f"{header['timestamp'].replace(':', '-').replace('.', '-')}_{header['id']}.jsonl"
-    path = source.path.resolve().parent / name
+    path = folder / name
     data = orjson.dumps(header) + b"\n" + orjson.dumps(entry) + b"\n"
     write_new_file(path, data)
-    return {"path": str(path), "id": header["id"], "parentSession": header["parentSession"]}
+    return {"path": str(path), "id": header["id"], "parentSession": parent_path}
 
 
 def save_document(folder: Path, generation_id: str, content: str) -> Path:
     """Save the wrapped handoff under ``<state folder>/generated/``; returns its path."""
-    target = folder / "generated"
+    return save_text(folder, "generated", generation_id, content)
+
+
+def save_text(folder: Path, kind: str, record_id: str, content: str) -> Path:
+    """Save ``content`` as a new file under ``<state folder>/<kind>/``; returns its path."""
+    target = folder / kind
     if target.is_symlink():
         from ..errors import HandoffError
 
@@ -110,6 +124,6 @@ def save_document(folder: Path, generation_id: str, content: str) -> Path:
         )
     target.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    path = target / f"{stamp}-{generation_id}.md"
+    path = target / f"{stamp}-{record_id}.md"
     write_new_file(path, content.encode("utf-8"), mode=0o644)
     return path

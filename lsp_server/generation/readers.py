@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 from collections import OrderedDict
@@ -88,6 +89,20 @@ def _read(path: Path, format: str, stats: ReadStats) -> Transcript:
     return read_codex(path, stats)
 
 
+def _handoff_start(t: Transcript) -> dict:
+    """How a session started from a handoff shows it: its first message is the wrapped
+    handoff (pi: a ``handoff`` custom message; Claude Code, Codex: the first prompt).
+    Gives the text's digest (to find its start record) and whether that is all."""
+    from .capture import WRAPPER_OPEN
+
+    first = next((m for m in t.history if m.role in ("user", "custom")), None)
+    if first is None or not first.text.startswith(WRAPPER_OPEN):
+        return {}
+    digest = "sha256:" + hashlib.sha256(first.text.encode("utf-8")).hexdigest()
+    seeded = first.role == "custom" and t.message_count == 0
+    return {"handoffStart": {"digest": digest, "seededOnly": seeded}}
+
+
 class SummaryCache:
     """Transcripts' listing facts, keyed on (path, size, mtime): a listing re-reads only
     the sessions that changed since the last one."""
@@ -122,6 +137,8 @@ class SummaryCache:
             "updatedAt": t.updated_at or t.started_at,
             "messageCount": t.message_count,
             "mtime": st.st_mtime,
+            **({"parentSession": t.parent_session} if t.parent_session else {}),
+            **_handoff_start(t),
         }
         with self._lock:
             self._items[name] = (key, facts)

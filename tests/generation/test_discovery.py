@@ -50,6 +50,8 @@ def test_sessions_of_the_workspace_from_all_agents_newest_first(
         "updatedAt": "2025-01-01T10:00:09Z",
         "messageCount": 5,
         "agent": "pi",
+        "parentSession": "/Users/alice/.pi/agent/sessions/--path--/2025-01-01T09-00-00-000Z_parent-uuid.jsonl",
+        "canHandOff": True,
     }
     assert by_path[Path(PI_OLD).name]["agent"] == "omp"
     assert by_path[Path(PI_OLD).name]["messageCount"] == 990

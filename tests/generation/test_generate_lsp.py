@@ -76,21 +76,28 @@ async def refused(future) -> JsonRpcException:
     return info.value
 
 
-async def test_generate_over_lsp_starts_a_pi_session(connect, sessions, homes, workspace) -> None:
+async def test_generate_then_start_over_lsp(connect, sessions, homes, workspace) -> None:
     session = place_session(sessions / PI, "pi", homes, workspace)
+    before = {p.name for p in session.parent.iterdir()}
     client = await connect({})
     _, future = execute(client, {"focus": "the login flow"})
     result = await asyncio.wait_for(future, 60)
     assert result["sourceSession"]["path"] == str(session)
     assert result["missingSections"] == []
     assert "Focus for this handoff: the login flow" in result["document"]
-    new = Path(result["newSession"]["path"])
-    header = json.loads(new.read_text().splitlines()[0])
+    assert {p.name for p in session.parent.iterdir()} == before  # a draft, no session
+    edited = result["document"].replace("## Goal\n", "## Goal\nEdited in the editor.\n", 1)
+    started = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="handoff.startSession", arguments=[{"document": edited}])
+    )
+    new = Path(started["newSession"]["path"])
+    header, entry = (json.loads(line) for line in new.read_text().splitlines())
     assert header["parentSession"] == str(session)
+    assert "Edited in the editor." in entry["content"]
     listed = await client.workspace_execute_command_async(
         types.ExecuteCommandParams(command="handoff.sessions", arguments=[{}])
     )
-    assert [s["path"] for s in listed["sessions"]] == [str(new), str(session)]
+    assert [s["path"] for s in listed["sessions"]] == [str(session)]
 
 
 async def test_guard_over_lsp(connect, sessions, homes, workspace, tmp_path) -> None:

@@ -63,30 +63,55 @@ def pi_context(pi_agent, homes, session: Path, cwd: Path) -> list[dict]:
             proc.wait()
 
 
-def check_handoff_session(pi_agent, homes, result: dict, source: Path, workspace: Path) -> None:
-    new = Path(result["newSession"]["path"])
+def check_handoff_session(pi_agent, homes, started: dict, text: str, source: Path, workspace: Path) -> None:
+    """pi opens the started session, and its only message is ``text`` (the handoff as
+    the user approved it), wrapped."""
+    new = Path(started["newSession"]["path"])
     written = new.read_bytes()
     header = json.loads(written.splitlines()[0])
-    assert header["parentSession"] == str(source)
+    assert header["parentSession"] == str(source.resolve())
     messages = pi_context(pi_agent, homes, new, workspace)
     assert len(messages) == 1
     (message,) = messages
     assert message["role"] == "custom"
     assert message["customType"] == "handoff" and message["display"] is True
     content = message["content"]
-    body = escape_document(result["document"].rstrip())
+    body = escape_document(text.strip("\n"))
     assert content.startswith(f"{WRAPPER_OPEN}\n{body}\n{WRAPPER_CLOSE}\n\n")
     assert content.count(WRAPPER_CLOSE) == 1
     assert new.read_bytes() == written  # pi loaded it as it is (no migration rewrite)
 
 
-def test_pi_loads_the_session_handoff_starts(
+def edit(document: str) -> str:
+    """What a user does to a draft: a line added to the Goal, a step added at the end."""
+    return document.replace("## Goal\n", "## Goal\nEdited: keep the public API stable.\n", 1) + (
+        "\n- Added by the user: run `make check` before pushing.\n"
+    )
+
+
+def test_pi_opens_the_edited_draft_as_its_only_message(
     pi_agent, sessions: Path, homes, place, workspace: Path
 ) -> None:
     source = place(sessions / "pi/kenn-io__agentsview__session.jsonl", "pi", workspace)
     svc = HandoffService(workspace, ServiceConfig())
     result = svc.call("handoff.generate", {"session": str(source), "focus": "the login flow"})
-    check_handoff_session(pi_agent, homes, result, source, workspace)
+    edited = edit(result["document"])
+    started = svc.call("handoff.startSession", {"document": edited})
+    check_handoff_session(pi_agent, homes, started, edited, source, workspace)
+
+
+def test_pi_opens_a_handoff_of_a_session_recorded_on_another_machine(
+    pi_agent, homes, workspace: Path
+) -> None:
+    from .test_start_session import write_pi_source
+
+    gone = "/nonexistent/other-machine/project"
+    source = write_pi_source(homes["pi"] / "sessions" / "--elsewhere--", gone)
+    svc = HandoffService(workspace, ServiceConfig())
+    result = svc.call("handoff.generate", {"session": str(source)})
+    edited = edit(result["document"])
+    started = svc.call("handoff.startSession", {"document": edited})
+    check_handoff_session(pi_agent, homes, started, edited, source, workspace)
 
 
 def test_pi_loads_a_handoff_whose_document_holds_the_closing_tag(
@@ -100,8 +125,8 @@ def test_pi_loads_a_handoff_whose_document_holds_the_closing_tag(
     svc = HandoffService(
         workspace, ServiceConfig(generation={"provider": "command", "command": {"argv": argv}})
     )
-    result = svc.call("handoff.generate", {"session": str(source)})
-    check_handoff_session(pi_agent, homes, result, source, workspace)
+    result = svc.call("handoff.generate", {"session": str(source), "startSession": True})
+    check_handoff_session(pi_agent, homes, result["started"], result["document"], source, workspace)
 
 
 def test_end_to_end_pi_writes_handoff_reads_pi_resumes(pi_agent, homes, workspace: Path) -> None:
@@ -175,6 +200,8 @@ def test_end_to_end_pi_writes_handoff_reads_pi_resumes(pi_agent, homes, workspac
     assert steps[:2] == ["add a test for notes.txt", "run the suite"]
     assert {"kind": "artifact", "path": "notes.txt"} in result["draft"]["state"]["citations"]
     svc.call("handoff.prepare", {"draft": result["draft"]})
-    check_handoff_session(pi_agent, homes, result, Path(listed["path"]), workspace)
-    # The new session is the newest pi session of the workspace now.
-    assert svc.call("handoff.sessions", {})["sessions"][0]["path"] == result["newSession"]["path"]
+    edited = edit(result["document"])
+    started = svc.call("handoff.startSession", {"document": edited})
+    check_handoff_session(pi_agent, homes, started, edited, Path(listed["path"]), workspace)
+    # The seeded session is not offered as a source until the successor works in it.
+    assert [s["path"] for s in svc.call("handoff.sessions", {})["sessions"]] == [listed["path"]]

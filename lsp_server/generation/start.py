@@ -1,0 +1,267 @@
+"""``handoff.startSession``: start the successor from the text the user approved (an
+edited draft, a prepared handoff or a committed revision), in any supported agent, and
+record the start with its lineage (parent session → handoff → child session)."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shlex
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .. import lifecycle as lc
+from ..errors import HandoffError
+from ..params import StartSessionParams, structure
+from ..projections import table
+from ..redaction import redact
+from . import discovery
+from .capture import wrap
+from .newsession import save_text, write_pi_session
+from .readers import SUMMARIES, sniff_format
+
+if TYPE_CHECKING:
+    from ..service import CallContext, HandoffService
+
+#: The agents a session can be started in, and the program that runs each.
+AGENTS: dict[str, str] = {"pi": "pi", "omp": "omp", "claude": "claude", "codex": "codex"}
+#: The largest handoff text a session is started from (characters).
+MAX_DOCUMENT = 1_000_000
+#: Where the exact text each start handed over is kept (under the state folder).
+STARTED_FOLDER = "started"
+
+
+def agent_of(path: str, format: str | None) -> str | None:
+    """The agent that wrote a session file: oh-my-pi keeps pi's format under ``.omp``."""
+    if format == "pi":
+        return "omp" if ".omp" in Path(path).parts else "pi"
+    return format if format in AGENTS else None
+
+
+def _generations(service: HandoffService, scope: str) -> list[dict[str, Any]]:
+    """The scope's generation records (not its starts), oldest first."""
+    found = [
+        rec
+        for rec in table(service.store.read(), "generations")
+        if type(rec) is dict
+        and rec.get("scope") == scope
+        and rec.get("kind", "generation") == "generation"
+        and type(rec.get("seq")) is int
+        and isinstance(rec.get("sourceSession"), dict)
+    ]
+    found.sort(key=lambda rec: rec["seq"])
+    return found
+
+
+def _generation(service: HandoffService, p: StartSessionParams, scope: str) -> dict | None:
+    """The generation the handed-over text came from: the named one, else (for a
+    document) the scope's latest."""
+    records = _generations(service, scope)
+    if p.generation is not None:
+        for rec in records:
+            if rec.get("id") == p.generation:
+                return rec
+        raise HandoffError(
+            "invalid_params",
+            f"generation {p.generation!r} is not a generation of scope {scope!r}.",
+            generation=p.generation,
+            scope=scope,
+        )
+    if p.document is not None and records:
+        return records[-1]
+    return None
+
+
+def _parent(
+    service: HandoffService, p: StartSessionParams, generation: dict | None
+) -> dict[str, Any] | None:
+    """The session handed off from: ``{path, format, id}``, or None when unknown."""
+    if p.parent_session is not None:
+        raw = p.parent_session
+        if not raw.strip() or "\x00" in raw:
+            raise HandoffError("invalid_params", "parentSession must name a session file.")
+        path = Path(os.path.expanduser(raw))
+        if not path.is_absolute():
+            path = service.workspace / path
+        if not path.is_file():
+            raise HandoffError(
+                "session_not_found",
+                f"The parent session {path} is not a file.",
+                session=str(path),
+            )
+        fmt = sniff_format(path)
+        summary = SUMMARIES.get(path, fmt) if fmt else None
+        return {
+            "path": str(path.resolve()),
+            "format": fmt,
+            "id": summary.get("id") if summary else None,
+        }
+    if generation is not None:
+        src = generation["sourceSession"]
+        return {"path": src.get("path"), "format": src.get("format"), "id": src.get("id")}
+    return None
+
+
+def _handed_text(
+    service: HandoffService, p: StartSessionParams, ctx: CallContext
+) -> tuple[str, str, dict[str, Any]]:
+    """The text the successor gets, its scope, and what it is (for the lineage)."""
+    if p.document is not None:
+        if not p.document.strip():
+            raise HandoffError(
+                "invalid_params", "document is empty: there is nothing to hand over."
+            )
+        if len(p.document) > MAX_DOCUMENT:
+            raise HandoffError(
+                "invalid_params",
+                f"document is longer than {MAX_DOCUMENT:,} characters.",
+                limit=MAX_DOCUMENT,
+            )
+        text, _ = redact(p.document)
+        return text, service.resolve_scope(p.scope), {"kind": "document"}
+    if p.prepared is not None:
+        own = p.prepared.get("scope")
+        scope = service.resolve_scope(
+            p.scope if p.scope is not None or type(own) is not str else own
+        )
+        checked = service.call(
+            "handoff.continue", {"scope": scope, "mode": "prepared", "prepared": p.prepared}, ctx
+        )
+        report = service.call(
+            "handoff.report", {"kind": "handoff", "scope": scope, "prepared": p.prepared}, ctx
+        )
+        return report["markdown"], scope, {"kind": "prepared", "digest": checked["digest"]}
+    ref = p.revision or ""
+    rec = service.ledger().revision(ref) if lc.REVISION_RE.match(ref) else None
+    if rec is None:
+        raise HandoffError(
+            "invalid_params" if not lc.REVISION_RE.match(ref) else "revision_not_found",
+            f"revision {ref!r} is not a committed revision (handoff/<id>@<n>).",
+            revision=ref,
+        )
+    scope = service.resolve_scope(p.scope if p.scope is not None else rec["scope"])
+    service.call("handoff.continue", {"scope": scope, "mode": "exact", "revision": ref}, ctx)
+    report = service.call(
+        "handoff.report", {"kind": "handoff", "scope": scope, "revision": ref}, ctx
+    )
+    return report["markdown"], scope, {"kind": "revision", "revision": ref}
+
+
+def _successor_cwd(parent: dict[str, Any] | None, workspace: Path) -> str:
+    """Where the successor works: the workspace (the parent's spelling of it only when
+    it is that very folder; a session recorded elsewhere may name a missing one)."""
+    recorded = None
+    if parent is not None and parent.get("path"):
+        summary = SUMMARIES.get(Path(parent["path"]), parent.get("format") or "pi")
+        recorded = summary.get("cwd") if summary else None
+    if isinstance(recorded, str) and os.path.isdir(recorded):
+        with contextlib.suppress(OSError):
+            if os.path.samefile(recorded, workspace):
+                return recorded
+    return str(workspace)
+
+
+def start_command(agent: str, workspace: Path, session_path: str | None, text_file: str) -> str:
+    """The shell command that starts ``agent`` in the workspace on the handoff: pi opens
+    the session written for it; Claude Code and Codex take the text as their first
+    prompt, read from the saved file (``"$(cat …)"`` passes any text as one argument)."""
+    cd = f"cd {shlex.quote(str(workspace))} && "
+    program = AGENTS[agent]
+    if session_path is not None:
+        return f"{cd}{program} --session {shlex.quote(session_path)}"
+    return f'{cd}{program} "$(cat {shlex.quote(text_file)})"'
+
+
+def run_start_session(service: HandoffService, params: Any, ctx: CallContext) -> dict[str, Any]:
+    """Start the successor from exactly one of document / prepared / revision."""
+    p: StartSessionParams = structure(params, StartSessionParams, "handoff.startSession")
+    given = [k for k in ("document", "prepared", "revision") if getattr(p, k) is not None]
+    if len(given) != 1:
+        raise HandoffError(
+            "invalid_params",
+            "handoff.startSession takes exactly one of document, prepared, revision"
+            + (f"; got {', '.join(given)}." if given else "; got none."),
+            given=given,
+        )
+    if p.agent is not None and p.agent not in AGENTS:
+        raise HandoffError(
+            "invalid_params",
+            f"agent {p.agent!r} is not one of {', '.join(AGENTS)}.",
+            agent=p.agent,
+            allowed=list(AGENTS),
+        )
+    text, scope, handoff = _handed_text(service, p, ctx)
+    generation = _generation(service, p, scope)
+    parent = _parent(service, p, generation)
+    agent = p.agent or (agent_of(parent["path"], parent.get("format")) if parent else None)
+    if agent is None:
+        raise HandoffError(
+            "invalid_params",
+            "agent is needed: there is no parent session to take it from "
+            f"(one of {', '.join(AGENTS)}).",
+            allowed=list(AGENTS),
+        )
+    content = wrap(text, parent["path"] if parent else None)
+    ctx.cancel.raise_if_cancelled()
+
+    start_id = lc.new_id()
+    written: list[Path] = []
+    try:
+        service.store.ensure_folder()  # refuses a state folder that is a symbolic link
+        saved = save_text(service.store.folder, STARTED_FOLDER, start_id, content)
+        written.append(saved)
+        saved_rel = (
+            saved.relative_to(service.workspace).as_posix()
+            if saved.is_relative_to(service.workspace)
+            else str(saved)
+        )
+        child = None
+        if agent in ("pi", "omp"):
+            home = next(h for h in discovery.agent_homes() if h.agent == agent)
+            child = write_pi_session(
+                content,
+                home.root,
+                cwd=_successor_cwd(parent, service.workspace),
+                parent_path=parent["path"] if parent else None,
+            )
+            written.append(Path(child["path"]))
+        command = start_command(agent, service.workspace, child and child["path"], saved_rel)
+        record: dict[str, Any] = {
+            "id": start_id,
+            "kind": "start",
+            "scope": scope,
+            "createdAt": lc.now_iso(),
+            "agent": agent,
+            "parentSession": parent,
+            "generation": generation["id"] if generation else None,
+            "handoff": handoff,
+            "childSession": child,
+            "document": saved_rel,
+            "documentDigest": "sha256:" + hashlib.sha256(content.encode("utf-8")).hexdigest(),
+            "command": command,
+        }
+        with service.store.transaction() as tx:
+            # A cancel that came while the files were written still wins: nothing is kept.
+            ctx.cancel.raise_if_cancelled()
+            record["seq"] = tx.next_seq()
+            tx.table("generations").insert(record)
+    except BaseException as exc:
+        for path in written:
+            with contextlib.suppress(OSError):
+                path.unlink()
+        if isinstance(exc, OSError):
+            raise HandoffError(
+                "generation_failed",
+                f"The new session could not be written ({exc.strerror or exc}); nothing was kept.",
+            ) from None
+        raise
+    lineage = {k: v for k, v in record.items() if k != "command"}
+    return {
+        "scope": scope,
+        "agent": agent,
+        "command": command,
+        "newSession": {"path": child["path"], "id": child["id"]} if child else None,
+        "documentPath": saved_rel,
+        "lineage": lineage,
+    }

@@ -1,0 +1,284 @@
+"""Draft first, then start: ``handoff.generate`` writes no agent session, and
+``handoff.startSession`` starts the successor from the edited text in pi, Claude Code or
+Codex, with a lineage record that links both ends."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from lsp_server.errors import HandoffError
+from lsp_server.generation.capture import WRAPPER_CLOSE, WRAPPER_OPEN, wrap
+from lsp_server.generation.newsession import pi_session_folder
+from lsp_server.service import CallContext, CancelToken, HandoffService, ServiceConfig
+
+from ..helpers import prepare, record_contract
+from .support import printing_command
+
+SESSION_ID = "019e19b4-eb48-746a-aa6b-8dfcfa37954b"
+
+
+def write_pi_source(folder: Path, cwd: str, name: str = "source.jsonl") -> Path:
+    """A small pi session (the shape pi writes): a request, an edit, a failing run, a fix."""
+    folder.mkdir(parents=True, exist_ok=True)
+    entries = [
+        {"type": "session", "version": 3, "id": SESSION_ID, "timestamp": "2026-11-30T10:00:00.000Z", "cwd": cwd},
+        {"type": "message", "id": "a1", "parentId": None, "timestamp": "2026-11-30T10:00:01.000Z",
+         "message": {"role": "user", "content": [{"type": "text", "text": "Add a greet() function to app.py and test it."}]}},
+        {"type": "message", "id": "a2", "parentId": "a1", "timestamp": "2026-11-30T10:00:02.000Z",
+         "message": {"role": "assistant", "content": [
+             {"type": "text", "text": "Writing app.py."},
+             {"type": "toolCall", "id": "t1", "name": "write", "arguments": {"path": "app.py", "content": "def greet():\n    return 'hi'\n"}},
+         ]}},
+        {"type": "message", "id": "a3", "parentId": "a2", "timestamp": "2026-11-30T10:00:03.000Z",
+         "message": {"role": "toolResult", "toolCallId": "t1", "toolName": "write", "content": [{"type": "text", "text": "Wrote app.py"}], "isError": False}},
+        {"type": "message", "id": "a4", "parentId": "a3", "timestamp": "2026-11-30T10:00:04.000Z",
+         "message": {"role": "assistant", "content": [{"type": "text", "text": "Done. Next: add tests/test_app.py."}]}},
+    ]
+    path = folder / name
+    path.write_text("".join(json.dumps(e) + "\n" for e in entries), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def pi_source(homes, workspace: Path) -> Path:
+    return write_pi_source(pi_session_folder(homes["pi"] / "sessions", str(workspace)), str(workspace))
+
+
+def snapshot(*folders: Path) -> dict[str, bytes]:
+    """Every file under the folders, with its bytes (to show nothing changed)."""
+    out = {}
+    for folder in folders:
+        for path in sorted(folder.rglob("*")) if folder.exists() else []:
+            if path.is_file():
+                out[str(path)] = path.read_bytes()
+    return out
+
+
+EDITED = (
+    "## Goal\nAdd greet() to app.py — edited by the user: also greet by name.\n\n"
+    "## Next Steps\n1. Write tests/test_app.py with `greet('Ada') == \"hi Ada\"`.\n"
+)
+
+
+def test_generate_writes_no_agent_session(homes, workspace, pi_source):
+    before = snapshot(homes["pi"], homes["claude"], homes["codex"], homes["home"])
+    result = HandoffService(workspace).call("handoff.generate", {"session": str(pi_source)})
+    assert snapshot(homes["pi"], homes["claude"], homes["codex"], homes["home"]) == before
+    assert "newSession" not in result and "continueCommand" not in result
+    # The draft is saved as plain Markdown beside the wrapped document.
+    draft = workspace / result["draftPath"]
+    assert draft.read_text(encoding="utf-8") == result["document"]
+
+
+def test_edited_draft_is_exactly_what_the_new_pi_session_holds(homes, workspace, pi_source):
+    svc = HandoffService(workspace)
+    generated = svc.call("handoff.generate", {"session": str(pi_source)})
+    started = svc.call("handoff.startSession", {"document": EDITED})
+    assert started["agent"] == "pi"
+    new = Path(started["newSession"]["path"])
+    header, entry = (json.loads(line) for line in new.read_text(encoding="utf-8").splitlines())
+    assert entry["type"] == "custom_message" and entry["customType"] == "handoff"
+    assert entry["content"] == wrap(EDITED, str(pi_source.resolve()))
+    inner = entry["content"].split(WRAPPER_OPEN + "\n", 1)[1].split("\n" + WRAPPER_CLOSE, 1)[0]
+    assert inner == EDITED.rstrip("\n")
+    assert header["parentSession"] == str(pi_source.resolve())
+    assert header["cwd"] == str(workspace)
+    # pi's own folder for this workspace, so `pi --resume` there lists it.
+    assert new.parent == pi_session_folder(homes["pi"] / "sessions", str(workspace))
+    assert started["command"] == f"cd {workspace} && pi --session {new}"
+    # The lineage record links both ends.
+    lineage = started["lineage"]
+    assert lineage["parentSession"]["path"] == str(pi_source.resolve())
+    assert lineage["generation"] == generated["generation"]
+    assert lineage["childSession"]["path"] == str(new)
+    assert lineage["handoff"] == {"kind": "document"}
+    report = svc.call("handoff.report", {"kind": "lineage"})
+    (link,) = report["data"]["starts"]
+    assert link["childSession"]["path"] == str(new)
+    assert link["parentSession"]["path"] == str(pi_source.resolve())
+    assert report["data"]["generations"][0]["starts"] == [lineage["id"]]
+    assert str(new) in report["markdown"]
+
+
+def test_a_session_recorded_elsewhere_starts_in_the_workspace(homes, workspace, tmp_path):
+    gone = "/nonexistent/machine-b/project"
+    source = write_pi_source(pi_session_folder(homes["pi"] / "sessions", gone), gone)
+    svc = HandoffService(workspace)
+    svc.call("handoff.generate", {"session": str(source)})
+    started = svc.call("handoff.startSession", {"document": EDITED})
+    header = json.loads(Path(started["newSession"]["path"]).read_text().splitlines()[0])
+    assert header["cwd"] == str(workspace)
+    assert Path(started["newSession"]["path"]).parent == pi_session_folder(
+        homes["pi"] / "sessions", str(workspace)
+    )
+
+
+def test_sessions_hides_seeded_sessions_and_marks_started_ones(homes, workspace, pi_source):
+    svc = HandoffService(workspace)
+    svc.call("handoff.generate", {"session": str(pi_source)})
+    started = svc.call("handoff.startSession", {"document": EDITED})
+    child = Path(started["newSession"]["path"])
+    listed = svc.call("handoff.sessions", {})["sessions"]
+    assert [s["path"] for s in listed] == [str(pi_source)]  # the seeded one is not offered
+    # Once the successor has worked in it, it is offered, marked with its parent.
+    with child.open("a", encoding="utf-8") as fh:
+        for i, (role, text) in enumerate([("user", "carry on"), ("assistant", "Writing the test.")]):
+            fh.write(json.dumps({
+                "type": "message", "id": f"c{i}", "parentId": None if i == 0 else "c0",
+                "timestamp": "2026-11-30T11:00:00.000Z",
+                "message": {"role": role, "content": [{"type": "text", "text": text}]},
+            }) + "\n")
+    listed = svc.call("handoff.sessions", {})["sessions"]
+    mine = next(s for s in listed if s["path"] == str(child))
+    assert mine["startedFrom"]["parentSession"] == str(pi_source.resolve())
+    assert mine["startedFrom"]["start"] == started["lineage"]["id"]
+    assert "startedFrom" not in next(s for s in listed if s["path"] == str(pi_source))
+
+
+NASTY = 'Quote "double" and \'single\', $HOME, $(rm -rf /), `uname`, \\n, a \\ and\nnew lines\n\n!'
+
+
+@pytest.mark.parametrize("agent", ["claude", "codex"])
+def test_claude_and_codex_commands_survive_any_text(homes, workspace, pi_source, tmp_path, agent):
+    svc = HandoffService(workspace)
+    svc.call("handoff.generate", {"session": str(pi_source)})
+    document = "## Goal\n" + NASTY + "\n"
+    started = svc.call("handoff.startSession", {"document": document, "agent": agent})
+    assert started["newSession"] is None and started["agent"] == agent
+    # A stand-in for the agent's CLI that writes down the prompt it was given.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    got = tmp_path / "argv.json"
+    fake = bin_dir / agent
+    fake.write_text(
+        f"#!{sys.executable}\nimport json, os, sys\n"
+        f"json.dump({{'argv': sys.argv[1:], 'cwd': os.getcwd()}}, open({str(got)!r}, 'w'))\n"
+    )
+    fake.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    subprocess.run(["bash", "-c", started["command"]], env=env, check=True, cwd=tmp_path)
+    seen = json.loads(got.read_text())
+    assert seen["cwd"] == str(workspace)
+    assert seen["argv"] == [wrap(document, str(pi_source.resolve()))]
+    assert (workspace / started["documentPath"]).read_text() == seen["argv"][0]
+
+
+def test_start_from_prepared_and_from_revision(homes, workspace):
+    svc = HandoffService(workspace)
+    contract = record_contract(svc)
+    prepared = prepare(svc, contract)
+    started = svc.call("handoff.startSession", {"prepared": prepared, "agent": "codex"})
+    assert started["lineage"]["handoff"] == {"kind": "prepared", "digest": prepared["digest"]}
+    text = (workspace / started["documentPath"]).read_text()
+    assert "Untrusted history" in text and "complete the OpenAPI client update" in text
+    rev = svc.call("handoff.commit", {"scope": prepared["scope"], "prepared": prepared})
+    started = svc.call("handoff.startSession", {"revision": rev["revision"], "agent": "claude"})
+    assert started["scope"] == prepared["scope"]
+    assert started["lineage"]["handoff"] == {"kind": "revision", "revision": rev["revision"]}
+    lineage = svc.call("handoff.report", {"kind": "lineage", "scope": prepared["scope"]})["data"]
+    assert [s["revision"] for s in lineage["starts"]] == [rev["revision"], rev["revision"]]
+
+
+@pytest.mark.parametrize(
+    "params, why",
+    [
+        ({}, "exactly one of document, prepared, revision"),
+        ({"document": "x", "revision": "handoff/a@1"}, "exactly one"),
+        ({"document": "   "}, "document is empty"),
+        ({"document": "## Goal\nx\n", "agent": "vim"}, "agent 'vim' is not one of"),
+        ({"document": "## Goal\nx\n"}, "agent is needed"),
+        ({"revision": "handoff/nope@1", "agent": "pi"}, "not a committed revision"),
+        ({"revision": "main", "agent": "pi"}, "not a committed revision"),
+    ],
+)
+def test_start_session_refuses_bad_params_and_writes_nothing(homes, workspace, params, why):
+    svc = HandoffService(workspace)
+    before = snapshot(workspace, homes["pi"])
+    with pytest.raises(HandoffError) as err:
+        svc.call("handoff.startSession", params)
+    assert why in err.value.message
+    assert snapshot(workspace, homes["pi"]) == before
+
+
+def slow_service(workspace: Path, seconds: float) -> HandoffService:
+    doc = "## Goal\nSlow.\n\n## Next Steps\n1. Wait.\n"
+    argv = printing_command(doc)
+    argv[-1] = f"import sys, time; sys.stdin.read(); time.sleep({seconds}); sys.stdout.write({doc!r})"
+    return HandoffService(
+        workspace,
+        ServiceConfig(generation={"provider": "command", "command": {"argv": argv}}),
+    )
+
+
+@pytest.mark.parametrize("cancel_at", [0.0, 0.5, 1.0, 1.5, 2.0])
+def test_a_cancel_during_a_slow_generation_leaves_nothing_written(
+    homes, workspace, pi_source, cancel_at
+):
+    svc = slow_service(workspace, 2.5)
+    svc.call("handoff.contract", {"objective": "x", "inScope": ["y"], "acceptance": ["z"]})
+    before = snapshot(workspace / ".handoff", homes["pi"], homes["claude"], homes["codex"])
+    token = CancelToken()
+    timer = threading.Timer(cancel_at, token.cancel)
+    timer.start()
+    began = time.monotonic()
+    with pytest.raises(HandoffError) as err:
+        svc.call(
+            "handoff.generate",
+            {"session": str(pi_source), "startSession": True},
+            CallContext(cancel=token),
+        )
+    timer.join()
+    assert err.value.code == "cancelled"
+    assert time.monotonic() - began < 30
+    after = snapshot(workspace / ".handoff", homes["pi"], homes["claude"], homes["codex"])
+    assert {k for k in after if not k.endswith("state.lock")} == {
+        k for k in before if not k.endswith("state.lock")
+    }
+    assert all(after[k] == before[k] for k in before if not k.endswith("state.lock"))
+
+
+def test_a_cancel_before_the_record_removes_the_start_files(homes, workspace, pi_source):
+    svc = HandoffService(workspace)
+    svc.call("handoff.generate", {"session": str(pi_source)})
+    before = snapshot(workspace / ".handoff", homes["pi"])
+    token = CancelToken()
+
+    class CancelOnWrite:
+        """Cancels as the store's transaction opens: after the files, before the record."""
+
+        def __init__(self, inner):
+            self.inner = inner
+
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+
+        def transaction(self):
+            token.cancel()
+            return self.inner.transaction()
+
+    svc.store = CancelOnWrite(svc.store)
+    with pytest.raises(HandoffError) as err:
+        svc.call("handoff.startSession", {"document": EDITED}, CallContext(cancel=token))
+    assert err.value.code == "cancelled"
+    after = snapshot(workspace / ".handoff", homes["pi"])
+    assert {k: v for k, v in after.items() if not k.endswith("state.lock")} == {
+        k: v for k, v in before.items() if not k.endswith("state.lock")
+    }
+
+
+def test_generate_start_keeps_the_one_step_flow(homes, workspace, pi_source):
+    result = HandoffService(workspace).call(
+        "handoff.generate", {"session": str(pi_source), "startSession": True}
+    )
+    started = result["started"]
+    entry = json.loads(Path(started["newSession"]["path"]).read_text().splitlines()[1])
+    assert entry["content"] == wrap(result["document"], str(pi_source.resolve()))
+    assert started["lineage"]["generation"] == result["generation"]
