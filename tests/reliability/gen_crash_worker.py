@@ -14,7 +14,7 @@ import signal
 import sys
 from pathlib import Path
 
-from lsp_server.generation import command
+from lsp_server.generation import command, start
 from lsp_server.service import HandoffService, ServiceConfig
 
 
@@ -26,6 +26,13 @@ def churn(workspace: Path, session: Path, pipe_fd: int) -> None:
         return real_save(*args, **kwargs)
 
     command.save_document = save_document
+    real_save_text = start.save_text
+
+    def save_text(*args, **kwargs):
+        os.write(pipe_fd, b"s")  # the start's write phase starts now
+        return real_save_text(*args, **kwargs)
+
+    start.save_text = save_text
     svc = HandoffService(workspace, ServiceConfig(generation={"provider": "extractive"}))
     while True:
         svc.call("handoff.generate", {"session": str(session), "startSession": True})

@@ -70,8 +70,8 @@ def test_secrets_are_redacted_everywhere_a_handoff_goes(tmp_path, monkeypatch, p
     # What was written: the saved document, the state, the new agent session.
     written = b"".join(p.read_bytes() for p in (workspace / ".handoff").rglob("*") if p.is_file())
     assert leaked(written) == []
-    assert result["newSession"] is not None
-    new_session = Path(result["newSession"]["path"]).read_bytes()
+    assert result["started"]["newSession"] is not None
+    new_session = Path(result["started"]["newSession"]["path"]).read_bytes()
     assert leaked(new_session) == [] and b"[REDACTED:" in new_session
     # The old transcript is left as it was (never rewritten).
     assert len(leaked(session.read_bytes())) == len(SECRETS)
