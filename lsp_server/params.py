@@ -178,6 +178,7 @@ class ReportParams:
     scope: str | None = None
     revision: str | None = None
     prepared: dict[str, Any] | None = None
+    render: str = "preview"
 
 
 @attrs.frozen

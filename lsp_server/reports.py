@@ -130,6 +130,31 @@ def md_link(path: Any, base: Any = "", lines: Any = None) -> Markup:
     return Markup(f"[{md_inline(p)}]({target})")
 
 
+def text_inline(value: Any) -> Markup:
+    """Record text as one line for a client that shows Markdown as text (a terminal):
+    whitespace collapsed and controls replaced, nothing escaped."""
+    return Markup(" ".join(_plain(value).split()))
+
+
+def text_lines(value: Any, indent: int = 0) -> Markup:
+    lines = [text_inline(line) for line in _plain(value).splitlines() if line.strip()]
+    return Markup(("\n" + " " * indent).join(lines))
+
+
+def text_link(path: Any, base: Any = "", lines: Any = None) -> Markup:
+    """An artifact path as ``path:line`` (what an editor's go-to-file takes)."""
+    p = text_inline(path)
+    if isinstance(lines, list | tuple) and lines and type(lines[0]) is int:
+        return Markup(f"{p}:{lines[0]}")
+    return p
+
+
+#: How a report is rendered: ``preview`` escapes record text for a Markdown renderer
+#: that also renders HTML (VS Code's preview); ``terminal`` is Markdown read as text
+#: (Neovim): no entities and no backslash escapes.
+RENDER_MODES = ("preview", "terminal")
+
+
 def short(value: Any, n: int = 12) -> str:
     """A hash or digest shortened to its first ``n`` hex digits."""
     return str(value or "").removeprefix("sha256:")[:n]
@@ -142,6 +167,14 @@ def _finalize(value: Any) -> Any:
     if isinstance(value, Markup):
         return value
     return md_inline(value)
+
+
+def _finalize_text(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, Markup):
+        return value
+    return text_inline(value)
 
 
 # ---------------------------------------------------------------------------
@@ -169,18 +202,20 @@ class ReportSandbox(SandboxedEnvironment):
         return super().call_binop(context, operator, left, right)
 
 
-def make_environment(folders: list[Path]) -> ReportSandbox:
+def make_environment(folders: list[Path], mode: str = "preview") -> ReportSandbox:
     """A sandboxed environment over template folders (first folder wins)."""
     env = ReportSandbox(
         loader=ChoiceLoader([FileSystemLoader(str(f)) for f in folders]),
         undefined=ChainableUndefined,
-        finalize=_finalize,
+        finalize=_finalize_text if mode == "terminal" else _finalize,
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
         autoescape=False,
     )
     env.filters.update(md=md_inline, lines=md_lines, block=md_block, code=md_code, link=md_link)
+    if mode == "terminal":
+        env.filters.update(md=text_inline, lines=text_lines, link=text_link)
     env.filters["short"] = short
     return env
 
@@ -188,15 +223,15 @@ def make_environment(folders: list[Path]) -> ReportSandbox:
 _environments: dict[tuple[str, ...], ReportSandbox] = {}
 
 
-def environment(folders: list[Path], stamp: Any = None) -> ReportSandbox:
-    """A cached environment per folder list and override stamp: compiled templates are
-    reused until an override file changes (even within one mtime tick)."""
-    key = (*(str(f) for f in folders), repr(stamp))
+def environment(folders: list[Path], stamp: Any = None, mode: str = "preview") -> ReportSandbox:
+    """A cached environment per folder list, override stamp and render mode: compiled
+    templates are reused until an override file changes (even within one mtime tick)."""
+    key = (mode, *(str(f) for f in folders), repr(stamp))
     env = _environments.get(key)
     if env is None:
         if len(_environments) > 16:
             _environments.clear()
-        env = _environments[key] = make_environment(folders)
+        env = _environments[key] = make_environment(folders, mode)
     return env
 
 
@@ -219,6 +254,7 @@ def render(
     kind: str,
     context: dict[str, Any],
     workspace_templates: Path | None = None,
+    mode: str = "preview",
 ) -> tuple[str, list[str]]:
     """Render one view; a broken workspace override falls back to the built-in template
     with a warning (never a crash)."""
@@ -227,7 +263,7 @@ def render(
     stamp = None if workspace_templates is None else _templates_stamp(workspace_templates)
     if stamp is not None and workspace_templates is not None:
         try:
-            env = environment([workspace_templates, builtin_templates()], stamp)
+            env = environment([workspace_templates, builtin_templates()], stamp, mode)
             return _render_bounded(env, name, context), warnings
         except Exception as exc:  # a broken override must never break the report
             msg = (
@@ -236,7 +272,7 @@ def render(
             )
             log.warning(msg)
             warnings.append(msg)
-    env = environment([builtin_templates()])
+    env = environment([builtin_templates()], None, mode)
     return env.get_template(name).render(**context), warnings
 
 
@@ -373,12 +409,25 @@ def run_report(
         )
     if p.revision is not None and p.prepared is not None:
         raise HandoffError("invalid_params", "Pass 'revision' or 'prepared', not both.")
+    if p.render not in RENDER_MODES:
+        raise HandoffError(
+            "invalid_params",
+            f"render {p.render!r} is not one of {', '.join(RENDER_MODES)}.",
+            render=p.render,
+            allowed=list(RENDER_MODES),
+        )
     overrides = service.store.folder / OVERRIDE_FOLDER
     cache: dict[tuple[Any, ...], dict[str, Any]] | None = getattr(service, "report_cache", None)
     key = None
     if p.kind != "handoff" and cache is not None:
         # Stamped before the read: a write in between only causes a miss, never staleness.
-        key = (p.kind, scope, _store_stamp(service.store.path), _templates_stamp(overrides))
+        key = (
+            p.kind,
+            p.render,
+            scope,
+            _store_stamp(service.store.path),
+            _templates_stamp(overrides),
+        )
         hit = cache.get(key)
         if hit is not None:
             return _result_copy(hit)
@@ -389,7 +438,7 @@ def run_report(
         data = _projection(p.kind, service.store.read(), scope)
     ctx.cancel.raise_if_cancelled()
     context = {"view": data, "kind": p.kind, "workspaceUri": service.workspace.as_uri()}
-    markdown, warnings = render(p.kind, context, overrides)
+    markdown, warnings = render(p.kind, context, overrides, p.render)
     result: dict[str, Any] = {"scope": scope, "kind": p.kind, "markdown": markdown, "data": data}
     if warnings:
         result["warnings"] = warnings

@@ -614,13 +614,17 @@ def test_a_real_generation_appears_as_session_lineage(svc, workspace, tmp_path, 
         },
     ]
     session.write_text("".join(json.dumps(e) + "\n" for e in entries), encoding="utf-8")
-    result = svc.call("handoff.generate", {"session": str(session), "scope": SCOPE})
+    result = svc.call(
+        "handoff.generate", {"session": str(session), "scope": SCOPE, "startSession": True}
+    )
     view = continuity(svc)
     assert view["invalidRecordCount"] == 0
-    event = view["events"][-1]
-    assert event["kind"] == "generation"
-    assert event["refs"]["sourceSession"] == str(session)
-    assert session.name in event["summary"] and "the pi session" in event["summary"]
-    new = (result.get("newSession") or {}).get("path")
-    assert new and event["refs"]["newSession"] == new
-    assert event["summary"].endswith(f"{Path(new).name} (provider extractive)")
+    generated, started = view["events"][-2:]
+    assert generated["kind"] == "generation"
+    assert generated["refs"]["sourceSession"] == str(session)
+    assert session.name in generated["summary"] and "the pi session" in generated["summary"]
+    assert generated["summary"].endswith("(provider extractive)")
+    new = result["started"]["newSession"]["path"]
+    assert started["kind"] == "start" and started["refs"]["childSession"] == new
+    assert started["refs"]["parentSession"] == str(session.resolve())
+    assert Path(new).name in started["summary"] and "from the edited draft" in started["summary"]

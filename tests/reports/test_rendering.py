@@ -419,3 +419,43 @@ def test_handoff_view_of_the_current_head_via_service_in_a_new_process(svc, walk
     assert report(other, "handoff")["data"]["revision"] == walk["revision"]
     acknowledge(other, walk["revision"])
     assert report(svc, "handoff")["data"]["acknowledgements"][0]["status"] == "accepted"
+
+
+# -- render modes ----------------------------------------------------------------------
+
+
+def test_terminal_render_shows_record_text_without_entities_or_escapes(svc: HandoffService):
+    text = "run `make test` && tail 2>&1 <log> — keep snake_case_names *as is*"
+    contract = svc.call(
+        "handoff.contract",
+        {"scope": SCOPE, "objective": text, "inScope": ["client"], "acceptance": ["tests pass"]},
+    )
+    work = svc.call(
+        "handoff.recordWork",
+        {
+            "scope": SCOPE,
+            "state": {"text": text, "citations": [artifact()]},
+            "disposition": "continuable",
+            "nextActions": [{"text": "go on", "citations": [source(contract["source"])]}],
+        },
+    )
+    assert work["source"]
+    for kind in ("continuity", "history", "lineage"):
+        preview = report(svc, kind)["markdown"]
+        terminal = report(svc, kind, render="terminal")["markdown"]
+        for bad in ("&amp;", "&gt;", "&lt;", "\\`", "\\*", "\\_"):
+            assert bad not in terminal, (kind, bad)
+        if kind == "continuity":
+            assert "&amp;&amp;" in preview  # the preview pane keeps its escaping
+            assert text in terminal
+    current = svc.call("handoff.handoffCurrentWork", {"scope": SCOPE})
+    one = report(svc, "handoff", prepared=current["prepared"], render="terminal")["markdown"]
+    assert text in one and "&amp;" not in one
+    # A cited file reads as path:line in a terminal, a file: link in the preview.
+    assert "client/pets_client.py" in one and "](file://" not in one
+
+
+def test_render_mode_must_be_known(svc: HandoffService):
+    with pytest.raises(HandoffError) as err:
+        report(svc, "continuity", render="html")
+    assert err.value.code == "invalid_params" and "preview, terminal" in err.value.message
