@@ -30,6 +30,16 @@ def shared_tools() -> Path | None:
     return candidate if candidate.is_dir() else None
 
 
+def sizes(short: int, full: int) -> list:
+    """Parameters for a test with a quick default size and a full stress size: the
+    default run (``-m "not stress"``, see pyproject.toml) takes ``short``; ``-m stress``
+    (run by .ci/run) takes ``full``."""
+    return [
+        pytest.param(short, id=f"n{short}"),
+        pytest.param(full, id=f"stress-n{full}", marks=pytest.mark.stress),
+    ]
+
+
 @pytest.fixture
 def fixtures_dir() -> Path:
     found = shared_fixtures()

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import lifecycle as lc
 from ..errors import HandoffError
+from ..faults import pause_point
 from ..gcpause import gc_paused
 from ..params import GenerateParams, SessionsParams, structure
 from ..redaction import redact
@@ -235,10 +236,12 @@ def run_generate(service: HandoffService, params: Any, ctx: CallContext) -> dict
         service.store.ensure_folder()  # refuses a state folder that is a symbolic link
         saved = save_document(service.store.folder, generation_id, content)
         written.append(saved)
+        pause_point("generation.document")
         new_session = None
         if start and transcript.format == "pi":
             new_session = write_pi_session(transcript, content, service.workspace)
             written.append(Path(new_session["path"]))
+            pause_point("generation.session")
         duration_ms = int((time.monotonic() - started) * 1000)
         record = {
             "id": generation_id,

@@ -1,27 +1,34 @@
 """SIGKILL during generation's writes (saved document, new pi session file, the
-generation record), 200 times: the store loads; no new session file is empty or
-cut short; every recorded generation has its document and its session."""
+generation record): the store loads; no new session file is empty or cut short; every
+recorded generation has its document and its session; exactly the generations that
+finished, or were killed after the record's commit point, are recorded.
+
+Each child stops itself at a named point (``lsp_server/faults.py``) of its N-th
+generation and is killed there, so the kills land inside the writes whatever the
+load. The default run kills a few times at every point; ``-m stress`` 200 times."""
 
 from __future__ import annotations
 
 import os
 import random
-import select
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import orjson
+import pytest
 
+from lsp_server import faults
 from lsp_server.generation.capture import WRAPPER_CLOSE
 from lsp_server.store import StateStore
 
+from ..conftest import sizes
+from ..helpers import PausePipe
 from .support import REPO
-from .test_crash import wait_gone
 from .test_hostile_sessions import pi_session, write
 
-KILLS = 200
+#: The points a generation reaches (no seal: the records stay small).
+POINTS = faults.GENERATION_POINTS + ("tx.locked", "tx.applied", "state.synced", "state.renamed", "tx.written")
 
 
 def check_generation_state(workspace: Path, sessions: Path, source: Path) -> dict[str, int]:
@@ -49,40 +56,42 @@ def check_generation_state(workspace: Path, sessions: Path, source: Path) -> dic
     return {"records": len(records), "sessions": complete, "documents": len(docs)}
 
 
-def test_sigkill_during_generation_writes(tmp_path):
+@pytest.mark.parametrize("kills", sizes(len(POINTS) * 2, 200))
+def test_sigkill_during_generation_writes(tmp_path, kills):
     workspace = tmp_path / "ws"
     workspace.mkdir()
     sessions = tmp_path / "sessions"
     sessions.mkdir()
     source = write(sessions / "2026-11-30T10-00-00-000Z_source.jsonl", pi_session(workspace, turns=4))
-    read_fd, write_fd = os.pipe()
+    pipe = PausePipe()
     zygote = subprocess.Popen(
-        [sys.executable, "-m", "tests.reliability.gen_crash_worker", str(workspace), str(source), str(write_fd)],
-        cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, pass_fds=(write_fd,),
-        env={**os.environ, "HOME": str(tmp_path / "home")},
+        [sys.executable, "-m", "tests.reliability.gen_crash_worker", str(workspace), str(source),
+         str(pipe.write_fd)],
+        cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        pass_fds=(pipe.write_fd,), env={**os.environ, "HOME": str(tmp_path / "home")},
     )
-    os.close(write_fd)
     rng = random.Random("generation")
+    expected = 0
     try:
-        for _ in range(KILLS):
-            zygote.stdin.write("go\n")
+        for k in range(kills):
+            point = POINTS[k % len(POINTS)]
+            nth = rng.randint(1, 3)
+            zygote.stdin.write(f"go {point}#{nth}\n")
             zygote.stdin.flush()
             pid = int(zygote.stdout.readline())
-            ready, _, _ = select.select([read_fd], [], [], 30)
-            assert ready, "the child never reached its write phase"
-            os.read(read_fd, 1)
-            time.sleep(rng.random() * 0.006)  # somewhere in the writes (they take a few ms)
-            os.kill(pid, 9)
-            wait_gone(pid)
-            while select.select([read_fd], [], [], 0)[0]:
-                os.read(read_fd, 64)
-            check_generation_state(workspace, sessions, source)
+            assert pipe.wait(alive=lambda: zygote.poll() is None) == (pid, point)
+            pipe.kill(pid)
+            # Generations that finished before the kill, and the killed one if it was
+            # past the commit point (a generation writes two new files).
+            finished = (nth - 1) // 2 if point == "newfile.synced" else nth - 1
+            expected += finished + (point in faults.AFTER_COMMIT)
+            got = check_generation_state(workspace, sessions, source)
+            assert got["records"] == expected, (point, nth, got)
     finally:
         zygote.stdin.close()
         zygote.kill()
         zygote.wait()
-        os.close(read_fd)
+        pipe.close()
     got = check_generation_state(workspace, sessions, source)
-    print(f"generation: {KILLS} kills in the write phase; {got['records']} recorded, "
+    print(f"generation: {kills} kills in the write phase; {got['records']} recorded, "
           f"{got['sessions']} new session files, {got['documents']} documents on disk")
-    assert 0 < got["records"] < KILLS
