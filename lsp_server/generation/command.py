@@ -138,7 +138,9 @@ def guard(t: Transcript) -> None:
     if t.message_count < 2:
         raise HandoffError(
             "nothing_to_hand_off",
-            "Nothing to hand off (no messages yet).",
+            "Nothing to hand off: the session has "
+            + ("no messages yet" if t.message_count == 0 else "only one message")
+            + " on its branch; a handoff needs at least a request and an answer.",
             session=str(t.path),
             messageCount=t.message_count,
         )
