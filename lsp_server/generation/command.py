@@ -1,4 +1,4 @@
-"""``handoff.generate`` and ``handoff.sessions``: the pipeline of ``spec/generation.md``
+"""``handoff.generate`` and ``handoff.sessions``: the pipeline of ``docs/generation.md``
 (guard, prompt, provider, capture, validate, cancel, new session, record) over the
 service's workspace and store."""
 
