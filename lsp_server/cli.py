@@ -176,7 +176,7 @@ def verb_outcome(args, svc):
 
 
 def verb_report(args, svc):
-    params: dict[str, Any] = {"kind": args.kind}
+    params: dict[str, Any] = {"kind": args.kind, "render": args.render}
     if args.revision:
         params["revision"] = args.revision
     if args.prepared_file:
@@ -329,8 +329,15 @@ def _human(verb: str, result: dict[str, Any], args) -> str:
     if verb == "continue":
         if not result["found"]:
             return f"No committed revision in {result['scope']} yet (latest is empty)."
+        if result["mode"] == "prepared":
+            where = (
+                f"prepared handoff prepared:{result.get('digest')} (not committed; base "
+                f"{result.get('base') or 'none'}, head {result['current'] or 'none yet'})"
+            )
+        else:
+            where = f"{result['mode']} selected {result['selected']} (head {result['current']})"
         lines = [
-            f"{result['trust']}: {result['mode']} selected={result['selected']} current={result['current']}",
+            f"{result['trust']}: {where}",
             f"objective: {result['content']['objective']}",
             f"state ({result['content']['disposition']}): {result['content']['state']['text']}",
         ]
@@ -353,12 +360,69 @@ def _human(verb: str, result: dict[str, Any], args) -> str:
 # -- parser ------------------------------------------------------------------
 
 
+#: One line per contract command, for ``handoff call --help`` (docs/commands.md has
+#: the params, results and refusals of each).
+CALL_SUMMARIES: dict[str, str] = {
+    "handoff.contract": "record a Work Contract: objective, inScope, outOfScope, acceptance",
+    "handoff.recordWork": "record the work state: state fact, disposition, nextActions facts",
+    "handoff.prepare": "finalise a draft into a prepared handoff (writes nothing)",
+    "handoff.handoffCurrentWork": "write a boundary Source and prepare a handoff of current work",
+    "handoff.commit": "commit a prepared handoff as the scope's next revision (compare-and-swap)",
+    "handoff.continue": "read a handoff: mode latest, exact (revision) or prepared (untrusted history)",
+    "handoff.acknowledge": "acknowledge an exact target (revision or prepared) with four checks",
+    "handoff.recordOutcome": "record the Task Outcome: status, summary, checks, receipt",
+    "handoff.report": "render the continuity, history or handoff view as Markdown",
+    "handoff.generate": "generate a handoff document from an agent session (pi, Claude Code, Codex)",
+    "handoff.startSession": "start the next agent session from a draft, a prepared handoff or a revision",
+    "handoff.sessions": "list the agent sessions recorded for the workspace",
+}
+
+FACT_SYNTAX = (
+    "A FACT is 'TEXT :: CITE[, CITE…]': the text, then '::', then one or more citations "
+    "separated by commas. A CITE is either source/<id> (a recorded Source, e.g. the "
+    "Work Contract's) or a path of an existing file inside the workspace (its hash is "
+    "recorded)."
+)
+
+
+def _choices(values) -> str:
+    return ", ".join(values)
+
+
+class _Formatter(argparse.HelpFormatter):
+    """Wraps descriptions and epilogs paragraph by paragraph; lines that start with a
+    space (lists, examples) are kept as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        import textwrap
+
+        out = []
+        for para in text.split("\n\n"):
+            if para.startswith(" ") or "\n " in para:
+                out.append(para)
+            else:
+                out.append(textwrap.fill(" ".join(para.split()), width, initial_indent=indent,
+                                         subsequent_indent=indent))
+        return "\n\n".join(out)
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from . import lifecycle as lc
+
+    raw = _Formatter
+
     def globals_(p: argparse.ArgumentParser, top: bool) -> None:
         d = (lambda v: v) if top else (lambda v: argparse.SUPPRESS)
-        p.add_argument("--workspace", "-w", default=d("."), help="workspace folder (default: .)")
         p.add_argument(
-            "--scope", "-s", default=d(None), help="scope (default: git branch, else 'default')"
+            "--workspace", "-w", default=d("."), metavar="DIR", help="workspace folder (default: .)"
+        )
+        p.add_argument(
+            "--scope",
+            "-s",
+            default=d(None),
+            metavar="SCOPE",
+            help="the line of work the records belong to (default: the git branch, else "
+            "'default'); letters, digits, '.', '_', '-', '/'",
         )
         p.add_argument("--state-folder", default=d(".handoff"), help=argparse.SUPPRESS)
 
@@ -366,116 +430,370 @@ def build_parser() -> argparse.ArgumentParser:
     globals_(common, top=False)
     parser = argparse.ArgumentParser(
         prog="handoff",
+        formatter_class=raw,
         description="Versioned, checked handoffs of coding-agent work.",
+        epilog="Run 'handoff VERB --help' for the options of a verb. Exit status: 0 done, "
+        "1 refused (the reason is printed), 2 usage error.",
     )
     globals_(parser, top=True)
     parser.add_argument("--version", action="version", version=f"handoff {__version__}")
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
 
-    p = sub.add_parser("call", parents=[common], help="run one contract command; JSON in, JSON out")
-    p.add_argument("command", help="e.g. handoff.commit")
-    p.add_argument("params", nargs="?", help="the params object as JSON")
-    p.add_argument("--params-file", help="read the params JSON from a file ('-' for stdin)")
+    call_list = "\n".join(f"  {name:<28}{CALL_SUMMARIES.get(name, '')}" for name in HandoffService.COMMANDS)
+    p = sub.add_parser(
+        "call",
+        parents=[common],
+        help="run one contract command; JSON in, JSON out",
+        description="Run one command of the command contract (the same commands an editor "
+        "runs over LSP): the params object in, the result object out, as JSON. Exit 0 with "
+        "the result on stdout; 1 with {\"error\": {\"code\", \"message\", \"data\", "
+        "\"jsonrpcCode\"}} on stdout; 2 on a usage error (on stderr).",
+        epilog=f"commands:\n{call_list}\n\nThe scope is the params' \"scope\", else "
+        "--scope, else the scope of the prepared handoff the params carry (as the verbs "
+        "take it), else the git branch, else 'default'. Params, results and error codes: "
+        "docs/commands.md.",
+        formatter_class=raw,
+    )
+    p.add_argument("command", metavar="COMMAND", help="a command listed below, e.g. handoff.commit")
+    p.add_argument(
+        "params", nargs="?", metavar="PARAMS_JSON", help="the params object as JSON (default: {})"
+    )
+    p.add_argument(
+        "--params-file", metavar="FILE", help="read the params JSON from FILE ('-' for stdin)"
+    )
 
-    p = sub.add_parser("demo", parents=[common], help="run the OpenAPI walkthrough end to end")
-    p.add_argument("--keep", action="store_true", help="keep the scratch workspace")
+    p = sub.add_parser(
+        "demo",
+        parents=[common],
+        formatter_class=raw,
+        help="run the OpenAPI walkthrough end to end",
+        description="Run the OpenAPI walkthrough end to end in a scratch workspace: Work "
+        "Contract, work state, hand off current work, commit handoff/<id>@1, continue from "
+        "latest, acknowledge the exact revision, record the Task Outcome, and print the "
+        "continuity view. Needs no model and no network. With --workspace DIR it runs in "
+        "DIR (which must have no .handoff/ yet) and keeps it. When its output is closed "
+        "early (handoff demo | head) the walkthrough still runs to the end.",
+    )
+    p.add_argument(
+        "--keep", action="store_true", help="keep the scratch workspace and print where it is"
+    )
 
-    def verb(name, help_, fn):
-        sp = sub.add_parser(name, parents=[common], help=help_, description=help_)
-        sp.add_argument("--json", action="store_true", help="print the raw JSON result")
+    def verb(name, help_, fn, description=None, epilog=None):
+        sp = sub.add_parser(
+            name,
+            parents=[common],
+            help=help_,
+            description=description or help_,
+            epilog=epilog,
+            formatter_class=raw,
+        )
+        sp.add_argument(
+            "--json", action="store_true", help="print the raw JSON result instead of a sentence"
+        )
         sp.set_defaults(fn=fn)
         return sp
 
-    p = verb("contract", "record a Work Contract", verb_contract)
-    p.add_argument("--objective", required=True)
-    p.add_argument("--in-scope", action="append", metavar="ITEM")
-    p.add_argument("--out-of-scope", action="append", metavar="ITEM")
-    p.add_argument("--acceptance", action="append", metavar="CRITERION")
-
-    p = verb("work", "record the work state ('text :: evidence' facts)", verb_work)
-    p.add_argument("--state", required=True, metavar="'TEXT :: CITE[,CITE]'")
-    p.add_argument(
-        "--disposition", default="continuable", choices=["continuable", "blocked", "done"]
+    p = verb(
+        "contract",
+        "record a Work Contract",
+        verb_contract,
+        description="Record a Work Contract: what the work is, what is in and out of "
+        "scope, and how it is accepted. --in-scope, --out-of-scope and --acceptance may "
+        "be repeated, one item each.",
     )
-    p.add_argument("--next", action="append", metavar="'TEXT :: CITE[,CITE]'")
+    p.add_argument("--objective", required=True, metavar="TEXT", help="what the work is for (required)")
+    p.add_argument(
+        "--in-scope",
+        action="append",
+        metavar="ITEM",
+        help="something the work includes (repeat for more; at least one)",
+    )
+    p.add_argument(
+        "--out-of-scope",
+        action="append",
+        metavar="ITEM",
+        help="something the work leaves alone (repeat for more; optional)",
+    )
+    p.add_argument(
+        "--acceptance",
+        action="append",
+        metavar="CRITERION",
+        help="a criterion the work is accepted by (repeat for more; at least one)",
+    )
 
-    p = verb("prepare", "prepare a handoff from a draft JSON file (writes nothing)", verb_prepare)
-    p.add_argument("draft_file")
-    p.add_argument("--out", help="save the prepared handoff to this file")
+    p = verb(
+        "work",
+        "record the work state ('text :: evidence' facts)",
+        verb_work,
+        description="Record where the work stands: one state FACT, a disposition, and the "
+        "next actions (each a FACT). Every fact cites its evidence.",
+        epilog=FACT_SYNTAX + "\n\nexample:\n  handoff work --state 'client regenerated "
+        ":: client/pets_client.py' \\\n      --next \"run contract tests :: $CONTRACT\"",
+    )
+    p.add_argument(
+        "--state", required=True, metavar="FACT", help="where the work stands: 'TEXT :: CITE[, CITE…]'"
+    )
+    p.add_argument(
+        "--disposition",
+        default="continuable",
+        choices=lc.DISPOSITIONS,
+        help=f"one of {_choices(lc.DISPOSITIONS)} (default: continuable)",
+    )
+    p.add_argument(
+        "--next",
+        action="append",
+        metavar="FACT",
+        help="a next action, 'TEXT :: CITE[, CITE…]' (repeat for more; a handoff needs at "
+        "least one)",
+    )
 
-    p = verb("current", "hand off current work: boundary Source + prepared handoff", verb_current)
-    p.add_argument("--document", help="a Markdown handoff document to include")
-    p.add_argument("--out", help="save the prepared handoff to this file")
+    p = verb(
+        "prepare",
+        "prepare a handoff from a draft JSON file (writes nothing)",
+        verb_prepare,
+        description="Finalise a draft into a prepared handoff (digest, base, evidence "
+        "hashes). Nothing is written to the store; commit the result with 'handoff commit'.",
+        epilog='The draft: {"objective": TEXT, "state": FACT, "disposition": D, '
+        '"nextActions": [FACT…], "document": MARKDOWN (optional)}, a FACT being '
+        '{"text": TEXT, "citations": [{"kind": "source", "ref": "source/<id>"} | '
+        '{"kind": "artifact", "path": PATH}]}. A whole {"draft": …} object is accepted too.',
+    )
+    p.add_argument("draft_file", metavar="DRAFT.json", help="the draft, as JSON ('-' for stdin)")
+    p.add_argument("--out", metavar="FILE", help="save the prepared handoff to FILE")
 
-    p = verb("commit", "commit a prepared handoff as the next revision", verb_commit)
-    p.add_argument("prepared_file")
+    p = verb(
+        "current",
+        "hand off current work: boundary Source + prepared handoff",
+        verb_current,
+        description="Hand off current work: write a boundary Source and return a prepared "
+        "handoff built from the latest Work Contract and work state of the scope. Nothing "
+        "is committed; commit it with 'handoff commit FILE'.",
+    )
+    p.add_argument("--document", metavar="FILE.md", help="a Markdown handoff document to include")
+    p.add_argument("--out", metavar="FILE", help="save the prepared handoff to FILE")
 
-    p = verb("continue", "continue from prepared FILE, exact REV, or latest", verb_continue)
-    p.add_argument("mode", choices=["prepared", "exact", "latest"])
-    p.add_argument("target", nargs="?")
+    p = verb(
+        "commit",
+        "commit a prepared handoff as the next revision",
+        verb_commit,
+        description="Commit a prepared handoff as the scope's next revision "
+        "(handoff/<id>@<n>). It commits only on the base it was prepared on; committing the "
+        "same prepared handoff again is idempotent. The scope defaults to the prepared "
+        "handoff's own.",
+    )
+    p.add_argument(
+        "prepared_file",
+        metavar="PREPARED.json",
+        help="the prepared handoff (as written by --out, or a whole prepare result)",
+    )
 
-    p = verb("ack", "acknowledge an exact target (prepared FILE or exact REV)", verb_ack)
-    p.add_argument("mode", choices=["prepared", "exact", "latest"])
-    p.add_argument("target", nargs="?")
-    p.add_argument("--status", required=True)
-    p.add_argument("--evidence-available", action="store_true")
-    p.add_argument("--live-state-confirmed", action="store_true")
-    p.add_argument("--capability-confirmed", action="store_true")
-    p.add_argument("--authorization-confirmed", action="store_true")
-    p.add_argument("--note")
-    p.add_argument("--actor")
+    targets = (
+        "TARGET: 'latest' (the scope's newest revision), 'exact REV' (a revision "
+        "handoff/<id>@<n>) or 'prepared FILE' (a prepared handoff that is not committed)."
+    )
+    p = verb(
+        "continue",
+        "continue from latest, exact REV, or prepared FILE",
+        verb_continue,
+        description="Read a handoff to carry on from it. The content is always untrusted "
+        "history: check its evidence before acting on it.",
+        epilog=targets,
+    )
+    p.add_argument(
+        "mode",
+        choices=["latest", "exact", "prepared"],
+        metavar="MODE",
+        help="latest, exact or prepared",
+    )
+    p.add_argument(
+        "target",
+        nargs="?",
+        metavar="REV|FILE",
+        help="exact: the revision handoff/<id>@<n>; prepared: the prepared handoff's file",
+    )
 
-    p = verb("outcome", "record the Task Outcome", verb_outcome)
-    p.add_argument("status")
-    p.add_argument("summary")
-    p.add_argument("--check", action="append", metavar="NAME=STATUS")
-    p.add_argument("--receipt", help="the acknowledgement receipt SourceRef")
+    p = verb(
+        "ack",
+        "acknowledge an exact target (exact REV or prepared FILE)",
+        verb_ack,
+        description="Acknowledge exactly what you continued from: a revision (exact REV) "
+        "or a prepared handoff (prepared FILE); 'latest' is not a target, because it can "
+        "change under you. Prints the receipt Source, which a Task Outcome can cite.",
+        epilog="'accepted' needs all four checks (--evidence-available, "
+        "--live-state-confirmed, --capability-confirmed, --authorization-confirmed); "
+        "otherwise it is refused with acceptance_checks_failed.",
+    )
+    p.add_argument("mode", choices=["exact", "prepared"], metavar="MODE", help="exact or prepared")
+    p.add_argument(
+        "target",
+        nargs="?",
+        metavar="REV|FILE",
+        help="exact: the revision handoff/<id>@<n>; prepared: the prepared handoff's file",
+    )
+    p.add_argument(
+        "--status",
+        required=True,
+        choices=lc.ACK_STATUSES,
+        help=f"one of {_choices(lc.ACK_STATUSES)} (required)",
+    )
+    p.add_argument(
+        "--evidence-available",
+        action="store_true",
+        help="check: the cited evidence is there and matches its recorded hashes",
+    )
+    p.add_argument(
+        "--live-state-confirmed",
+        action="store_true",
+        help="check: the workspace's live state matches what the handoff says",
+    )
+    p.add_argument(
+        "--capability-confirmed",
+        action="store_true",
+        help="check: you can do the next actions (tools, access, skills)",
+    )
+    p.add_argument(
+        "--authorization-confirmed",
+        action="store_true",
+        help="check: you are allowed to carry the work on",
+    )
+    p.add_argument("--note", metavar="TEXT", help="a note kept with the acknowledgement")
+    p.add_argument("--actor", metavar="NAME", help="who acknowledges (e.g. successor-agent)")
 
-    p = verb("report", "render continuity, history or one handoff as Markdown", verb_report)
-    p.add_argument("kind", choices=["continuity", "history", "handoff", "lineage"])
-    p.add_argument("--revision")
-    p.add_argument("--prepared", dest="prepared_file")
+    p = verb(
+        "outcome",
+        "record the Task Outcome",
+        verb_outcome,
+        description="Record the Task Outcome: how the work ended, with the checks that "
+        "ran. Cite the acknowledgement receipt so the outcome covers the revision it "
+        "acknowledged.",
+        epilog=f"STATUS: one of {_choices(lc.OUTCOME_STATUSES)}.\n"
+        f"--check NAME=STATUS, STATUS one of {_choices(lc.CHECK_STATUSES)}.",
+    )
+    p.add_argument(
+        "status", metavar="STATUS", choices=lc.OUTCOME_STATUSES, help=_choices(lc.OUTCOME_STATUSES)
+    )
+    p.add_argument("summary", metavar="SUMMARY", help="one line on how it ended")
+    p.add_argument(
+        "--check",
+        action="append",
+        metavar="NAME=STATUS",
+        help=f"a check that ran, STATUS one of {_choices(lc.CHECK_STATUSES)} (repeat for more)",
+    )
+    p.add_argument(
+        "--receipt",
+        metavar="SOURCE_REF",
+        help="the acknowledgement receipt this outcome follows (source/<id>, from 'handoff ack')",
+    )
+
+    p = verb(
+        "report",
+        "render continuity, history or one handoff as Markdown",
+        verb_report,
+        description="Render a view as Markdown: continuity (transfer and outcome of the "
+        "head), history (every revision and record of the scope), or handoff (one "
+        "revision, or a prepared handoff), or lineage (which agent session continued which, "
+        "through which handoff).",
+    )
+    p.add_argument(
+        "kind",
+        choices=["continuity", "history", "handoff", "lineage"],
+        metavar="KIND",
+        help="continuity, history, handoff or lineage",
+    )
+    p.add_argument(
+        "--revision",
+        metavar="REV",
+        help="handoff: the revision handoff/<id>@<n> to show (default: the head)",
+    )
+    p.add_argument(
+        "--prepared",
+        dest="prepared_file",
+        metavar="FILE",
+        help="handoff: show this prepared handoff instead of a revision",
+    )
+    p.add_argument(
+        "--render",
+        choices=["preview", "terminal"],
+        default="terminal",
+        help="terminal (default here: Markdown read as text) or preview (escaped for a "
+        "Markdown renderer that renders HTML)",
+    )
 
     verb("sessions", "list this workspace's agent sessions, newest first", verb_sessions)
 
-    p = verb("generate", "generate a handoff document from an agent session", verb_generate)
-    p.add_argument("focus", nargs="*", help="focus instructions for the handoff")
+    p = verb(
+        "generate",
+        "generate a handoff document from an agent session",
+        verb_generate,
+        description="Generate a /handoff document from an agent session of this workspace "
+        "(pi, Claude Code or Codex): the newest one unless --session is given. The default "
+        "provider is extractive (offline, no model). It prints the document and saves an "
+        "editable draft; no agent session is started (edit the draft, then run 'handoff "
+        "start'), unless --start.",
+    )
+    p.add_argument("focus", nargs="*", metavar="FOCUS", help="focus instructions for the handoff")
     p.add_argument("--session", metavar="FILE", help="the session file (default: the newest)")
-    p.add_argument("--format", default="auto", choices=["auto", "pi", "claude", "codex"])
+    p.add_argument(
+        "--format",
+        default="auto",
+        choices=["auto", "pi", "claude", "codex"],
+        help="the session's format: auto, pi, claude or codex (default: auto)",
+    )
     p.add_argument(
         "--provider",
         choices=["extractive", "openai", "anthropic", "command"],
-        help="default: extractive",
+        help="extractive, openai, anthropic or command (default: extractive, or command "
+        "with --command)",
     )
     p.add_argument(
         "--start",
         action="store_true",
-        help="also start the next session from the unedited document (one step, for scripts)",
+        help="also start the next session from the unedited document (one step, for "
+        "scripts; otherwise edit the draft and run 'handoff start')",
     )
     p.add_argument("--no-start", action="store_true", help=argparse.SUPPRESS)  # the old default
-    p.add_argument("--base-url", help="openai/anthropic: the API base URL")
-    p.add_argument("--model", help="openai/anthropic: the model name")
+    p.add_argument("--base-url", metavar="URL", help="openai/anthropic: the API base URL")
+    p.add_argument("--model", metavar="NAME", help="openai/anthropic: the model name")
     p.add_argument(
-        "--api-key-env", metavar="NAME", help="the environment variable holding the API key"
+        "--api-key-env",
+        metavar="NAME",
+        help="openai/anthropic: the environment variable holding the API key (never stored)",
     )
-    p.add_argument("--max-tokens", type=int, help="anthropic: max_tokens of the answer")
-    p.add_argument("--command", metavar="'PROGRAM ARGS'", help="command: the program to run")
-    p.add_argument("--timeout", type=float, metavar="SECONDS", help="provider timeout")
-    p.add_argument("--max-prompt-tokens", type=int, help="the prompt's token budget")
-
+    p.add_argument(
+        "--max-tokens", type=int, metavar="N", help="anthropic: max_tokens of the answer"
+    )
+    p.add_argument(
+        "--command",
+        metavar="'PROGRAM ARGS'",
+        help="command: the program that reads the prompt on stdin and prints the document",
+    )
+    p.add_argument(
+        "--timeout", type=float, metavar="SECONDS", help="the provider's timeout in seconds"
+    )
+    p.add_argument(
+        "--max-prompt-tokens", type=int, metavar="N", help="the prompt's token budget"
+    )
     p = verb(
         "start",
         "start the next agent session from the edited draft (default: the newest), a "
         "prepared handoff or a committed revision",
         verb_start,
+        description="Start the next agent session from the handoff you approved: the "
+        "draft as you edited it (default: the newest generation's draft under "
+        ".handoff/drafts/), a prepared handoff, or a committed revision. For pi a new "
+        "session file is written; for every agent the command that starts it is printed.",
     )
     p.add_argument(
         "--agent",
         choices=["pi", "omp", "claude", "codex"],
-        help="the agent to start (default: the agent of the session handed off from)",
+        help="pi, omp, claude or codex (default: the agent of the session handed off from)",
     )
-    p.add_argument("--draft", metavar="FILE", help="a Markdown handoff (default: the newest draft)")
-    p.add_argument("--prepared", dest="prepared_file", metavar="FILE", help="a prepared handoff JSON file")
+    p.add_argument(
+        "--draft", metavar="FILE", help="a Markdown handoff (default: the newest draft)"
+    )
+    p.add_argument(
+        "--prepared", dest="prepared_file", metavar="FILE", help="a prepared handoff JSON file"
+    )
     p.add_argument("--revision", metavar="REF", help="a committed revision, handoff/<id>@<n>")
     p.add_argument(
         "--parent-session",
@@ -506,6 +824,15 @@ def run_call(args) -> int:
             raise UsageError(f"the params are not JSON: {exc}") from None
     else:
         params = {}
+    if (
+        isinstance(params, dict)
+        and "scope" not in params
+        and not args.scope
+        and isinstance(params.get("prepared"), dict)
+        and isinstance(params["prepared"].get("scope"), str)
+    ):
+        # As the verbs do: a prepared handoff belongs to the scope it was prepared in.
+        params = {**params, "scope": params["prepared"]["scope"]}
     svc = make_service(args)
     if args.command not in svc.COMMANDS:
         raise UsageError(
@@ -532,7 +859,27 @@ def run_call(args) -> int:
     return EXIT_OK
 
 
+def _quiet_broken_pipe() -> int:
+    """The reader of our output went away (``handoff … | head``): stop quietly, as
+    Unix tools do, with the status a SIGPIPE death has (128 + 13)."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # no second error when Python flushes at exit
+    except (OSError, ValueError):
+        pass
+    return 141
+
+
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        return _quiet_broken_pipe()
+
+
+def _main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
         args, extra = parser.parse_known_args(argv)

@@ -1,8 +1,13 @@
-"""``handoff demo``: the OpenAPI walkthrough of ``spec/domain.md``, end to end, in a
-scratch workspace, on the embedded defaults (no model, no network)."""
+"""``handoff demo``: the OpenAPI walkthrough of ``docs/model.md``, end to end, in a
+scratch workspace, on the embedded defaults (no model, no network).
+
+A closed output (``handoff demo | head``) does not stop the walkthrough halfway: the
+rest of the output is dropped and the walkthrough runs to its end, so a kept workspace
+always holds the whole story. Ctrl-C stops it and says at which step."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import tempfile
@@ -41,18 +46,36 @@ def _write_project(root: Path) -> None:
 
 
 class Narrator:
-    """Prints each step the way a person wants to read it."""
+    """Prints each step the way a person wants to read it; once the reader has gone
+    (a closed pipe) it prints nothing more, and the walkthrough goes on."""
 
-    def __init__(self, out=sys.stdout) -> None:
-        self.out = out
+    def __init__(self, out=None) -> None:
+        self.out = out if out is not None else sys.stdout
         self.n = 0
+        self.title = ""
+        self.closed = False
+
+    def print(self, text: str, end: str = "\n") -> None:
+        if self.closed:
+            return
+        try:
+            self.out.write(text + end)
+            self.out.flush()
+        except BrokenPipeError:
+            self.closed = True
+            try:  # no second BrokenPipeError when Python flushes stdout at exit
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, self.out.fileno())
+            except (OSError, ValueError, AttributeError):
+                pass
 
     def step(self, title: str) -> None:
         self.n += 1
-        print(f"\n== {self.n}. {title}", file=self.out)
+        self.title = title
+        self.print(f"\n== {self.n}. {title}")
 
     def say(self, text: str) -> None:
-        print(textwrap.indent(text, "   "), file=self.out)
+        self.print(textwrap.indent(text, "   "))
 
 
 def walkthrough(svc: HandoffService, say: Narrator) -> dict[str, Any]:
@@ -176,23 +199,34 @@ def run_demo(args) -> int:
             file=sys.stderr,
         )
         return 2
+    keep = explicit or args.keep
     say = Narrator()
-    print(f"handoff demo: the OpenAPI walkthrough in {root}")
+    say.print(f"handoff demo: the OpenAPI walkthrough in {root}")
     try:
         _write_project(root)
         svc = HandoffService(root, ServiceConfig(state_folder=args.state_folder))
         report = walkthrough(svc, say)
         ok = report["data"]["transfer"] == "accepted" and report["data"]["outcome"] == "covered"
-        print(
+        say.print(
             "\nThe transfer is accepted and the outcome covers @1." if ok else "\nUnexpected end state."
         )
-        print("\n" + report["markdown"], end="")
+        say.print("\n" + report["markdown"], end="")
+        if say.closed and keep:
+            print(
+                f"handoff demo: the output was closed early; the walkthrough finished "
+                f"({'complete' if ok else 'unexpected end state'}) in {root}",
+                file=sys.stderr,
+            )
         return 0 if ok else 1
     except HandoffError as exc:
         print(f"handoff demo: {exc.code}: {exc.message}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        where = f"; the workspace {root} is incomplete" if keep else ""
+        print(f"\nhandoff demo: interrupted at step {say.n} ({say.title}){where}", file=sys.stderr)
+        return 130
     finally:
-        if not explicit and not args.keep:
+        if not keep:
             shutil.rmtree(root, ignore_errors=True)
         elif not explicit:
-            print(f"(workspace kept at {root})")
+            say.print(f"(workspace kept at {root})")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-#: The fixed error codes of the command contract (``spec/commands.md``).
+#: The fixed error codes of the command contract (``docs/commands.md``).
 ERROR_CODES = frozenset(
     {
         "invalid_params",

@@ -1,4 +1,4 @@
-"""The handoff lifecycle of ``spec/domain.md``: contract, work state, prepare, commit,
+"""The handoff lifecycle of ``docs/model.md``: contract, work state, prepare, commit,
 continue, acknowledge, Task Outcome and coverage, as plain Python over the store."""
 
 from __future__ import annotations

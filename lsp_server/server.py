@@ -1,4 +1,4 @@
-"""The language server: every command of ``spec/commands.md`` over
+"""The language server: every command of ``docs/commands.md`` over
 ``workspace/executeCommand``, a thin adapter over the service layer the CLI uses.
 
 It owns the protocol edge only: one object argument per command, the workspace folder,
@@ -52,7 +52,7 @@ DID_CHANGE = "handoff/didChange"
 #: The no-op command (health checks, benchmarks); needs no folder.
 PING = "handoff.ping"
 
-#: The commands of ``spec/commands.md`` and the params class that checks each one.
+#: The commands of ``docs/commands.md`` and the params class that checks each one.
 #: Kept in step with ``HandoffService.COMMANDS`` by a test; listed here so that
 #: ``initialize`` does not have to import the service.
 SERVICE_COMMANDS: dict[str, str] = {

@@ -1,4 +1,4 @@
-"""The service layer: one method per command of ``spec/commands.md``, shared by the
+"""The service layer: one method per command of ``docs/commands.md``, shared by the
 LSP server and the CLI. Takes JSON params, returns JSON results, raises HandoffError."""
 
 from __future__ import annotations

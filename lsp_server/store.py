@@ -40,6 +40,7 @@ from tinydb.storages import Storage
 from tinydb.table import Table
 
 from .errors import HandoffError
+from .faults import pause_point
 from .gcpause import gc_paused
 
 log = logging.getLogger(__name__)
@@ -71,8 +72,13 @@ GITIGNORE = "# written by handoff: lock and temporary files stay out of git\nsta
 SEGMENT_NAME_RE = re.compile(r"^seg-([0-9a-f]{12})-([0-9]{6})\.json$")
 
 
-def atomic_write(path: Path, data: bytes, *, sync_dir: bool = True) -> None:
-    """Write ``data`` to ``path`` so a crash leaves either the old or the new file."""
+def atomic_write(
+    path: Path, data: bytes, *, sync_dir: bool = True, point: str | None = None
+) -> None:
+    """Write ``data`` to ``path`` so a crash leaves either the old or the new file.
+
+    ``point`` names the fault-injection points ``<point>.synced`` (before the rename)
+    and ``<point>.renamed`` (after it) of :mod:`lsp_server.faults`."""
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
@@ -84,11 +90,15 @@ def atomic_write(path: Path, data: bytes, *, sync_dir: bool = True) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
+        if point:
+            pause_point(f"{point}.synced")
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+    if point:
+        pause_point(f"{point}.renamed")
     if sync_dir:
         fsync_dir(path.parent)
 
@@ -920,12 +930,14 @@ class StateStore:
         """Lock, read a fresh snapshot, apply the operation, write once, unlock."""
         self.ensure_folder()
         with self._locked():
+            pause_point("tx.locked")
             self._sweep_temp_files()
             self.ensure_folder(gitignore=True)
             data, migrated = self._load()
             tx = Transaction(self, data, migrated)
             yield tx
             if tx.storage.dirty:
+                pause_point("tx.applied")
                 data = tx.storage.data
                 meta = data["_meta"]["1"]
                 new_id = not isinstance(meta.get("storeId"), str)
@@ -938,7 +950,7 @@ class StateStore:
                         if new_id:
                             # Segments carry the store id in their names; it must be on
                             # disk first, or a crash would leave orphans nobody can sweep.
-                            atomic_write(self.path, payload)
+                            atomic_write(self.path, payload, point="state")
                             written = True
                         try:
                             self._seal(data)
@@ -949,7 +961,7 @@ class StateStore:
                         else:
                             payload, written = orjson.dumps(data), False
                     if not written:
-                        atomic_write(self.path, payload)
+                        atomic_write(self.path, payload, point="state")
                 except OSError as exc:
                     raise HandoffError(
                         "store_busy",
@@ -960,6 +972,7 @@ class StateStore:
                     ) from None
                 # The snapshot we wrote is the new current state (we still hold the lock).
                 self._live_key, self._live = self._stat_key(), data
+                pause_point("tx.written")
 
     # -- sealing ---------------------------------------------------------------
 
@@ -977,12 +990,14 @@ class StateStore:
         manifest = list(meta["segments"])
         self.segment_dir.mkdir(exist_ok=True)
         self._sweep_orphans(store_id, {e["name"] for e in manifest})
+        pause_point("seal.begin")
         floors = dict(meta.get("idFloor") or {})
         groups = self._chunk(tail)
         for group in groups:
             number = len(manifest) + 1
             manifest.append(self._write_segment(store_id, number, group))
         fsync_dir(self.segment_dir)
+        pause_point("seal.written")
         for name in SEALED_TABLES:
             ids = [int(k) for k in tail[name]]
             if ids:
@@ -1054,7 +1069,7 @@ class StateStore:
         }
         blob = orjson.dumps(header) + b"\n" + index + b"\n" + records
         name = f"seg-{store_id}-{number:06d}.json"
-        atomic_write(self.segment_dir / name, blob, sync_dir=False)
+        atomic_write(self.segment_dir / name, blob, sync_dir=False, point="segment")
         return {"name": name, "bytes": len(blob)}
 
     def _sweep_orphans(self, store_id: str, listed: set[str]) -> None:

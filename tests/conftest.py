@@ -21,13 +21,14 @@ def shared_fixtures() -> Path | None:
     return candidate if candidate.is_dir() else None
 
 
-def shared_tools() -> Path | None:
-    """``$HANDOFF_SHARED/tools`` (as the VS Code end-to-end test reads it) or
-    ``../shared/tools`` beside the checkout: the scripts that install and start
-    test-only programs, e.g. ``local-llm.sh``."""
-    env = os.environ.get("HANDOFF_SHARED")
-    candidate = Path(env) / "tools" if env else REPO.parent / "shared" / "tools"
-    return candidate if candidate.is_dir() else None
+def sizes(short: int, full: int) -> list:
+    """Parameters for a test with a quick default size and a full stress size: the
+    default run (``-m "not stress"``, see pyproject.toml) takes ``short``; ``-m stress``
+    (run by .ci/run) takes ``full``."""
+    return [
+        pytest.param(short, id=f"n{short}"),
+        pytest.param(full, id=f"stress-n{full}", marks=pytest.mark.stress),
+    ]
 
 
 @pytest.fixture

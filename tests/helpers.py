@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import select
+import time
 from typing import Any
 
+from lsp_server import faults
 from lsp_server.errors import HandoffError
 from lsp_server.service import HandoffService
 
@@ -77,3 +82,73 @@ def refused(fn, *args: Any, **kwargs: Any) -> HandoffError:
     except HandoffError as exc:
         return exc
     raise AssertionError(f"{fn} was not refused")
+
+
+# ---------------------------------------------------------------------------
+# Crash tests: stop a writer at a named point, then SIGKILL it (lsp_server/faults.py)
+# ---------------------------------------------------------------------------
+
+
+class PausePipe:
+    """The pipe a writer reports on when it stops itself at a fault-injection point.
+
+    ``env(point, n)`` is the environment that makes a process stop at the ``n``-th time
+    it reaches ``point``; ``wait()`` returns ``(pid, point)`` once one has; ``kill(pid)``
+    sends SIGKILL to the stopped process and waits until it is gone. The kill lands
+    exactly at the point whatever the load of the machine.
+    """
+
+    def __init__(self) -> None:
+        self.read_fd, self.write_fd = os.pipe()
+        self._buffer = b""
+
+    def env(self, point: str, n: int = 1) -> dict[str, str]:
+        return {faults.ENV: f"{point}#{n}", faults.FD_ENV: str(self.write_fd)}
+
+    def wait(self, timeout: float = 120.0, alive=None) -> tuple[int, str]:
+        """The next ``(pid, point)`` reported; ``alive()`` (optional) is asked while
+        waiting, so a writer that died instead of stopping fails the test at once."""
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            assert left > 0, "the writer never reached its pause point"
+            ready, _, _ = select.select([self.read_fd], [], [], min(left, 0.5))
+            if ready:
+                self._buffer += os.read(self.read_fd, 256)
+            elif alive is not None:
+                assert alive(), "the writer exited before its pause point"
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        pid, point = line.decode().split(" ", 1)
+        return int(pid), point
+
+    @staticmethod
+    def kill(pid: int, timeout: float = 30.0) -> None:
+        os.kill(pid, 9)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                waited, _ = os.waitpid(pid, os.WNOHANG)
+                if waited == pid:
+                    return
+            except ChildProcessError:  # not our child (a fork server's): poll it
+                try:
+                    os.kill(pid, 0)
+                except ProcessLookupError:
+                    return
+                if _is_zombie(pid):
+                    return
+            assert time.monotonic() < deadline, f"process {pid} survived SIGKILL"
+            time.sleep(0.001)
+
+    def close(self) -> None:
+        for fd in (self.read_fd, self.write_fd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+    except (OSError, IndexError):
+        return False

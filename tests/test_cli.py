@@ -171,9 +171,12 @@ def test_friendly_verbs_walkthrough(workspace, tmp_path):
     assert out.returncode == 0 and out.stdout.startswith("committed handoff/")
     rev = out.stdout.split()[-1]
     out = handoff("continue", *w, "latest")
-    assert f"selected={rev}" in out.stdout
-    out = handoff("ack", *w, "latest", "--status", "accepted")
-    assert out.returncode == 1 and "exact_target_required" in out.stderr
+    assert f"selected {rev}" in out.stdout and "None" not in out.stdout
+    out = handoff("continue", *w, "prepared", str(pf))
+    assert out.returncode == 0 and "prepared handoff prepared:sha256:" in out.stdout
+    assert "None" not in out.stdout
+    out = handoff("ack", *w, "latest", "--status", "accepted")  # not a choice: always refused
+    assert out.returncode == 2 and "invalid choice: 'latest'" in out.stderr
     out = handoff(
         "ack",
         *w,
@@ -195,3 +198,106 @@ def test_demo_exits_zero_and_ends_with_continuity(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "# Work continuity: openapi" in proc.stdout
     assert "| Outcome | covered |" in proc.stdout
+
+
+# -- help, closed pipes, call's scope ------------------------------------------
+
+
+def _parsers():
+    import argparse
+
+    from lsp_server.cli import build_parser
+
+    top = build_parser()
+    yield "handoff", top
+    for action in top._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            yield from ((f"handoff {name}", p) for name, p in action.choices.items())
+
+
+def test_every_option_and_argument_has_help_listing_its_valid_values():
+    import argparse
+
+    seen = 0
+    for name, parser in _parsers():
+        assert parser.description, f"{name} has no description"
+        for action in parser._actions:
+            if action.help == argparse.SUPPRESS or isinstance(action, argparse._SubParsersAction):
+                continue
+            seen += 1
+            label = "/".join(action.option_strings) or action.dest
+            assert action.help and action.help.strip(), f"{name} {label} has no help"
+            for choice in action.choices or ():
+                assert str(choice) in action.help, f"{name} {label}: {choice} not in its help"
+    assert seen > 60
+
+
+def test_call_help_lists_every_command_with_one_line():
+    from lsp_server.server import COMMANDS, PING
+
+    out = handoff("call", "--help")
+    assert out.returncode == 0
+    for command in COMMANDS:
+        if command == PING:
+            continue
+        line = next((x for x in out.stdout.splitlines() if x.strip().startswith(command + " ")), None)
+        assert line and len(line.split(None, 1)[1]) > 10, f"{command} is not listed with a line"
+
+
+def test_ack_offers_no_latest():
+    out = handoff("ack", "--help")
+    assert "latest" not in out.stdout.split("options:")[0].replace("'latest' is not a target", "")
+
+
+def _piped(args: list[str], cwd: Path, lines: int = 1) -> tuple[int, str, str]:
+    """``handoff ARGS | head -LINES``: our status, what head printed, our stderr."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lsp_server.cli", *args],
+        cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    head = [proc.stdout.readline() for _ in range(lines)]
+    proc.stdout.close()  # the reader goes away, as head does
+    err = proc.stderr.read().decode()
+    return proc.wait(timeout=120), b"".join(head).decode(), err
+
+
+def test_a_closed_pipe_ends_quietly(workspace, tmp_path):
+    from lsp_server.service import HandoffService, ServiceConfig
+
+    svc = HandoffService(workspace, ServiceConfig())
+    for i in range(120):  # a history long enough to fill the pipe's buffer
+        svc.call("handoff.recordOutcome",
+                 {"scope": SCOPE, "status": "partial", "summary": f"step {i} " + "x" * 400})
+    w = ["--workspace", str(workspace), "--scope", SCOPE]
+    for args in (
+        ["report", *w, "history"],
+        ["call", "handoff.report", *w, '{"kind": "history"}'],
+    ):
+        status, head, err = _piped(args, REPO)
+        assert head and "Traceback" not in err and "BrokenPipe" not in err, (args, err)
+        assert status in (0, 141), (args, status, err)
+
+
+def test_demo_with_a_closed_pipe_finishes_its_walkthrough(tmp_path):
+    status, head, err = _piped(["demo", "--workspace", str(tmp_path / "demo")], REPO, lines=2)
+    assert status == 0 and "Traceback" not in err, err
+    assert "the walkthrough finished (complete)" in err
+    out = call(tmp_path / "demo", "handoff.report", {"scope": "openapi-client", "kind": "continuity"})
+    assert out["data"]["transfer"] == "accepted" and out["data"]["outcome"] == "covered"
+
+
+def test_call_takes_the_prepared_handoffs_scope_as_the_verbs_do(workspace, tmp_path):
+    subprocess.run(["git", "init", "-q", "-b", "feature-x", str(workspace)], check=True)
+    w = ["--workspace", str(workspace), "--scope", SCOPE]
+    contract = json.loads(handoff("contract", *w, "--objective", "o", "--in-scope", "i",
+                                  "--acceptance", "a", "--json").stdout)["source"]
+    assert handoff("work", *w, "--state", f"s :: {contract}", "--next", f"n :: {contract}").returncode == 0
+    pf = tmp_path / "prepared.json"
+    assert handoff("current", *w, "--out", str(pf)).returncode == 0
+    params = tmp_path / "params.json"
+    params.write_text(json.dumps({"prepared": json.loads(pf.read_text())}))
+    # No scope in the params, none on the command line, the branch is feature-x: the
+    # prepared handoff's own scope is taken, as 'handoff commit' takes it.
+    proc = handoff("call", "handoff.commit", "--workspace", str(workspace), "--params-file", str(params))
+    assert proc.returncode == 0, proc.stdout
+    assert json.loads(proc.stdout)["scope"] == SCOPE

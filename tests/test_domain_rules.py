@@ -1,4 +1,4 @@
-"""One test per rule of ``spec/domain.md``, named after the rule, over a real store."""
+"""One test per rule of ``docs/model.md``, named after the rule, over a real store."""
 
 from __future__ import annotations
 

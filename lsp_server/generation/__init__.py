@@ -1,2 +1,2 @@
 """``/handoff`` generation from real agent sessions: readers, discovery, prompt,
-providers, capture and the new-session writer (``spec/generation.md``)."""
+providers, capture and the new-session writer (``docs/generation.md``)."""

@@ -1,4 +1,4 @@
-"""``handoff.generate`` and ``handoff.sessions``: the pipeline of ``spec/generation.md``
+"""``handoff.generate`` and ``handoff.sessions``: the pipeline of ``docs/generation.md``
 (guard, prompt, provider, capture, validate, cancel, new session, record) over the
 service's workspace and store."""
 
@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import lifecycle as lc
 from ..errors import HandoffError
+from ..faults import pause_point
 from ..gcpause import gc_paused
 from ..params import GenerateParams, SessionsParams, structure
 from ..projections import table
@@ -175,7 +176,9 @@ def guard(t: Transcript) -> None:
     if t.message_count < 2:
         raise HandoffError(
             "nothing_to_hand_off",
-            "Nothing to hand off (no messages yet).",
+            "Nothing to hand off: the session has "
+            + ("no messages yet" if t.message_count == 0 else "only one message")
+            + " on its branch; a handoff needs at least a request and an answer.",
             session=str(t.path),
             messageCount=t.message_count,
         )
@@ -277,6 +280,7 @@ def run_generate(service: HandoffService, params: Any, ctx: CallContext) -> dict
         # The draft the user edits before a session starts from it (plain Markdown).
         draft_file = save_text(service.store.folder, DRAFTS_FOLDER, generation_id, document)
         written.append(draft_file)
+        pause_point("generation.document")
         duration_ms = int((time.monotonic() - started) * 1000)
         record = {
             "id": generation_id,

@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from ..faults import pause_point
 from ..store import fsync_dir
 
 SESSION_VERSION = 3
@@ -52,6 +53,7 @@ def write_new_file(path: Path, data: bytes, mode: int = 0o600) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
+        pause_point("newfile.synced")
         os.link(tmp, path)  # fails if ``path`` exists: never overwrites
     finally:
         with contextlib.suppress(OSError):

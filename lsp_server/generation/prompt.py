@@ -31,7 +31,7 @@ class Section:
         return self.heading.lstrip("#").strip()
 
 
-#: The sections every handoff document has, in order (``spec/generation.md``).
+#: The sections every handoff document has, in order (``docs/generation.md``).
 SECTIONS: tuple[Section, ...] = (
     Section("## Goal", "what the user wants achieved, in their terms"),
     Section("## Constraints & Preferences", "rules, limits and preferences the user stated"),

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import lifecycle as lc
 from ..errors import HandoffError
+from ..faults import pause_point
 from ..params import StartSessionParams, structure
 from ..projections import table
 from ..redaction import redact
@@ -226,6 +227,7 @@ def run_start_session(service: HandoffService, params: Any, ctx: CallContext) ->
                 parent_path=parent["path"] if parent else None,
             )
             written.append(Path(child["path"]))
+            pause_point("generation.session")
         command = start_command(agent, service.workspace, child and child["path"], saved_rel)
         record: dict[str, Any] = {
             "id": start_id,

@@ -4,7 +4,7 @@ the same lines, side by side in one run, with peak memory; writes
 
     uv run python -m tests.bench.bench_sessions [--mb 100] [--runs 3] [--no-write]
 
-The big files are made by repeating the shared fixtures (``../shared/fixtures``):
+The big files are made by repeating real session fixtures (``$HANDOFF_FIXTURES``):
 entry ids are renamed per repetition and chained, so the pi file is one long tree
 branch (with compactions) and the Claude Code file one long ``parentUuid`` chain.
 Each measurement runs in a fresh subprocess, so its peak RSS is its own.

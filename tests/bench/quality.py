@@ -2,8 +2,9 @@
 
     uv run python -m tests.bench.quality [--provider extractive] [--no-write] [--show NAME]
 
-For every real session in ``../shared/fixtures/sessions/`` with probes — the JSON block
-of its ground-truth note in ``../shared/fixtures/truth/`` (read in place), or a probe
+For every real session of the session-fixture folder (``$HANDOFF_FIXTURES``, its
+``sessions/``) with probes — the JSON block of its ground-truth note in its ``truth/``
+(read in place), or a probe
 file of the project's own in ``tests/bench/probes/`` — it generates the handoff and
 checks the probes: facts a good handoff must contain (``must``: any one spelling of
 each, case-insensitive) and statements that would be false (``must_not_in_next_steps``,
@@ -149,10 +150,10 @@ def render(outcomes: list[Outcome], provider: str) -> str:
         "# Quality of generated handoffs",
         "",
         f"Measured by `uv run python -m tests.bench.quality` on {datetime.now(UTC):%Y-%m-%d}, "
-        f"provider `{provider}`. For every real session in `../shared/fixtures/sessions/` "
-        "with probes — facts a good handoff must contain and statements that would be "
+        f"provider `{provider}`. For every real session of the session-fixture folder "
+        "(`HANDOFF_FIXTURES`) with probes — facts a good handoff must contain and statements that would be "
         "false — the handoff is generated and checked. The probes come from the "
-        "ground-truth notes in `../shared/fixtures/truth/` and from "
+        "ground-truth notes of that folder (`truth/`) and from "
         "`tests/bench/probes/`, each written by reading the whole transcript, never from "
         "the generator's output. A `must` probe holds when any one of its spellings is "
         "in the document (case-insensitive); a false statement is a probe's text found in "
@@ -200,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     fixtures = shared_fixtures()
     if fixtures is None:
-        print("../shared/fixtures is absent (set HANDOFF_FIXTURES)", file=sys.stderr)
+        print("no session-fixture folder (set HANDOFF_FIXTURES)", file=sys.stderr)
         return 2
     outcomes = [check(p, args.provider) for p in load_probes(fixtures)]
     for o in outcomes:

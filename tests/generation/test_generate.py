@@ -239,7 +239,10 @@ def test_guard_fewer_than_two_messages_is_nothing_to_hand_off(
     with pytest.raises(HandoffError) as err:
         gen_service().call("handoff.generate", {"session": str(session)})
     assert err.value.code == "nothing_to_hand_off"
-    assert err.value.message == "Nothing to hand off (no messages yet)."
+    assert err.value.message == (
+        "Nothing to hand off: the session has only one message on its branch; a handoff "
+        "needs at least a request and an answer."
+    )
     assert err.value.data["messageCount"] == 1
     assert nothing_written(workspace, session.parent, before)
 

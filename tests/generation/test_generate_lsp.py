@@ -111,7 +111,10 @@ async def test_guard_over_lsp(connect, sessions, homes, workspace, tmp_path) -> 
     err = await refused(future)
     assert err.code == -32803
     assert err.data["code"] == "nothing_to_hand_off"
-    assert err.message == "Nothing to hand off (no messages yet)."
+    assert err.message == (
+        "Nothing to hand off: the session has only one message on its branch; a handoff "
+        "needs at least a request and an answer."
+    )
     assert nothing_written(workspace, session.parent, before)
 
 

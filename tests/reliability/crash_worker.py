@@ -1,10 +1,12 @@
-"""A fork server for the crash tests: it imports everything once, then forks a child
-per ``go`` line that runs one kind of operation in a loop until the parent kills it.
-Each child logs ``begin``/``done`` lines (O_APPEND, unbuffered) around every call, so
-the parent knows what was acknowledged and what was in flight when the kill landed.
+"""A fork server for the crash tests: it imports everything once and records the Work
+Contract, then forks a child per ``go`` line that runs one kind of operation in a loop
+until it stops itself at the fault-injection point the line names (``POINT#N``, see
+``lsp_server/faults.py``) and the parent kills it there. Each child logs
+``begin``/``done`` lines (O_APPEND, unbuffered) around every call, so the parent knows
+what was acknowledged and what was in flight when the kill landed.
 
-python -m tests.reliability.crash_worker WORKSPACE OPLOG
-  stdin:  go commit|outcome <tag>      stdout: <child pid>
+python -m tests.reliability.crash_worker WORKSPACE OPLOG PAUSE_FD
+  stdin:  go commit|outcome <tag> <POINT#N>      stdout: <child pid>
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 
 import orjson
 
+from lsp_server import faults
 from lsp_server.errors import HandoffError
 from lsp_server.service import HandoffService, ServiceConfig
 
@@ -31,10 +34,6 @@ def churn(workspace: Path, oplog: Path, mode: str, tag: str) -> None:
     svc = HandoffService(workspace, ServiceConfig())
     fd = os.open(oplog, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     contract = svc.ledger().latest(SCOPE, "work_contract")
-    if contract is None:
-        contract = {"id": svc.call("handoff.contract", {
-            "scope": SCOPE, "objective": "survive", "inScope": ["x"], "acceptance": ["y"],
-        })["source"].removeprefix("source/")}
     ref = f"source/{contract['id']}"
     n = 0
     while True:
@@ -66,15 +65,23 @@ def churn(workspace: Path, oplog: Path, mode: str, tag: str) -> None:
 
 
 def main(argv: list[str]) -> int:
-    workspace, oplog = Path(argv[0]), Path(argv[1])
-    HandoffService(workspace, ServiceConfig()).ledger()  # warm the imports
+    workspace, oplog, pause_fd = Path(argv[0]), Path(argv[1]), argv[2]
+    svc = HandoffService(workspace, ServiceConfig())
+    if svc.ledger().latest(SCOPE, "work_contract") is None:
+        # Here, not in a child: every transaction of a child is a logged operation.
+        svc.call("handoff.contract", {
+            "scope": SCOPE, "objective": "survive", "inScope": ["x"], "acceptance": ["y"],
+        })
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # killed children are reaped at once
     for line in sys.stdin:
-        verb, mode, tag = line.split()
+        verb, mode, tag, point = line.split()
         assert verb == "go"
         pid = os.fork()
         if pid == 0:
             try:
+                faults.reset()
+                os.environ[faults.ENV] = point
+                os.environ[faults.FD_ENV] = pause_fd
                 churn(workspace, oplog, mode, tag)
             finally:
                 os._exit(1)

@@ -1,6 +1,14 @@
-"""SIGKILL at random points during commit and during Task Outcome writes, 200 times
-each: afterwards the store loads, every acknowledged operation is there, and every
-operation either happened entirely or not at all."""
+"""SIGKILL inside commit and Task Outcome writes: afterwards the store loads, every
+acknowledged operation is there, and every operation either happened entirely or not
+at all.
+
+The kills do not depend on timing: each child stops itself at a named point of the
+transaction (``lsp_server/faults.py``: lock held, snapshot changed, seal begun, segment
+written, segment renamed, seal written, live file written, live file renamed, all
+written) at its N-th operation, and the test kills it there; so every kill lands
+mid-operation on any machine, and which operations landed is known exactly (those
+killed after the live file's rename). The default run kills three times at every
+point; ``-m stress`` runs 200 kills per mode."""
 
 from __future__ import annotations
 
@@ -10,18 +18,24 @@ import random
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import orjson
 import pytest
 
+from lsp_server import faults
 from lsp_server import lifecycle as lc
 from lsp_server.service import HandoffService, ServiceConfig
 from lsp_server.store import StateStore
 
+from ..conftest import sizes
+from ..helpers import PausePipe
 from .support import REPO
 
-KILLS = 200
+POINTS = faults.STORE_POINTS
+#: Points reached only by a transaction that seals: the child's first seal.
+SEAL_POINTS = {"seal.begin", "segment.synced", "segment.renamed", "seal.written"}
 
 
 def wait_gone(pid: int, timeout: float = 10.0) -> None:
@@ -86,45 +100,46 @@ def check_after_kill(workspace: Path, log: list[dict], mode: str) -> dict:
     return {"inFlight": len(in_flight), "landed": landed, "revisions": len(revs), "sources": len(ledger.sources)}
 
 
+@pytest.mark.parametrize("kills", sizes(len(POINTS) * 3, 200))
 @pytest.mark.parametrize("mode", ["commit", "outcome"])
-def test_sigkill_during_writes_leaves_every_operation_whole_or_absent(tmp_path, mode):
+def test_sigkill_during_writes_leaves_every_operation_whole_or_absent(tmp_path, mode, kills):
     workspace = tmp_path / "ws"
     workspace.mkdir()
     oplog = tmp_path / "ops.jsonl"
     rng = random.Random(f"crash-{mode}")
+    pipe = PausePipe()
     zygote = subprocess.Popen(
-        [sys.executable, "-m", "tests.reliability.crash_worker", str(workspace), str(oplog)],
+        [sys.executable, "-m", "tests.reliability.crash_worker", str(workspace), str(oplog),
+         str(pipe.write_fd)],
         cwd=REPO,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
+        pass_fds=(pipe.write_fd,),
         env={**os.environ, "HANDOFF_SEAL_BYTES": "16384"},
     )
-    stats = {"inFlight": 0, "landed": 0}
+    killed_at: Counter[str] = Counter()
+    landed = 0
     segments_seen = set()
     try:
-        # At least KILLS kills, and more (up to four times as many) until half of KILLS
-        # landed inside an operation: on a busy machine a child may still be starting
-        # when its kill comes, and that says nothing of the store.
-        k = 0
-        while k < KILLS or (stats["inFlight"] < KILLS // 2 and k < KILLS * 4):
-            k += 1
-            zygote.stdin.write(f"go {mode} k{k}\n")
+        for k in range(1, kills + 1):
+            point = POINTS[(k - 1) % len(POINTS)]
+            nth = 1 if point in SEAL_POINTS else rng.randint(1, 4)
+            zygote.stdin.write(f"go {mode} k{k} {point}#{nth}\n")
             zygote.stdin.flush()
             pid = int(zygote.stdout.readline())
-            # Let it get going (its first calls read the state), then kill it anywhere.
-            time.sleep(0.004 + rng.random() * 0.03)
-            os.kill(pid, 9)
-            wait_gone(pid)
+            assert pipe.wait(alive=lambda: zygote.poll() is None) == (pid, point)
+            pipe.kill(pid)  # stopped at the point: the kill lands exactly there
             got = check_after_kill(workspace, read_log(oplog), mode)
-            stats["inFlight"] += got["inFlight"]
-            stats["landed"] += got["landed"]
+            # The child ran nth - 1 whole operations and was killed inside the nth.
+            assert got["inFlight"] == 1, (point, got)
+            assert got["landed"] == (1 if point in faults.AFTER_COMMIT else 0), (point, got)
+            killed_at[point] += 1
+            landed += got["landed"]
             seg_dir = workspace / ".handoff" / "segments"
             if seg_dir.is_dir():
                 segments_seen.update(os.listdir(seg_dir))
-            # Mark the log so that the next child's ops are told apart from the dead one's.
-            with open(oplog, "ab") as fh:
-                fh.write(b"\n")
+            # Keep only acknowledged ops, so the next child's are told apart from the dead one's.
             oplog.write_bytes(b"\n".join(
                 orjson.dumps(e) for e in read_log(oplog) if e["phase"] == "done"
             ) + b"\n")
@@ -132,13 +147,17 @@ def test_sigkill_during_writes_leaves_every_operation_whole_or_absent(tmp_path, 
         zygote.stdin.close()
         zygote.kill()
         zygote.wait()
-    final = check_after_kill(workspace, read_log(oplog), mode)
-    print(f"{mode}: {k} kills, {stats['inFlight']} mid-operation ({stats['landed']} of them landed), "
+        pipe.close()
+    done = [e for e in read_log(oplog) if e["phase"] == "done"]
+    final = check_after_kill(workspace, done, mode)
+    print(f"{mode}: {kills} kills, each mid-operation ({landed} of them after the commit point), "
           f"{final['revisions']} revisions, {final['sources']} sources, {len(segments_seen)} segments")
-    # The kills really landed inside operations, and the log grew across them.
-    assert stats["inFlight"] >= KILLS // 2
-    assert 0 < stats["landed"] < stats["inFlight"]
-    assert (final["revisions"] if mode == "commit" else final["sources"]) > KILLS // 2
+    assert set(killed_at) == set(POINTS[:kills])
+    # Exactly the acknowledged operations and the ones killed after the commit point.
+    written = final["revisions"] if mode == "commit" else final["sources"] - 1  # the contract
+    assert written == len(done) + landed
+    if kills >= len(POINTS):
+        assert segments_seen  # the seals really happened (and were killed halfway)
     # Temp files of killed writers and unlisted segments of killed seals are swept
     # by the next write.
     HandoffService(workspace, ServiceConfig()).call(

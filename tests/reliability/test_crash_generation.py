@@ -1,29 +1,37 @@
-"""SIGKILL during the writes of the one-step flow (saved document, draft, generation
-record; then the started text, the new pi session file, the start record), 200 times:
-the store loads; no new session file is empty or cut short; every recorded generation
-has its document and draft, and every recorded start its text and its session."""
+"""SIGKILL during the writes of the one-step flow (``generate`` with
+``startSession: true``: the document, the draft, the generation record; then the
+started text, the new pi session file, the start record): the store loads; no new
+session file is empty or cut short; every recorded generation has its document and
+draft, every recorded start its text and session file; exactly the records of the
+operations that finished, or were killed after their commit point, are there.
+
+Each child stops itself at a named point (``lsp_server/faults.py``) of its N-th
+generation and is killed there, so the kills land inside the writes whatever the
+load. The default run kills a few times at every point; ``-m stress`` 200 times."""
 
 from __future__ import annotations
 
 import os
 import random
-import select
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import orjson
+import pytest
 
+from lsp_server import faults
 from lsp_server.generation.capture import WRAPPER_CLOSE
 from lsp_server.generation.newsession import pi_session_folder
 from lsp_server.store import StateStore
 
+from ..conftest import sizes
+from ..helpers import PausePipe
 from .support import REPO
-from .test_crash import wait_gone
 from .test_hostile_sessions import pi_session, write
 
-KILLS = 200
+#: The points a generation reaches (no seal: the records stay small).
+POINTS = faults.GENERATION_POINTS + ("tx.locked", "tx.applied", "state.synced", "state.renamed", "tx.written")
 
 
 def check_generation_state(workspace: Path, sessions: Path, source: Path) -> dict[str, int]:
@@ -54,7 +62,24 @@ def check_generation_state(workspace: Path, sessions: Path, source: Path) -> dic
     return {"records": len(records), "sessions": complete, "documents": len(docs)}
 
 
-def test_sigkill_during_generation_writes(tmp_path):
+def records_before(point: str, nth: int) -> int:
+    """The records on disk when a child is killed at the ``nth`` time it reaches
+    ``point``. Each loop of the one-step flow makes two records, in this order: four
+    new files (document, draft; started text, pi session), ``generation.document``
+    after the first two and ``generation.session`` after the last two, and one
+    transaction after each of those two points."""
+    n = nth - 1
+    if point == "generation.document":
+        return 2 * n
+    if point == "generation.session":
+        return 2 * n + 1
+    if point == "newfile.synced":
+        return 2 * (n // 4) + (n % 4 >= 2)
+    return 2 * (n // 2) + n % 2 + (point in faults.AFTER_COMMIT)
+
+
+@pytest.mark.parametrize("kills", sizes(len(POINTS) * 2, 200))
+def test_sigkill_during_generation_writes(tmp_path, kills):
     workspace = tmp_path / "ws"
     workspace.mkdir()
     recorded = tmp_path / "recorded"
@@ -62,41 +87,36 @@ def test_sigkill_during_generation_writes(tmp_path):
     source = write(recorded / "2026-11-30T10-00-00-000Z_source.jsonl", pi_session(workspace, turns=4))
     # Where pi keeps the workspace's sessions: the started ones are written there.
     sessions = pi_session_folder(tmp_path / "home" / ".pi" / "agent" / "sessions", str(workspace))
-    read_fd, write_fd = os.pipe()
+    pipe = PausePipe()
     zygote = subprocess.Popen(
-        [sys.executable, "-m", "tests.reliability.gen_crash_worker", str(workspace), str(source), str(write_fd)],
-        cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, pass_fds=(write_fd,),
+        [sys.executable, "-m", "tests.reliability.gen_crash_worker", str(workspace), str(source),
+         str(pipe.write_fd)],
+        cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        pass_fds=(pipe.write_fd,),
         env={
             **{k: v for k, v in os.environ.items() if not k.endswith("_CODING_AGENT_DIR")},
             "HOME": str(tmp_path / "home"),
         },
     )
-    os.close(write_fd)
     rng = random.Random("generation")
+    expected = 0
     try:
-        for _ in range(KILLS):
-            zygote.stdin.write("go\n")
+        for k in range(kills):
+            point = POINTS[k % len(POINTS)]
+            nth = rng.randint(1, 3)
+            zygote.stdin.write(f"go {point}#{nth}\n")
             zygote.stdin.flush()
             pid = int(zygote.stdout.readline())
-            # Half the kills land in the generation's writes, half in the start's.
-            phase = b"w" if rng.random() < 0.5 else b"s"
-            while True:
-                ready, _, _ = select.select([read_fd], [], [], 30)
-                assert ready, "the child never reached its write phase"
-                if os.read(read_fd, 1) == phase:
-                    break
-            time.sleep(rng.random() * 0.012)  # somewhere in the writes (they take a few ms)
-            os.kill(pid, 9)
-            wait_gone(pid)
-            while select.select([read_fd], [], [], 0)[0]:
-                os.read(read_fd, 64)
-            check_generation_state(workspace, sessions, source)
+            assert pipe.wait(alive=lambda: zygote.poll() is None) == (pid, point)
+            pipe.kill(pid)
+            expected += records_before(point, nth)
+            got = check_generation_state(workspace, sessions, source)
+            assert got["records"] == expected, (point, nth, got)
     finally:
         zygote.stdin.close()
         zygote.kill()
         zygote.wait()
-        os.close(read_fd)
+        pipe.close()
     got = check_generation_state(workspace, sessions, source)
-    print(f"generation: {KILLS} kills in the write phase; {got['records']} recorded, "
+    print(f"generation: {kills} kills in the write phase; {got['records']} recorded, "
           f"{got['sessions']} new session files, {got['documents']} documents on disk")
-    assert 0 < got["records"] < KILLS

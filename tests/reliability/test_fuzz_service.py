@@ -30,6 +30,7 @@ from lsp_server.errors import HandoffError
 from lsp_server.evidence import sha256_file
 from lsp_server.service import HandoffService, ServiceConfig
 
+from ..conftest import sizes
 from ..helpers import refused
 from .support import (
     EDGE_STRINGS,
@@ -487,9 +488,10 @@ def forge(prepared: dict[str, Any], how: int, data: st.DataObject, head: str | N
     return redigest(p)
 
 
-def test_fuzzed_calls_through_the_service_layer_lose_nothing_and_leak_nothing():
+@pytest.mark.parametrize("examples", sizes(40, 200))
+def test_fuzzed_calls_through_the_service_layer_lose_nothing_and_leak_nothing(examples):
     TALLY.clear()
-    run_state_machine_as_test(ServiceFuzz, settings=fuzz_settings(200, stateful_step_count=30))
+    run_state_machine_as_test(ServiceFuzz, settings=fuzz_settings(examples, stateful_step_count=30))
     summary = ", ".join(f"{c.removeprefix('handoff.')}:{k}={n}" for (c, k), n in sorted(TALLY.items()))
     print(f"fuzz tally: {sum(TALLY.values())} calls; {summary}")
     # The fuzz reached deep into the lifecycle, not only the params edge.

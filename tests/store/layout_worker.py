@@ -91,10 +91,10 @@ def main(argv: list[str]) -> int:
         real = store_mod.atomic_write
         sealed: list[Path] = []
 
-        def dying(path: Path, data: bytes, *, sync_dir: bool = True) -> None:
+        def dying(path: Path, data: bytes, *, sync_dir: bool = True, point=None) -> None:
             if path.name == store_mod.STATE_FILE and sealed:
                 os._exit(137)  # the segments are on disk, the live file is not
-            real(path, data, sync_dir=sync_dir)
+            real(path, data, sync_dir=sync_dir, point=point)
             if path.parent == svc.store.segment_dir:
                 sealed.append(path)
 

@@ -1,4 +1,4 @@
-/** The server's command contract (spec/commands.md) as TypeScript types and constants. */
+/** The server's command contract (docs/commands.md) as TypeScript types and constants. */
 
 export const ServerCommand = {
   contract: 'handoff.contract',

@@ -28,18 +28,16 @@ function firstExisting(candidates: (string | undefined)[]): string | undefined {
   return candidates.find((c): c is string => !!c && existsSync(c));
 }
 
-/** Installs (or reuses) code-server through the shared tool; returns its launcher. */
+/** Installs (or reuses) code-server with this folder's install-code-server.sh; returns its launcher. */
 export function installCodeServer(): string {
   if (process.env.HANDOFF_CODE_SERVER && existsSync(process.env.HANDOFF_CODE_SERVER)) {
     return process.env.HANDOFF_CODE_SERVER;
   }
   const script = firstExisting([
-    process.env.HANDOFF_SHARED && path.join(process.env.HANDOFF_SHARED, 'tools', 'install-code-server.sh'),
-    path.join(repoRoot, '..', 'shared', 'tools', 'install-code-server.sh'),
-    '/work/shared/tools/install-code-server.sh',
+    path.join(repoRoot, 'editors', 'vscode', 'test', 'e2e', 'install-code-server.sh'),
   ]);
   if (!script) {
-    throw new Error('install-code-server.sh not found: put the shared folder beside the repository (../shared) or set HANDOFF_SHARED.');
+    throw new Error('editors/vscode/test/e2e/install-code-server.sh is missing from the checkout.');
   }
   const out = execFileSync('bash', [script], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 30 * 60_000 });
   const launcher = out.trim().split('\n').pop() ?? '';

@@ -1,0 +1,93 @@
+"""Named points inside the writes where a test can stop the process.
+
+The crash tests kill a writer in the middle of an operation. Killing after a random
+delay only lands mid-operation when the machine happens to be quick enough, so
+instead the writer stops itself at a point the test names, and the test then sends
+SIGKILL to the stopped process: the kill lands exactly there whatever the load.
+
+``HANDOFF_TEST_PAUSE_AT=POINT[#N][,POINT[#N]…]`` stops the process at the ``N``-th
+time (default the first) it reaches ``POINT``. Before stopping it writes
+``<pid> <point>\\n`` to the file descriptor ``HANDOFF_TEST_PAUSE_FD`` when that is
+set, so the test knows without polling; then it sends itself SIGSTOP. The variable is
+read on every call, so a fork server may set it per child (and call :func:`reset`).
+Unset (always, outside tests), :func:`pause_point` is one dictionary lookup.
+
+The points, in the order a transaction reaches them (see ``store.py``):
+
+``tx.locked``        the state lock is held, nothing read yet
+``tx.applied``       the operation changed the in-memory snapshot, nothing written
+``seal.begin``       a seal starts (the live file outgrew the seal size)
+``segment.synced``   a segment's temporary file is written and fsync'd, not renamed
+``segment.renamed``  that segment is in place (not yet listed by any manifest)
+``seal.written``     every new segment is on disk; the live file still lists none
+``state.synced``     the live file's temporary file is written and fsync'd, not renamed
+``state.renamed``    the new live file is in place: the operation has happened
+``tx.written``       everything is written; the lock is still held
+
+and in ``handoff.generate`` / ``handoff.startSession``: ``generation.document`` (the
+document and the draft are saved, no record yet), ``generation.session`` (the started
+text and the new pi session file are written, no start record yet),
+``newfile.synced`` (a new file's temporary copy is written, not linked).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+ENV = "HANDOFF_TEST_PAUSE_AT"
+FD_ENV = "HANDOFF_TEST_PAUSE_FD"
+
+#: Every point, in the order a sealing transaction reaches them.
+STORE_POINTS = (
+    "tx.locked",
+    "tx.applied",
+    "seal.begin",
+    "segment.synced",
+    "segment.renamed",
+    "seal.written",
+    "state.synced",
+    "state.renamed",
+    "tx.written",
+)
+#: The points after which an operation has happened (the live file was replaced).
+AFTER_COMMIT = ("state.renamed", "tx.written")
+GENERATION_POINTS = ("generation.document", "generation.session", "newfile.synced")
+
+_hits: dict[str, int] = {}
+_parsed: tuple[str, dict[str, int]] = ("", {})
+
+
+def reset() -> None:
+    """Forget the points reached so far (a forked child counts from zero)."""
+    _hits.clear()
+
+
+def _wanted() -> dict[str, int]:
+    global _parsed
+    spec = os.environ.get(ENV, "")
+    if spec != _parsed[0]:
+        wanted: dict[str, int] = {}
+        for part in filter(None, (p.strip() for p in spec.split(","))):
+            name, _, n = part.partition("#")
+            wanted[name] = int(n) if n.isdigit() and int(n) > 0 else 1
+        _parsed = (spec, wanted)
+    return _parsed[1]
+
+
+def pause_point(name: str) -> None:
+    """Stop this process here if the test asked for it (see the module docstring)."""
+    if ENV not in os.environ:
+        return
+    wanted = _wanted().get(name)
+    if wanted is None:
+        return
+    _hits[name] = hit = _hits.get(name, 0) + 1
+    if hit != wanted:
+        return
+    fd = os.environ.get(FD_ENV)
+    if fd and fd.isdigit():
+        os.write(int(fd), f"{os.getpid()} {name}\n".encode())
+    stop = getattr(signal, "SIGSTOP", None)
+    if stop is not None:
+        os.kill(os.getpid(), stop)
