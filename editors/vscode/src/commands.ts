@@ -335,7 +335,8 @@ export class HandoffCommands {
   /** Runs the started session's command in a terminal, or copies it, as the setting says. */
   private async runStarted(result: StartSessionResult): Promise<void> {
     const label = AGENT_LABELS[result.agent] ?? result.agent;
-    const what = result.newSession ? `${label} session ${baseName(result.newSession.path)}` : label;
+    const what = result.newSession ? `${label} session` : label;
+    const which = result.newSession ? ` (session ${baseName(result.newSession.path)})` : '';
     const setting = this.options.startSessionAction?.();
     let action: StartSessionAction | undefined = START_SESSION_ACTIONS.includes(setting as StartSessionAction)
       ? (setting as StartSessionAction)
@@ -352,7 +353,7 @@ export class HandoffCommands {
     if (action === 'terminal') {
       const name = terminalName(result.agent);
       await this.ui.runInTerminal(name, result.command);
-      void this.ui.info(`Started ${what} from the draft in the terminal "${name}".`);
+      void this.ui.info(`Started ${label} from the draft in the terminal "${name}"${which}.`);
     } else if (action === 'copy') {
       await this.ui.copyToClipboard(result.command);
       void this.ui.info(`Started ${what} from the draft; the command that opens it is on the clipboard: ${result.command}`);

@@ -414,7 +414,7 @@ describe('palette commands', () => {
       assert.deepEqual(agentStep.items, ['pi', 'Claude Code', 'Codex']);
       assert.deepEqual(ui.terminals, [{ name: 'Handoff: pi', commandLine: 'cd /w && pi --session /h/.pi/agent/sessions/--w--/s2.jsonl' }]);
       assert.deepEqual(ui.clipboard, []);
-      assert.match(ui.shown[ui.shown.length - 1].message, /Started pi session s2\.jsonl from the draft in the terminal "Handoff: pi"/);
+      assert.match(ui.shown[ui.shown.length - 1].message, /^Started pi from the draft in the terminal "Handoff: pi" \(session s2\.jsonl\)\.$/);
     });
 
     it('offers oh-my-pi first for an omp source session', async () => {
