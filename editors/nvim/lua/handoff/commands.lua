@@ -383,15 +383,10 @@ function M.open_started(ctx, result, draft_buf)
   end
   if open == "terminal" then
     open_terminal(result, ctx.client.root_dir)
-    if type(result.newSession) == "table" then
-      notify_line(
-        ("Handoff: started %s in a terminal split (session "):format(label),
-        vim.fs.basename(result.newSession.path),
-        ")"
-      )
-    else
-      vim.notify(("Handoff: started %s in a terminal split."):format(label), vim.log.levels.INFO)
-    end
+    notify_line(
+      ("Handoff: started %s in a terminal split: "):format(label),
+      display_command(result.command, ctx.client.root_dir)
+    )
   else
     notify_line(("Handoff: started %s; run: "):format(label), display_command(result.command, ctx.client.root_dir))
   end
