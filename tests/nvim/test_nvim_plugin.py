@@ -5,7 +5,9 @@ walkthrough through :Handoff subcommands, the refused acknowledgement of latest,
 from __future__ import annotations
 
 import json
+import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -314,18 +316,36 @@ def test_settings_refusals_and_checkhealth(run_nvim, workspace, tmp_path):
     assert "ERROR" not in health, health
 
 
-def test_generate_opens_an_editable_draft_that_prepares_and_commits(run_nvim, workspace, tmp_path):
+def fake_pi(bin_dir: Path, out: Path) -> Path:
+    """A `pi` that records its arguments and exits (no real agent runs)."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    exe = bin_dir / "pi"
+    exe.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {shlex.quote(str(out))}\n', encoding="utf-8")
+    exe.chmod(0o755)
+    return exe
+
+
+def test_generate_opens_a_draft_that_starts_a_session_prepares_and_commits(
+    run_nvim, workspace, tmp_path
+):
     pi_dir = tmp_path / "home" / "pi-agent" / "sessions"
     slug = "--" + str(workspace).strip("/").replace("/", "-") + "--"
     session = write_pi_session(pi_dir / slug / "2026-01-05T10-00-00_s.jsonl", workspace)
+    pi_out = tmp_path / "fake-pi.out"
+    fake_pi(tmp_path / "bin", pi_out)
     run = run_nvim(
         "drafts",
         workspace,
         {"generation": {"provider": "extractive"}},
-        env={"HANDOFF_SESSION": str(session)},
+        env={
+            "HANDOFF_SESSION": str(session),
+            "HANDOFF_FAKE_PI_OUT": str(pi_out),
+            "PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+        },
     )
     r = run.results
-    assert run.unanswered == 0 and run.notes_at(ERROR) == []
+    assert run.unanswered == 0
+    edit = "Edited in Neovim before the handoff."
 
     # The sessions list (preview and completion) holds the session.
     assert str(session) in r["preview_sessions"]
@@ -342,24 +362,91 @@ def test_generate_opens_an_editable_draft_that_prepares_and_commits(run_nvim, wo
     assert (draft["buftype"], draft["filetype"]) == ("", "markdown")
     assert draft["modifiable"] and draft["modified"] and not draft["is_preview"]
 
-    # A new pi session seeded with the handoff, beside the old one (never written into).
-    new = gen["newSession"]
-    assert new and Path(new["path"]).parent == session.parent
-    header = json.loads(Path(new["path"]).read_text(encoding="utf-8").splitlines()[0])
+    # Generate wrote no agent session (only the start below did); its message says what
+    # comes next.
+    assert "newSession" not in gen and "started" not in gen
+    generated = [n["msg"] for n in r["generate_notes"] if n["level"] == INFO][-1]
+    assert "edit it, then :Handoff start (or :Handoff prepare)" in generated
+    assert "New agent session" not in generated
+
+    # :Handoff start in the draft: its edited text became a new pi session beside the
+    # old one, with the lineage of the generation; the command ran in a :terminal split.
+    assert r["complete_agents"] == ["pi", "omp", "claude", "codex"]
+    start = r["start"]
+    assert start["ok"], start
+    started = start["result"]
+    assert started["agent"] == "pi"
+    assert started["lineage"]["generation"] == gen["generation"]
+    assert started["lineage"]["handoff"] == {"kind": "document"}
+    new = Path(started["newSession"]["path"])
+    assert new.parent == session.parent
+    assert sorted(p.name for p in session.parent.iterdir()) == sorted([session.name, new.name])
+    text = new.read_text(encoding="utf-8")
+    assert edit in text
+    header = json.loads(text.splitlines()[0])
     assert header["parentSession"] == str(session)
+    assert started["command"] == f"cd {shlex.quote(str(workspace))} && pi --session {shlex.quote(str(new))}"
+    assert r["terminal"] == {
+        "buftype": "terminal",
+        "windows": 1,
+        "draft_still_shown": True,
+        "started": started["command"],
+    }
+    assert r["fake_pi"] == ["--session", str(new)]
+    # One short line (no "Press ENTER") with the command, cut in the middle to fit the
+    # 80 columns of the headless Neovim.
+    [note] = r["start_notes"]
+    assert note["level"] == INFO
+    assert "\n" not in note["msg"] and len(note["msg"]) <= r["echospace"], note
+    assert note["msg"].startswith("Handoff: started pi in a terminal split: pi --sess")
+    assert note["msg"].endswith(new.name[-6:])
+
+    # :Handoff start claude with open = "none": nothing opened, the command shown (and
+    # put in the configured register); Claude Code reads the saved text.
+    claude = r["start_claude"]["result"]
+    assert claude["agent"] == "claude" and claude.get("newSession") is None
+    assert claude["command"] == (
+        f'cd {shlex.quote(str(workspace))} && claude "$(cat {claude["documentPath"]})"'
+    )
+    assert edit in (workspace / claude["documentPath"]).read_text(encoding="utf-8")
+    assert r["start_claude_windows"] == 0
+    assert r["register_a"] == claude["command"]
+    assert r["draft_started"] == "claude"
+    # The command without the `cd` to the current directory, cut in the middle to fit
+    # the 80 columns of the headless Neovim (whole in the register).
+    [note] = r["start_claude_notes"]
+    assert note["msg"].startswith('Handoff: started Claude Code; run: claude "$(cat .h')
+    assert note["msg"].endswith(f'{claude["documentPath"][-6:]})"')
+    assert "\n" not in note["msg"] and len(note["msg"]) <= r["echospace"], note
+
+    # Outside a draft buffer: refused, naming what to do.
+    assert (r["start_elsewhere"]["ok"], r["start_elsewhere"]["kind"]) == (False, "refused")
+    assert [n["msg"] for n in r["start_elsewhere_notes"]] == [
+        "Handoff start: Not a draft buffer: run :Handoff start in a buffer :Handoff generate "
+        "opened (or :Handoff start --revision REV)."
+    ]
 
     # The edited draft was prepared (its text is the document), then committed.
     assert r["prepare"]["ok"], r["prepare"]
     document = r["prepare"]["result"]["prepared"]["content"]["document"]
-    assert document.endswith("Edited in Neovim before the handoff.")
-    assert "Edited in Neovim before the handoff." in r["preview_prepared"]
+    assert document.endswith(edit)
+    assert edit in r["preview_prepared"]
     revision = r["commit"]["result"]["revision"]
     assert REVISION.match(revision)
     assert r["continue"]["result"]["selected"] == revision
+    assert r["complete_start_revision"] == [revision]
+    from_revision = r["start_revision"]["result"]
+    assert from_revision["agent"] == "codex"
+    assert from_revision["lineage"]["handoff"] == {"kind": "revision", "revision": revision}
 
-    # The generation is recorded (the cancel test checks this table stays empty).
-    state = StateStore(workspace / ".handoff").read()
-    assert len(state["generations"]) == 1
+    # The lineage report shows both starts; the store holds the generation and them.
+    assert r["lineage"]["ok"], r["lineage"]
+    assert "# Session lineage" in r["preview_lineage"]
+    assert new.name in r["preview_lineage"]
+    records = StateStore(workspace / ".handoff").read()["generations"].values()
+    kinds = sorted(rec.get("kind", "generation") for rec in records)
+    assert kinds == ["generation", "start", "start", "start"]
+    assert run.notes_at(ERROR) == [r["start_elsewhere_notes"][0]["msg"]]
 
 
 def test_help_file_has_the_tags_of_every_subcommand(nvim_bin, tmp_path):
@@ -376,6 +463,6 @@ def test_help_file_has_the_tags_of_every_subcommand(nvim_bin, tmp_path):
     subcommands = re.findall(
         r"^(?:S\.(\w+) = \{)", (PLUGIN / "lua/handoff/commands.lua").read_text(), re.M
     )
-    assert len(subcommands) == 12
+    assert len(subcommands) == 13
     assert {f":Handoff-{name}" for name in subcommands} <= tags
     assert {"handoff", ":Handoff", "g:handoff", "handoff-health"} <= tags

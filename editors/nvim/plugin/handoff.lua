@@ -14,7 +14,7 @@ vim.api.nvim_create_user_command("Handoff", function(opts)
   require("handoff").run(opts.args)
 end, {
   nargs = "*",
-  desc = "Handoff: generate, contract, work, current, commit, continue, ack, outcome, report, cancel…",
+  desc = "Handoff: generate, start, contract, work, current, commit, continue, ack, outcome, report, cancel…",
   complete = function(arglead, cmdline, cursorpos)
     return require("handoff").complete(arglead, cmdline, cursorpos)
   end,

@@ -18,6 +18,9 @@ import {
 import { PreparedShelf, readPreparedFile, writePreparedFile } from './prepared';
 import {
   AcknowledgeResult,
+  Agent,
+  AGENT_LABELS,
+  agentOf,
   AgentSession,
   CommitResult,
   ContinueResult,
@@ -30,8 +33,11 @@ import {
   ReportResult,
   ServerCommand,
   ServerCommandId,
+  SessionRef,
   SessionsResult,
   SourceResult,
+  StartSessionParams,
+  StartSessionResult,
 } from './protocol';
 import type { CancellationTokenLike, PickItem, ProgressReporter, Ui } from './ui';
 
@@ -48,22 +54,46 @@ export interface HandoffServer {
 export type ReportView =
   | { kind: 'continuity' }
   | { kind: 'history' }
+  | { kind: 'lineage' }
   | { kind: 'handoff'; revision: string }
   | { kind: 'handoff'; prepared: PreparedHandoff };
 
+/** Where a generated draft came from (from the Generate result). */
+export interface DraftOrigin {
+  generation?: string;
+  scope?: string;
+  sourceSession?: SessionRef;
+  draftPath?: string;
+}
+
 /** A Markdown document open in the editor that can become a handoff. */
 export interface DraftDocument {
+  /** The document's identity (its URI) while it is open. */
+  id?: string;
   name: string;
   text: string;
   /** The structured draft Generate returned with it, when it came from Generate. */
   draft?: HandoffDraft;
+  origin?: DraftOrigin;
 }
 
 export interface Views {
   showReport(view: ReportView): Promise<void>;
-  openDraft(document: string, draft: HandoffDraft): Promise<void>;
+  /** Opens the document as an editable draft; resolves to its id. */
+  openDraft(document: string, draft: HandoffDraft, origin?: DraftOrigin): Promise<string>;
   /** The active editor's Markdown document, if any. */
   activeDraft(): DraftDocument | undefined;
+  /** The open draft ``id`` (as openDraft returned it), with its current text; undefined once closed. */
+  draftById(id: string): DraftDocument | undefined;
+}
+
+/** What Start Session from Draft does with the command the server returns. */
+export type StartSessionAction = 'terminal' | 'copy' | 'ask';
+export const START_SESSION_ACTIONS: readonly StartSessionAction[] = ['terminal', 'copy', 'ask'];
+
+export interface CommandOptions {
+  /** The `handoff.startSession.action` setting (read at each use). */
+  startSessionAction?: () => StartSessionAction | string | undefined;
 }
 
 /** The palette command ids (separate from the server's own `handoff.*` ids). */
@@ -73,12 +103,14 @@ export const PaletteCommand = {
   recordWork: 'handoffUi.recordWork',
   handoffCurrentWork: 'handoffUi.handoffCurrentWork',
   prepareFromDraft: 'handoffUi.prepareFromDraft',
+  startSessionFromDraft: 'handoffUi.startSessionFromDraft',
   commit: 'handoffUi.commit',
   continue: 'handoffUi.continue',
   acknowledge: 'handoffUi.acknowledge',
   recordOutcome: 'handoffUi.recordOutcome',
   showContinuity: 'handoffUi.showContinuity',
   showHistory: 'handoffUi.showHistory',
+  showLineage: 'handoffUi.showLineage',
   showHandoff: 'handoffUi.showHandoff',
   savePrepared: 'handoffUi.savePrepared',
   loadPrepared: 'handoffUi.loadPrepared',
@@ -90,9 +122,39 @@ const COMMIT = 'Commit';
 const SAVE = 'Save…';
 const ACKNOWLEDGE = 'Acknowledge…';
 const SHOW = 'Show';
+const START_SESSION = 'Start Session';
+const COPY_COMMAND = 'Copy Command';
+
+function baseName(p: string): string {
+  return p.split(/[\\/]/).pop() || p;
+}
 
 function sessionLabel(session: AgentSession): string {
-  return session.title || session.path.split(/[\\/]/).pop() || session.path;
+  return session.title || baseName(session.path);
+}
+
+function sessionDescription(session: AgentSession): string {
+  const parts = [session.format, `${session.messageCount} messages`];
+  if (session.startedFrom) {
+    parts.push('started from a handoff');
+  }
+  if (session.canHandOff === false) {
+    parts.push('nothing to hand off yet');
+  }
+  return parts.join(' · ');
+}
+
+/** The integrated terminal a started agent runs in. */
+export function terminalName(agent: Agent): string {
+  return `Handoff: ${agent === 'omp' ? 'omp' : (AGENT_LABELS[agent] ?? agent)}`;
+}
+
+/** The agents offered, the source session's first (the default). */
+export function agentChoices(source: SessionRef | undefined): { agent: Agent; isDefault: boolean }[] {
+  const first = agentOf(source);
+  const offered: Agent[] = ['pi', 'claude', 'codex'];
+  const order = first ? [first, ...offered.filter((a) => a !== first)] : offered;
+  return order.map((agent) => ({ agent, isDefault: agent === first }));
 }
 
 export class HandoffCommands {
@@ -106,6 +168,7 @@ export class HandoffCommands {
     private readonly ui: Ui,
     private readonly server: HandoffServer,
     private readonly views: Views,
+    private readonly options: CommandOptions = {},
   ) {}
 
   /** Runs ``body``, showing any failure; resolves to undefined when it failed. */
@@ -123,12 +186,16 @@ export class HandoffCommands {
   }
 
   /** Runs a long server command under a progress notification with a Cancel button;
-   * the server's own progress messages replace ``firstMessage``. */
-  private withProgress<R>(firstMessage: string, command: ServerCommandId, params: object): Promise<R> {
-    return this.ui.withProgress('Handoff', (progress, token) => {
+   * the server's own progress messages replace ``firstMessage``. ``cancelled``: the user
+   * pressed Cancel, yet the answer came (it crossed the cancel on its way). */
+  private async withProgress<R>(firstMessage: string, command: ServerCommandId, params: object): Promise<{ result: R; cancelled: boolean }> {
+    let token: CancellationTokenLike | undefined;
+    const result = await this.ui.withProgress('Handoff', (progress, cancel) => {
+      token = cancel;
       progress(firstMessage);
-      return this.call<R>(command, params, { token, progress });
+      return this.call<R>(command, params, { token: cancel, progress });
     });
+    return { result, cancelled: token?.isCancellationRequested === true };
   }
 
   private async history(): Promise<{ head: string | null; revisions: HistoryRevision[] }> {
@@ -174,7 +241,7 @@ export class HandoffCommands {
       const session = await this.ui.pick(
         sessions.map((s) => ({
           label: sessionLabel(s),
-          description: `${s.format} · ${s.messageCount} messages`,
+          description: sessionDescription(s),
           detail: `${s.updatedAt} · ${s.path}`,
           value: s,
         })),
@@ -192,21 +259,109 @@ export class HandoffCommands {
         return undefined;
       }
       const params = { session: session.path, format: session.format, ...(focus.trim() ? { focus: focus.trim() } : {}) };
-      const result = await this.withProgress<GenerateResult>(`Generating a handoff from ${sessionLabel(session)}…`, ServerCommand.generate, params);
-      await this.views.openDraft(result.document, result.draft);
-      const notes: string[] = [];
-      if (result.missingSections?.length) {
-        notes.push(`missing sections: ${result.missingSections.join(', ')}`);
+      const { result, cancelled } = await this.withProgress<GenerateResult>(
+        `Generating a handoff from ${sessionLabel(session)}…`,
+        ServerCommand.generate,
+        params,
+      );
+      if (cancelled) {
+        // The answer crossed the Cancel: the user asked for no draft, so none opens.
+        const saved = result.draftPath ? ` (the server had already saved it as ${result.draftPath})` : '';
+        void this.ui.info(`Generation was cancelled; the draft was not opened${saved}.`);
+        return undefined;
       }
-      if (result.newSession) {
-        notes.push(`new session ${result.newSession.path}`);
-      } else if (result.continueCommand) {
-        notes.push(`continue with: ${result.continueCommand}`);
-      }
-      const message = `Handoff draft generated by ${result.provider}${notes.length ? ` (${notes.join('; ')})` : ''}. Edit it, then run "Handoff: Prepare from Draft".`;
-      void (result.missingSections?.length ? this.ui.warn(message) : this.ui.info(message));
+      const draftId = await this.views.openDraft(result.document, result.draft, {
+        generation: result.generation,
+        scope: result.scope,
+        sourceSession: result.sourceSession,
+        draftPath: result.draftPath,
+      });
+      const missing = result.missingSections?.length ? ` (missing sections: ${result.missingSections.join(', ')})` : '';
+      const message =
+        `Handoff draft generated by ${result.provider}${missing}. ` +
+        'Edit it, then Start Session from Draft or Prepare from Draft.';
+      void (result.missingSections?.length ? this.ui.warn(message, START_SESSION) : this.ui.info(message, START_SESSION)).then((action) =>
+        action === START_SESSION ? this.startSessionFromDraft(draftId) : undefined,
+      );
       return result;
     });
+  }
+
+  /** Starts an agent session from a draft's current text: the open draft ``draftId``
+   * (from Generate's notification), else the active Markdown document. */
+  async startSessionFromDraft(draftId?: string): Promise<StartSessionResult | undefined> {
+    return this.guarded(async () => {
+      const active = draftId !== undefined ? this.views.draftById(draftId) : this.views.activeDraft();
+      if (!active) {
+        void this.ui.info(
+          draftId !== undefined
+            ? 'That draft is no longer open: run "Handoff: Generate from Agent Session" again.'
+            : 'No draft is open: run "Handoff: Generate from Agent Session" first (or open a Markdown document).',
+        );
+        return undefined;
+      }
+      if (!active.text.trim()) {
+        void this.ui.info(`${active.name} is empty: there is nothing to start a session from.`);
+        return undefined;
+      }
+      const origin = active.origin ?? {};
+      const agent = await this.ui.pick(
+        agentChoices(origin.sourceSession).map(({ agent, isDefault }) => ({
+          label: AGENT_LABELS[agent],
+          description: isDefault ? 'default · the agent of the source session' : undefined,
+          detail:
+            agent === 'pi' || agent === 'omp'
+              ? `a new ${agent} session seeded with the draft, opened with ${agent} --session`
+              : `${agent} with the draft as its first prompt`,
+          value: agent,
+        })),
+        { title: `Start Session from ${active.name}`, placeholder: 'Which agent continues the work?' },
+      );
+      if (!agent) {
+        return undefined;
+      }
+      const params: StartSessionParams = {
+        document: active.text,
+        agent,
+        ...(origin.generation ? { generation: origin.generation } : {}),
+        ...(origin.scope ? { scope: origin.scope } : {}),
+      };
+      const result = await this.call<StartSessionResult>(ServerCommand.startSession, params);
+      await this.runStarted(result);
+      return result;
+    });
+  }
+
+  /** Runs the started session's command in a terminal, or copies it, as the setting says. */
+  private async runStarted(result: StartSessionResult): Promise<void> {
+    const label = AGENT_LABELS[result.agent] ?? result.agent;
+    const what = result.newSession ? `${label} session` : label;
+    const which = result.newSession ? ` (session ${baseName(result.newSession.path)})` : '';
+    const setting = this.options.startSessionAction?.();
+    let action: StartSessionAction | undefined = START_SESSION_ACTIONS.includes(setting as StartSessionAction)
+      ? (setting as StartSessionAction)
+      : 'terminal';
+    if (action === 'ask') {
+      action = await this.ui.pick<StartSessionAction>(
+        [
+          { label: '$(terminal) Run in a terminal', description: terminalName(result.agent), detail: result.command, value: 'terminal' },
+          { label: '$(clippy) Copy the command', detail: result.command, value: 'copy' },
+        ],
+        { title: `Started ${what}`, placeholder: 'Run its command now, or copy it to run it yourself?' },
+      );
+    }
+    if (action === 'terminal') {
+      const name = terminalName(result.agent);
+      await this.ui.runInTerminal(name, result.command);
+      void this.ui.info(`Started ${label} from the draft in the terminal "${name}"${which}.`);
+    } else if (action === 'copy') {
+      await this.ui.copyToClipboard(result.command);
+      void this.ui.info(`Started ${what} from the draft; the command that opens it is on the clipboard: ${result.command}`);
+    } else {
+      void this.ui.info(`Started ${what} from the draft; open it with: ${result.command}`, COPY_COMMAND).then((choice) =>
+        choice === COPY_COMMAND ? this.ui.copyToClipboard(result.command) : undefined,
+      );
+    }
   }
 
   // -- records ------------------------------------------------------------------------
@@ -451,6 +606,10 @@ export class HandoffCommands {
 
   async showHistory(): Promise<void> {
     await this.guarded(() => this.views.showReport({ kind: 'history' }));
+  }
+
+  async showLineage(): Promise<void> {
+    await this.guarded(() => this.views.showReport({ kind: 'lineage' }));
   }
 
   async showHandoff(): Promise<void> {

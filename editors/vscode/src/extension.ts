@@ -22,7 +22,9 @@ export function activate(context: vscode.ExtensionContext): HandoffExtensionApi 
   let commands: HandoffCommands | undefined;
   const preview = new HandoffPreviewProvider(client, (digest) => commands?.shelf.get(digest));
   const views = new VscodeViews(preview);
-  commands = new HandoffCommands(ui, client, views);
+  commands = new HandoffCommands(ui, client, views, {
+    startSessionAction: () => vscode.workspace.getConfiguration(SETTINGS_SECTION).get<string>('startSession.action'),
+  });
   const status = new HandoffStatusBar(client);
   const palette = commands;
 
@@ -33,6 +35,7 @@ export function activate(context: vscode.ExtensionContext): HandoffExtensionApi 
     status,
     vscode.workspace.registerTextDocumentContentProvider(PREVIEW_SCHEME, preview),
     vscode.window.onDidChangeActiveTextEditor((editor) => views.track(editor)),
+    vscode.workspace.onDidCloseTextDocument((document) => views.forget(document)),
   );
   views.track(vscode.window.activeTextEditor);
 
@@ -43,12 +46,20 @@ export function activate(context: vscode.ExtensionContext): HandoffExtensionApi 
   register(PaletteCommand.recordWork, () => palette.recordWork());
   register(PaletteCommand.handoffCurrentWork, () => palette.handoffCurrentWork());
   register(PaletteCommand.prepareFromDraft, () => palette.prepareFromDraft());
+  // From the editor title the button passes its editor's URI: that draft, even when
+  // another editor has the focus.
+  context.subscriptions.push(
+    vscode.commands.registerCommand(PaletteCommand.startSessionFromDraft, (uri?: unknown) =>
+      palette.startSessionFromDraft(uri instanceof vscode.Uri && views.draftById(uri.toString()) ? uri.toString() : undefined),
+    ),
+  );
   register(PaletteCommand.commit, () => palette.commit());
   register(PaletteCommand.continue, () => palette.continue());
   register(PaletteCommand.acknowledge, () => palette.acknowledge());
   register(PaletteCommand.recordOutcome, () => palette.recordOutcome());
   register(PaletteCommand.showContinuity, () => palette.showContinuity());
   register(PaletteCommand.showHistory, () => palette.showHistory());
+  register(PaletteCommand.showLineage, () => palette.showLineage());
   register(PaletteCommand.showHandoff, () => palette.showHandoff());
   register(PaletteCommand.savePrepared, () => palette.savePrepared());
   register(PaletteCommand.loadPrepared, () => palette.loadPrepared());

@@ -32,6 +32,9 @@ export function viewFromPath(
   if (p === '/history.md') {
     return { kind: 'history' };
   }
+  if (p === '/lineage.md') {
+    return { kind: 'lineage' };
+  }
   let m = /^\/handoff\/([A-Za-z0-9_-]{1,64})@([1-9][0-9]{0,8})\.md$/.exec(p);
   if (m) {
     return { kind: 'handoff', revision: `handoff/${m[1]}@${m[2]}` };

@@ -11,6 +11,7 @@ export const ServerCommand = {
   recordOutcome: 'handoff.recordOutcome',
   report: 'handoff.report',
   generate: 'handoff.generate',
+  startSession: 'handoff.startSession',
   sessions: 'handoff.sessions',
   ping: 'handoff.ping',
 } as const;
@@ -128,7 +129,7 @@ export interface AcknowledgeResult {
   target: string;
 }
 
-export type ReportKind = 'continuity' | 'history' | 'handoff';
+export type ReportKind = 'continuity' | 'history' | 'handoff' | 'lineage';
 
 export interface ContinuityData {
   scope?: string;
@@ -161,21 +162,83 @@ export interface AgentSession {
   title?: string;
   updatedAt: string;
   messageCount: number;
+  /** False for a session with nothing to hand off yet (fewer than two messages). */
+  canHandOff?: boolean;
+  /** Set for a session a handoff started: the session it continues. */
+  startedFrom?: { parentSession?: string | null; start?: string | null; handoff?: unknown };
 }
 
 export interface SessionsResult {
   sessions: AgentSession[];
 }
 
+export interface SessionRef {
+  path: string;
+  format: string;
+  id?: string;
+}
+
+/** `handoff.generate`: the document and its draft; no agent session is written (unless
+ * `startSession: true`, the one-step flow, which this extension does not send). */
 export interface GenerateResult {
   scope?: string;
   document: string;
   missingSections: string[];
   draft: HandoffDraft;
   provider: string;
-  sourceSession: { path: string; format: string; id?: string };
-  newSession: null | { path: string; id: string; parentSession: string };
-  continueCommand?: string;
+  sourceSession: SessionRef & { title?: string; messageCount?: number };
+  /** The generation's id (for `handoff.startSession`'s lineage). */
+  generation?: string;
+  /** The saved plain-Markdown draft, relative to the workspace. */
+  draftPath?: string;
+  documentPath?: string;
+  warnings?: string[];
+  started?: StartSessionResult;
+}
+
+/** The agents a session can be started in (`handoff.startSession`'s `agent`). */
+export const AGENTS = ['pi', 'omp', 'claude', 'codex'] as const;
+export type Agent = (typeof AGENTS)[number];
+
+export const AGENT_LABELS: Record<Agent, string> = {
+  pi: 'pi',
+  omp: 'oh-my-pi (omp)',
+  claude: 'Claude Code',
+  codex: 'Codex',
+};
+
+/** The agent that wrote a session file: oh-my-pi keeps pi's format under `.omp`
+ * (as the server's `agent_of`). */
+export function agentOf(session: { path: string; format?: string } | undefined): Agent | undefined {
+  if (!session) {
+    return undefined;
+  }
+  if (session.format === 'pi') {
+    return session.path.split(/[\\/]/).includes('.omp') ? 'omp' : 'pi';
+  }
+  return (AGENTS as readonly string[]).includes(session.format ?? '') ? (session.format as Agent) : undefined;
+}
+
+export interface StartSessionParams {
+  document?: string;
+  prepared?: PreparedHandoff;
+  revision?: string;
+  agent?: Agent;
+  parentSession?: string;
+  generation?: string;
+  scope?: string;
+}
+
+export interface StartSessionResult {
+  scope: string;
+  agent: Agent;
+  /** A shell command line that starts the agent in the workspace on the handoff. */
+  command: string;
+  /** The pi / omp session written for it; null for Claude Code and Codex. */
+  newSession: { path: string; id: string } | null;
+  /** The exact text handed over, saved under the state folder (workspace-relative). */
+  documentPath: string;
+  lineage: Record<string, unknown>;
 }
 
 /** Is ``value`` shaped like a PreparedHandoff (enough to hand back to the server)? */

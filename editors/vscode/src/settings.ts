@@ -12,7 +12,6 @@ export interface ServerSettings {
   logLevel?: string;
   generation: {
     provider?: string;
-    startSession?: boolean;
     maxPromptTokens?: number;
     openai: { baseUrl?: string; model?: string; apiKeyEnv?: string; timeoutSeconds?: number };
     anthropic: { baseUrl?: string; model?: string; apiKeyEnv?: string; maxTokens?: number; timeoutSeconds?: number };
@@ -28,11 +27,6 @@ function text(read: SettingsReader, key: string): string | undefined {
 function num(read: SettingsReader, key: string): number | undefined {
   const value = read<unknown>(key);
   return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
-}
-
-function bool(read: SettingsReader, key: string): boolean | undefined {
-  const value = read<unknown>(key);
-  return typeof value === 'boolean' ? value : undefined;
 }
 
 function strings(read: SettingsReader, key: string): string[] | undefined {
@@ -53,7 +47,6 @@ export function serverSettings(read: SettingsReader): ServerSettings {
     logLevel: text(read, 'logLevel'),
     generation: compact({
       provider: text(read, 'generation.provider'),
-      startSession: bool(read, 'generation.startSession'),
       maxPromptTokens: num(read, 'generation.maxPromptTokens'),
       openai: compact({
         baseUrl: text(read, 'generation.openai.baseUrl'),

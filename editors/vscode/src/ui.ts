@@ -52,4 +52,7 @@ export interface Ui {
   openFile(title: string): Promise<string | undefined>;
   /** Runs an editor command (opening settings, the log, ...). */
   runCommand(id: string, ...args: unknown[]): Promise<unknown>;
+  /** Opens a new integrated terminal named ``name``, shows it and runs ``commandLine`` in it. */
+  runInTerminal(name: string, commandLine: string): Promise<void>;
+  copyToClipboard(text: string): Promise<void>;
 }

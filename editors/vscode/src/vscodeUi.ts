@@ -101,4 +101,16 @@ export class VscodeUi implements Ui {
   runCommand(id: string, ...args: unknown[]): Promise<unknown> {
     return Promise.resolve(vscode.commands.executeCommand(id, ...args));
   }
+
+  async runInTerminal(name: string, commandLine: string): Promise<void> {
+    // Always a new terminal: one with this name may be running an agent already, and
+    // the command line would be typed into it.
+    const terminal = vscode.window.createTerminal({ name, cwd: this.defaultFolder() });
+    terminal.show();
+    terminal.sendText(commandLine, true);
+  }
+
+  async copyToClipboard(text: string): Promise<void> {
+    await vscode.env.clipboard.writeText(text);
+  }
 }

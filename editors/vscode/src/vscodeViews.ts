@@ -3,7 +3,7 @@
 
 import * as path from 'path';
 import * as vscode from 'vscode';
-import type { DraftDocument, HandoffServer, ReportView, Views } from './commands';
+import type { DraftDocument, DraftOrigin, HandoffServer, ReportView, Views } from './commands';
 import { PaletteCommand } from './commands';
 import { toCommandError } from './errors';
 import { ContinuityData, HandoffDraft, PreparedHandoff, ReportResult, ServerCommand } from './protocol';
@@ -61,17 +61,36 @@ export class HandoffPreviewProvider implements vscode.TextDocumentContentProvide
   }
 }
 
+/** The context key that is true while the active editor is a draft Generate opened
+ * (it shows "Start Session from Draft" in the editor title). */
+export const DRAFT_CONTEXT_KEY = 'handoff.activeEditorIsDraft';
+
 export class VscodeViews implements Views {
   /** Structured drafts from Generate, by the URI of the Markdown document they opened in. */
-  private readonly drafts = new Map<string, HandoffDraft>();
+  private readonly drafts = new Map<string, { draft: HandoffDraft; origin: DraftOrigin }>();
   private lastMarkdown: vscode.TextDocument | undefined;
+  private draftContext: boolean | undefined;
 
   constructor(private readonly preview: HandoffPreviewProvider) {}
 
-  /** Remembers the last Markdown editor, for commands run while the preview has focus. */
+  /** Remembers the last Markdown editor, for commands run while the preview has focus,
+   * and sets the draft context key for the editor-title button. */
   track(editor: vscode.TextEditor | undefined): void {
     if (editor && editor.document.languageId === 'markdown' && editor.document.uri.scheme !== PREVIEW_SCHEME) {
       this.lastMarkdown = editor.document;
+    }
+    const isDraft = !!editor && this.drafts.has(editor.document.uri.toString());
+    if (isDraft !== this.draftContext) {
+      this.draftContext = isDraft;
+      void vscode.commands.executeCommand('setContext', DRAFT_CONTEXT_KEY, isDraft);
+    }
+  }
+
+  /** A closed draft is forgotten. */
+  forget(document: vscode.TextDocument): void {
+    this.drafts.delete(document.uri.toString());
+    if (this.lastMarkdown === document) {
+      this.lastMarkdown = undefined;
     }
   }
 
@@ -79,11 +98,20 @@ export class VscodeViews implements Views {
     return this.preview.show(view);
   }
 
-  async openDraft(document: string, draft: HandoffDraft): Promise<void> {
+  async openDraft(document: string, draft: HandoffDraft, origin: DraftOrigin = {}): Promise<string> {
     const doc = await vscode.workspace.openTextDocument({ language: 'markdown', content: document });
-    this.drafts.set(doc.uri.toString(), draft);
+    const id = doc.uri.toString();
+    this.drafts.set(id, { draft, origin });
     const editor = await vscode.window.showTextDocument(doc, { preview: false });
     this.track(editor);
+    return id;
+  }
+
+  private describe(doc: vscode.TextDocument): DraftDocument {
+    const name = doc.isUntitled ? doc.uri.path : path.basename(doc.uri.fsPath);
+    const id = doc.uri.toString();
+    const known = this.drafts.get(id);
+    return { id, name, text: doc.getText(), draft: known?.draft, origin: known?.origin };
   }
 
   activeDraft(): DraftDocument | undefined {
@@ -92,8 +120,12 @@ export class VscodeViews implements Views {
     if (!doc || doc.isClosed) {
       return undefined;
     }
-    const name = doc.isUntitled ? doc.uri.path : path.basename(doc.uri.fsPath);
-    return { name, text: doc.getText(), draft: this.drafts.get(doc.uri.toString()) };
+    return this.describe(doc);
+  }
+
+  draftById(id: string): DraftDocument | undefined {
+    const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === id);
+    return doc && !doc.isClosed ? this.describe(doc) : undefined;
   }
 }
 

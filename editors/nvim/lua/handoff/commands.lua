@@ -11,10 +11,13 @@ M.ACK_STATUSES = { "accepted", "needs_clarification", "declined" }
 M.OUTCOME_STATUSES = { "succeeded", "partial", "blocked", "failed", "cancelled", "unknown" }
 M.CHECK_STATUSES = { "passed", "failed", "skipped", "timed_out" }
 M.DISPOSITIONS = { "continuable", "blocked", "done" }
-M.REPORT_KINDS = { "continuity", "history", "handoff" }
+M.REPORT_KINDS = { "continuity", "history", "handoff", "lineage" }
 M.MODES = { "latest", "exact", "prepared" }
 M.PROVIDERS = { "extractive", "openai", "anthropic", "command" }
 M.FORMATS = { "auto", "pi", "claude", "codex" }
+M.AGENTS = { "pi", "omp", "claude", "codex" }
+M.AGENT_LABELS = { pi = "pi", omp = "omp", claude = "Claude Code", codex = "Codex" }
+M.START_OPEN = { "terminal", "none" }
 
 --- The four acceptance checks: wire key, flag, question.
 M.CHECKS = {
@@ -28,7 +31,8 @@ M.CHECKS = {
 --- continued target, the last acknowledgement receipt.
 M.memory = {}
 
---- Draft buffers opened by :Handoff generate: [bufnr] = { draft, scope, root }.
+--- Draft buffers opened by :Handoff generate:
+--- [bufnr] = { draft, scope, root, generation, sourceSession, draftPath }.
 M.drafts = {}
 
 local function info(msg)
@@ -252,29 +256,25 @@ S.generate = {
     local result = async.without_turn(function()
       return client_mod.call(ctx.client, "handoff.generate", params)
     end)
-    M.open_draft(ctx, result)
-    local missing = result.missingSections or {}
+    local buf = M.open_draft(ctx, result)
+    local source = (result.sourceSession or {}).path or session
     local lines = {
-      ("Handoff generated with %s from %s."):format(
-        result.provider or "?",
-        (result.sourceSession or {}).path or session
+      ("Handoff draft from %s (%s): edit it, then :Handoff start (or :Handoff prepare)."):format(
+        vim.fs.basename(source),
+        result.provider or "?"
       ),
     }
+    local missing = result.missingSections or {}
     if #missing > 0 then
       lines[#lines + 1] = "Missing sections: " .. table.concat(missing, ", ")
-    end
-    if type(result.newSession) == "table" and result.newSession.path then
-      lines[#lines + 1] = "New agent session: " .. result.newSession.path
-    end
-    if result.documentPath then
-      lines[#lines + 1] = "Saved as " .. result.documentPath
-    end
-    if result.continueCommand then
-      lines[#lines + 1] = "Continue with: " .. result.continueCommand
     end
     info(table.concat(lines, "\n"))
     if type(result.warnings) == "table" and #result.warnings > 0 then
       vim.notify("Handoff generate: " .. table.concat(result.warnings, "\n"), vim.log.levels.WARN)
+    end
+    if type(result.started) == "table" and result.started.command then
+      -- generation.startSession = true: the one-step flow started a session already.
+      M.open_started(ctx, result.started, buf)
     end
     return result
   end,
@@ -287,7 +287,14 @@ function M.open_draft(ctx, result)
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   vim.bo[buf].filetype = "markdown"
   -- Left 'modified': an unsaved draft makes :quit ask before it is lost.
-  M.drafts[buf] = { draft = result.draft, scope = result.scope, root = ctx.client.root_dir }
+  M.drafts[buf] = {
+    draft = result.draft,
+    scope = result.scope,
+    root = ctx.client.root_dir,
+    generation = result.generation,
+    sourceSession = result.sourceSession,
+    draftPath = result.draftPath,
+  }
   vim.b[buf].handoff_draft = true
   vim.api.nvim_create_autocmd("BufWipeout", {
     buffer = buf,
@@ -299,6 +306,125 @@ function M.open_draft(ctx, result)
   vim.api.nvim_set_current_buf(buf)
   return buf
 end
+
+--- g:handoff_ui.start: { open = "terminal" | "none", split = ..., register = ... }.
+local function start_options()
+  local ui = vim.g.handoff_ui or {}
+  return type(ui.start) == "table" and ui.start or {}
+end
+
+--- `s` cut to `width` display cells, the middle replaced by "…".
+local function fit(s, width)
+  if vim.fn.strdisplaywidth(s) <= width then
+    return s
+  end
+  local keep = math.max(width - 1, 2)
+  local head = math.floor(keep / 2)
+  local tail = keep - head
+  return vim.fn.strcharpart(s, 0, head) .. "…" .. vim.fn.strcharpart(s, vim.fn.strchars(s) - tail)
+end
+
+--- The command as the user would type it here: without `cd <workspace> &&` when the
+--- workspace is the current directory, home as ~.
+local function display_command(command, root)
+  local shown = command
+  local cwd = vim.fs.normalize(vim.fn.getcwd())
+  local cd = command:match("^cd (.-) && ")
+  if cd and root then
+    local unquoted = cd:gsub("^'(.*)'$", "%1")
+    if vim.fs.normalize(unquoted) == cwd and vim.fs.normalize(root) == cwd then
+      shown = command:sub(#cd + 8)
+    end
+  end
+  local home = vim.uv.os_homedir()
+  if home and home ~= "" and home ~= "/" then
+    shown = shown:gsub(vim.pesc(home) .. "/", "~/")
+  end
+  return shown
+end
+
+--- One line that fits the command line (no "Press ENTER"): `prefix .. variable ..
+--- suffix`, only `variable` cut when it is too long.
+local function notify_line(prefix, variable, suffix)
+  suffix = suffix or ""
+  local width = math.max(vim.v.echospace or (vim.o.columns - 12), 20)
+  local room = width - vim.fn.strdisplaywidth(prefix .. suffix)
+  vim.notify(prefix .. fit(variable, math.max(room, 8)) .. suffix, vim.log.levels.INFO)
+end
+
+--- Runs the started session's command in a :terminal in a split; returns the buffer.
+local function open_terminal(result, root)
+  local ui = vim.g.handoff_ui or {}
+  local split = start_options().split or ui.split or "auto"
+  if split == "auto" then
+    split = vim.o.columns >= 120 and "vertical" or "horizontal"
+  end
+  vim.cmd((split == "vertical" and "vertical " or "") .. "belowright new")
+  local buf = vim.api.nvim_get_current_buf()
+  local job = vim.fn.jobstart(result.command, { term = true, cwd = root })
+  if job <= 0 then
+    vim.api.nvim_buf_delete(buf, { force = true })
+    async.fail("refused", ("The terminal did not start (%s): %s"):format(job, result.command))
+  end
+  vim.b[buf].handoff_started = result
+  return buf
+end
+
+--- Shows (or runs) what handoff.startSession returned, as g:handoff_ui.start says.
+function M.open_started(ctx, result, draft_buf)
+  local opts = start_options()
+  local open = opts.open or "terminal"
+  local label = M.AGENT_LABELS[result.agent] or tostring(result.agent)
+  if draft_buf and vim.api.nvim_buf_is_valid(draft_buf) then
+    vim.b[draft_buf].handoff_started = result
+  end
+  if type(opts.register) == "string" and opts.register ~= "" then
+    vim.fn.setreg(opts.register, result.command)
+  end
+  if open == "terminal" then
+    open_terminal(result, ctx.client.root_dir)
+    notify_line(
+      ("Handoff: started %s in a terminal split: "):format(label),
+      display_command(result.command, ctx.client.root_dir)
+    )
+  else
+    notify_line(("Handoff: started %s; run: "):format(label), display_command(result.command, ctx.client.root_dir))
+  end
+end
+
+S.start = {
+  desc = "start an agent session from the draft buffer you are in (or --revision REV)",
+  flags = { revision = "value", scope = "value" },
+  run = function(ctx, a)
+    local agent = a.positional[1]
+    if agent and not vim.tbl_contains(M.AGENTS, agent) then
+      async.fail("refused", ("%q is not an agent: one of %s."):format(agent, table.concat(M.AGENTS, ", ")))
+    end
+    local buf = vim.api.nvim_get_current_buf()
+    local entry = M.drafts[buf]
+    local params = {}
+    if a.revision then
+      params.revision = a.revision
+    elseif entry then
+      params.document = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n")
+      params.generation = entry.generation
+      params.scope = entry.scope
+    else
+      async.fail(
+        "refused",
+        "Not a draft buffer: run :Handoff start in a buffer :Handoff generate opened "
+          .. "(or :Handoff start --revision REV)."
+      )
+    end
+    if a.scope then
+      params.scope = a.scope
+    end
+    params.agent = agent
+    local result = client_mod.call(ctx.client, "handoff.startSession", params)
+    M.open_started(ctx, result, entry and buf or nil)
+    return result
+  end,
+}
 
 S.sessions = {
   desc = "list this workspace's agent sessions, newest first",

@@ -176,6 +176,8 @@ local function positional_values(sub, index, positional, lead, scope)
     end
   elseif sub == "outcome" and index == 1 then
     return commands.OUTCOME_STATUSES
+  elseif sub == "start" and index == 1 then
+    return commands.AGENTS
   elseif sub == "report" then
     if index == 1 then
       return commands.REPORT_KINDS

@@ -157,6 +157,55 @@ describe('VS Code extension end to end', function () {
     await screenshot(page, 'vscode-generated-draft');
   });
 
+  it('Start Session from Draft (the draft editor\'s title button) starts a pi session from the edited text, in a terminal', async () => {
+    const page = session!.page;
+    const edit = `Started from VS Code ${process.pid}-${Date.now()}.`;
+    const sessionFiles = () => readdirSync(session!.piSessions, { recursive: true }).map(String).filter((f) => f.endsWith('.jsonl'));
+    const before = sessionFiles();
+    await runFromPalette(page, 'Handoff: Generate from Agent Session');
+    await pickRow(page, /4 messages/);
+    await expect(page.locator('.quick-input-widget'), 'the focus step').toContainText('Focus instructions');
+    await page.locator('.quick-input-widget .quick-input-box input').press('Enter');
+
+    await expect(page.locator('.tab', { hasText: 'Untitled-2' }), 'the second draft tab').toBeVisible(60_000);
+    const toast = page.locator('.notification-toast', { hasText: 'Edit it, then Start Session from Draft or Prepare from Draft' });
+    await expect(toast, 'the generated notification').toBeVisible(30_000);
+    await expect(toast.locator('.monaco-button', { hasText: 'Start Session' }), 'its Start Session button').toBeVisible();
+    const group = page.locator('.editor-group-container.active');
+    const editor = group.locator('.monaco-editor .view-lines').first();
+    await expect(editor, 'the draft document').toContainText('## Goal', 30_000);
+    await editor.click();
+    await page.keyboard.press('Control+End');
+    await page.keyboard.type(`\n${edit}\n`);
+
+    // The button the draft context key shows in the draft's editor title.
+    const button = group.locator('.editor-actions .action-label[aria-label*="Start Session from Draft"]');
+    await expect(button, 'the Start Session from Draft button').toBeVisible(30_000);
+    await screenshot(page, 'vscode-draft-start-button');
+    await button.click();
+    await expect(page.locator('.quick-input-widget'), 'the agent pick').toContainText('default · the agent of the source session');
+    await pickRow(page, /^pi/);
+
+    const started = page.locator('.notification-toast', { hasText: 'from the draft in the terminal "Handoff: pi"' });
+    await expect(started, 'the started notification').toBeVisible(60_000);
+    await expect(page.locator('.part.panel'), 'the terminal panel').toContainText('Handoff: pi', 30_000);
+    await screenshot(page, 'vscode-started-session');
+
+    // The new pi session holds the text as edited in the editor.
+    const created = sessionFiles().filter((f) => !before.includes(f));
+    assert.equal(created.length, 1, `one new pi session file: ${created.join(', ')}`);
+    const text = readFileSync(path.join(session!.piSessions, created[0]), 'utf8');
+    assert.ok(text.includes(edit), 'the new session holds the edit');
+    assert.equal(JSON.parse(text.split('\n')[0]).type, 'session');
+
+    // Show Session Lineage: the start, from the edited draft, with its new session.
+    await runFromPalette(page, 'Handoff: Show Session Lineage');
+    const preview = markdownPreview(page);
+    await expect(preview.locator('h1'), 'the lineage heading').toHaveText(`Session lineage: ${SCOPE}`, 60_000);
+    await expect(preview.locator('table').first(), 'the starts table').toContainText('edited draft of generation', 30_000);
+    await expect(preview.locator('table').first(), 'the starts table').toContainText(path.basename(created[0]));
+  });
+
   it('Generate shows a progress notification whose Cancel stops a slow provider and writes nothing', async () => {
     const page = session!.page;
     const marker = `handoff-e2e-slow-${process.pid}-${Date.now()}`;

@@ -1,7 +1,7 @@
 /** Test doubles: a scripted `Ui` (what the user would click and type), a recording
  * server, and recording views. */
 
-import type { DraftDocument, ExecuteOptions, HandoffServer, ReportView, Views } from '../../src/commands';
+import type { DraftDocument, DraftOrigin, ExecuteOptions, HandoffServer, ReportView, Views } from '../../src/commands';
 import type { HandoffDraft, PreparedHandoff, ServerCommandId } from '../../src/protocol';
 import type { CancellationTokenLike, InputOptions, PickItem, PickOptions, ProgressReporter, Ui } from '../../src/ui';
 
@@ -50,6 +50,8 @@ export class ScriptedUi implements Ui {
   readonly steps: { kind: string; title: string; items?: string[] }[] = [];
   readonly validationErrors: string[] = [];
   readonly commandsRun: { id: string; args: unknown[] }[] = [];
+  readonly terminals: { name: string; commandLine: string }[] = [];
+  readonly clipboard: string[] = [];
   readonly progress: { title: string; reports: [string | undefined, number | undefined][] }[] = [];
   /** The action the user clicks on the next notification that offers it. */
   clickAction: string | undefined;
@@ -169,6 +171,13 @@ export class ScriptedUi implements Ui {
     return undefined;
   }
 
+  async runInTerminal(name: string, commandLine: string): Promise<void> {
+    this.terminals.push({ name, commandLine });
+  }
+  async copyToClipboard(text: string): Promise<void> {
+    this.clipboard.push(text);
+  }
+
   errors(): string[] {
     return this.shown.filter((s) => s.kind === 'error').map((s) => s.message);
   }
@@ -201,18 +210,26 @@ export class RecordingServer implements HandoffServer {
 
 export class RecordingViews implements Views {
   readonly reports: ReportView[] = [];
-  readonly drafts: { document: string; draft: HandoffDraft }[] = [];
+  readonly drafts: { document: string; draft: HandoffDraft; origin?: DraftOrigin }[] = [];
   active: DraftDocument | undefined;
+  /** The open drafts by id (what the user has typed into them: edit ``text``). */
+  readonly open = new Map<string, DraftDocument>();
 
   async showReport(view: ReportView): Promise<void> {
     this.reports.push(view);
   }
-  async openDraft(document: string, draft: HandoffDraft): Promise<void> {
-    this.drafts.push({ document, draft });
-    this.active = { name: 'Untitled-1', text: document, draft };
+  async openDraft(document: string, draft: HandoffDraft, origin?: DraftOrigin): Promise<string> {
+    this.drafts.push({ document, draft, origin });
+    const id = `untitled:Untitled-${this.drafts.length}`;
+    this.active = { id, name: `Untitled-${this.drafts.length}`, text: document, draft, origin };
+    this.open.set(id, this.active);
+    return id;
   }
   activeDraft(): DraftDocument | undefined {
     return this.active;
+  }
+  draftById(id: string): DraftDocument | undefined {
+    return this.open.get(id);
   }
 }
 

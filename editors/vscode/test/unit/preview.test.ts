@@ -11,6 +11,7 @@ describe('preview pane documents', () => {
     for (const view of [
       { kind: 'continuity' as const },
       { kind: 'history' as const },
+      { kind: 'lineage' as const },
       { kind: 'handoff' as const, revision: REVISION },
       { kind: 'handoff' as const, prepared },
     ]) {
@@ -24,6 +25,7 @@ describe('preview pane documents', () => {
   it('asks the server for the report of the view', () => {
     const prepared = preparedFixture();
     assert.deepEqual(reportParams({ kind: 'continuity' }), { kind: 'continuity' });
+    assert.deepEqual(reportParams({ kind: 'lineage' }), { kind: 'lineage' });
     assert.deepEqual(reportParams({ kind: 'handoff', revision: REVISION }), { kind: 'handoff', revision: REVISION });
     assert.deepEqual(reportParams({ kind: 'handoff', prepared }), { kind: 'handoff', prepared, scope: 'openapi-client' });
   });
@@ -66,7 +68,7 @@ describe('server settings', () => {
       stateFolder: '.handoff',
       logLevel: 'debug',
       'generation.provider': 'openai',
-      'generation.startSession': null,
+      'generation.startSession': true, // no longer a setting of the extension: never sent
       'generation.maxPromptTokens': 8000,
       'generation.openai.baseUrl': 'http://127.0.0.1:11434/v1',
       'generation.openai.apiKeyEnv': 'OLLAMA_KEY',
