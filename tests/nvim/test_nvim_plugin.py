@@ -111,6 +111,9 @@ def test_openapi_walkthrough_through_handoff_subcommands(run_nvim, workspace, tm
     assert "| Transfer | accepted |" in after and "| Outcome | covered |" in after
     assert "Task Outcome succeeded: contract tests pass against the regenerated client" in after
     assert revision in r["preview_history"] and "covered" in r["preview_history"]
+    # The preview shows record text as written: no HTML entities, no backslash escapes.
+    assert "ran make test && tail -n 5 log 2>&1 <ok>" in r["preview_terminal"]
+    assert "&amp;" not in r["preview_terminal"] and "&gt;" not in r["preview_terminal"]
     assert r["preview_closed"] is True
 
     # Completion: subcommands, the committed revision, statuses, report kinds.
@@ -136,7 +139,7 @@ def test_openapi_walkthrough_through_handoff_subcommands(run_nvim, workspace, tm
     assert "LSP[handoff]" not in run.messages, run.messages
     data = HandoffService(workspace).call("handoff.report", {"kind": "continuity"})["data"]
     assert (data["transfer"], data["outcome"], data["head"]) == ("accepted", "covered", revision)
-    assert data["totalEvents"] == 6
+    assert data["totalEvents"] == 7  # the last work state, recorded for the preview check
 
 
 def write_pi_session(path: Path, cwd: Path) -> Path:

@@ -79,6 +79,14 @@ H.main(function()
   R("history", H.handoff("report history"))
   R("preview_history", H.preview())
 
+  -- Record text reads as written in the preview (rendered for a terminal: no entities).
+  H.handoff(
+    "work --state \"ran make test && tail -n 5 log 2>&1 <ok> :: client/pets_client.py\" "
+      .. "--disposition done --next 'nothing left :: " .. source .. "'"
+  )
+  H.handoff("report continuity")
+  R("preview_terminal", H.preview())
+
   -- `q` closes the preview window.
   local win = require("handoff.preview").window()
   vim.api.nvim_set_current_win(win)

@@ -174,7 +174,16 @@ end
 
 --- Runs one server command with one object argument; calls `on_done(err, result)` once.
 --- Returns the request id (for cancelling), or nil when nothing was sent.
+--- Reports are rendered for a terminal: Markdown read as text (no HTML entities).
+local function for_terminal(command, params)
+  if command == "handoff.report" and type(params) == "table" and params.render == nil then
+    params = vim.tbl_extend("force", params, { render = "terminal" })
+  end
+  return params
+end
+
 function M.exec(client, command, params, on_done)
+  params = for_terminal(command, params)
   if not M.supports(client, command) then
     on_done({
       kind = "refused",
@@ -243,6 +252,7 @@ end
 
 --- Runs a command and waits for it synchronously (completion, health); nil on failure.
 function M.call_sync(client, command, params, timeout_ms)
+  params = for_terminal(command, params)
   if not client or not client.initialized or not M.supports(client, command) then
     return nil
   end
