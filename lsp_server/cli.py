@@ -800,6 +800,18 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="the session handed off from (default: the source of the newest generation)",
     )
+
+    p = sub.add_parser("mcp", parents=[common], help="serve the commands to coding agents over MCP")
+    p.add_argument(
+        "--http",
+        nargs="?",
+        type=int,
+        const=8765,
+        metavar="PORT",
+        help="serve Streamable HTTP on loopback (default port 8765) instead of stdio",
+    )
+    p.add_argument("--host", default="127.0.0.1", help="with --http: the loopback address")
+    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return parser
 
 
@@ -900,6 +912,10 @@ def _main(argv: list[str] | None = None) -> int:
             from .demo import run_demo
 
             return run_demo(args)
+        if args.verb == "mcp":
+            from .mcp_server import run as run_mcp
+
+            return run_mcp(args)
         svc = make_service(args)
         try:
             result = args.fn(args, svc)

@@ -1,0 +1,266 @@
+"""``handoff mcp`` over stdio, driven by the MCP SDK's own client as a real subprocess:
+the lists, the OpenAPI walkthrough through tools, every refusal as a tool error, and
+resources announced as updated after another process wrote the workspace."""
+
+from __future__ import annotations
+
+import copy
+import json
+import warnings
+
+import anyio
+import mcp_types as types
+import pytest
+
+from lsp_server.mcp_server import TOOLS, resource_uri
+
+from .support import ALL_CHECKS, CONTRACT, SCOPE, call, cli, connect, refused, wait_for, work
+
+
+async def test_lists_tools_resources_and_prompts(workspace):
+    async with connect(workspace, "--scope", SCOPE) as client:
+        tools = (await client.list_tools()).tools
+        assert [t.name for t in tools] == [t.name for t in TOOLS]
+        for tool in tools:
+            assert tool.description and tool.input_schema["type"] == "object"
+            assert tool.input_schema["additionalProperties"] is False
+        by_name = {t.name: t for t in tools}
+        assert by_name["handoff_continue"].annotations.read_only_hint is True
+        assert by_name["handoff_commit"].annotations.read_only_hint is False
+        assert by_name["handoff_start_session"].input_schema["properties"]["agent"]["enum"][:4] == [
+            "pi",
+            "omp",
+            "claude",
+            "codex",
+        ]
+        resources = (await client.list_resources()).resources
+        assert [r.uri for r in resources] == [
+            f"handoff://scope/{SCOPE}/continuity",
+            f"handoff://scope/{SCOPE}/history",
+            f"handoff://scope/{SCOPE}/latest",
+        ]
+        templates = (await client.list_resource_templates()).resource_templates
+        assert {t.uri_template for t in templates} == {
+            "handoff://scope/{scope}/continuity",
+            "handoff://scope/{scope}/history",
+            "handoff://scope/{scope}/latest",
+        }
+        prompts = (await client.list_prompts()).prompts
+        assert [p.name for p in prompts] == ["handoff_hand_off", "handoff_take_over"]
+        got = await client.get_prompt("handoff_take_over", {"scope": SCOPE})
+        text = got.messages[0].content.text
+        assert "handoff_continue" in text and "untrusted history" in text
+        got = await client.get_prompt("handoff_hand_off", {"focus": "the failing test"})
+        assert "handoff_commit" in got.messages[0].content.text
+        assert "the failing test" in got.messages[0].content.text
+
+
+async def test_openapi_walkthrough_through_tools(workspace):
+    async with connect(workspace) as client:
+        contract = await call(client, "handoff_record_contract", CONTRACT)
+        assert contract["scope"] == SCOPE and contract["source"].startswith("source/")
+        recorded = await call(client, "handoff_record_work", work(contract["source"]))
+        assert recorded["seq"] == contract["seq"] + 1
+
+        current = await call(client, "handoff_current_work", {"scope": SCOPE})
+        prepared = current["prepared"]
+        assert prepared["base"] is None and current["boundary"] == prepared["boundary"]
+        seen = await call(
+            client, "handoff_continue", {"scope": SCOPE, "mode": "prepared", "prepared": prepared}
+        )
+        assert seen["trust"] == "untrusted_history"
+        assert seen["content"]["nextActions"][0]["text"] == "run contract tests"
+        latest = await call(client, "handoff_continue", {"scope": SCOPE, "mode": "latest"})
+        assert latest["found"] is False
+
+        committed = await call(client, "handoff_commit", {"scope": SCOPE, "prepared": prepared})
+        assert committed["revision"].endswith("@1") and committed["idempotent"] is False
+        again = await call(client, "handoff_commit", {"scope": SCOPE, "prepared": prepared})
+        assert again["revision"] == committed["revision"] and again["idempotent"] is True
+
+        result = await client.call_tool(
+            "handoff_continue", {"scope": SCOPE, "mode": "exact", "revision": committed["revision"]}
+        )
+        assert not result.is_error
+        exact = result.structured_content
+        assert exact["selected"] == committed["revision"] and exact["unreadableEvidence"] == []
+        assert exact["trust"] == "untrusted_history" and "Untrusted history" in exact["warning"]
+        text = result.content[0].text
+        assert text.startswith("UNTRUSTED HISTORY") and committed["revision"] in text
+        assert json.loads(text.split("\n\n", 1)[1]) == exact
+
+        ack = await call(
+            client,
+            "handoff_acknowledge",
+            {
+                "scope": SCOPE,
+                "mode": "exact",
+                "revision": exact["selected"],
+                "status": "accepted",
+                "checks": ALL_CHECKS,
+                "actor": "successor-agent",
+            },
+        )
+        assert ack["status"] == "accepted" and ack["grantsPermission"] is False
+        outcome = await call(
+            client,
+            "handoff_record_outcome",
+            {
+                "scope": SCOPE,
+                "status": "succeeded",
+                "summary": "contract tests pass against the regenerated client",
+                "checks": [{"name": "contract tests", "status": "passed"}],
+                "receipt": ack["receipt"],
+            },
+        )
+        assert outcome["source"].startswith("source/")
+        report = await call(client, "handoff_report", {"scope": SCOPE, "kind": "continuity"})
+        assert report["data"]["transfer"] == "accepted"
+        assert report["data"]["outcome"] == "covered"
+        assert report["data"]["head"] == committed["revision"]
+
+        read = await client.read_resource(resource_uri(SCOPE, "latest"))
+        latest = json.loads(read.contents[0].text)
+        assert latest["selected"] == committed["revision"]
+        assert latest["trust"] == "untrusted_history"
+        read = await client.read_resource(resource_uri(SCOPE, "continuity"))
+        assert read.contents[0].mime_type == "text/markdown"
+        assert committed["revision"] in read.contents[0].text
+        sessions = await call(client, "handoff_sessions", {})
+        assert sessions["sessions"] == []
+
+
+async def test_every_refusal_is_a_tool_error_with_the_service_code(workspace, tmp_path):
+    async with connect(workspace) as client:
+        codes = {}
+
+        async def expect(code: str, tool: str, args: dict) -> dict:
+            err = await refused(client, tool, args)
+            assert err.code == code, (tool, err.body)
+            assert err.text.startswith(f"Refused ({code}): ")
+            assert set(err.body) == {"code", "message", "data"} and err.body["message"]
+            codes[code] = err.body
+            return err.body
+
+        body = await expect("invalid_params", "handoff_record_contract", {**CONTRACT, "bogus": 1})
+        assert "unknown keys (bogus)" in body["message"]
+        await expect("invalid_params", "handoff_record_contract", {"objective": "x"})
+        await expect("unknown_scope", "handoff_current_work", {"scope": "nothing-here"})
+        contract = (await call(client, "handoff_record_contract", CONTRACT))["source"]
+        await expect("nothing_to_hand_off", "handoff_current_work", {"scope": SCOPE})
+        bad = work(contract)
+        bad["state"]["citations"] = [{"kind": "artifact", "path": "client/missing.py"}]
+        await expect("invalid_evidence", "handoff_record_work", bad)
+        await call(client, "handoff_record_work", work(contract))
+        first = (await call(client, "handoff_current_work", {"scope": SCOPE}))["prepared"]
+        second = (await call(client, "handoff_current_work", {"scope": SCOPE}))["prepared"]
+        forged = copy.deepcopy(first)
+        forged["content"]["state"]["text"] = "all tests pass"
+        await expect("invalid_prepared", "handoff_commit", {"scope": SCOPE, "prepared": forged})
+        rev = (await call(client, "handoff_commit", {"scope": SCOPE, "prepared": first}))[
+            "revision"
+        ]
+        body = await expect(
+            "revision_conflict", "handoff_commit", {"scope": SCOPE, "prepared": second}
+        )
+        assert body["data"]["current"] == rev and body["data"]["expected"] is None
+        await expect(
+            "scope_mismatch",
+            "handoff_continue",
+            {"scope": "elsewhere", "mode": "exact", "revision": rev},
+        )
+        await expect(
+            "revision_not_found",
+            "handoff_continue",
+            {"scope": SCOPE, "mode": "exact", "revision": "handoff/nosuch@9"},
+        )
+        await expect(
+            "exact_target_required",
+            "handoff_acknowledge",
+            {"scope": SCOPE, "mode": "latest", "status": "accepted", "checks": ALL_CHECKS},
+        )
+        body = await expect(
+            "acceptance_checks_failed",
+            "handoff_acknowledge",
+            {"scope": SCOPE, "mode": "exact", "revision": rev, "status": "accepted", "checks": {}},
+        )
+        assert "evidence_available" in body["data"]["failed"]
+        await expect(
+            "invalid_status",
+            "handoff_record_outcome",
+            {"scope": SCOPE, "status": "passed", "summary": "s"},
+        )
+        await expect(
+            "invalid_evidence",
+            "handoff_record_outcome",
+            {"scope": SCOPE, "status": "succeeded", "summary": "s", "receipt": contract},
+        )
+        await expect(
+            "session_not_found",
+            "handoff_generate",
+            {"scope": SCOPE, "session": str(tmp_path / "no-such-session.jsonl")},
+        )
+        await expect("invalid_params", "handoff_nonexistent", {})
+        assert {
+            "invalid_params",
+            "unknown_scope",
+            "scope_mismatch",
+            "revision_conflict",
+            "invalid_prepared",
+            "invalid_evidence",
+            "revision_not_found",
+            "exact_target_required",
+            "acceptance_checks_failed",
+            "nothing_to_hand_off",
+            "session_not_found",
+            "invalid_status",
+        } <= set(codes)
+
+
+async def test_reading_an_unknown_resource_is_an_error(workspace):
+    async with connect(workspace) as client:
+        with pytest.raises(Exception, match="Unknown resource"):
+            await client.read_resource("handoff://nowhere")
+
+
+async def test_listen_stream_announces_a_cli_write_from_another_process(workspace):
+    uri = resource_uri(SCOPE, "continuity")
+    async with connect(workspace, "--scope", SCOPE) as client:
+        assert client.protocol_version == "2026-07-28"
+        before = (await client.read_resource(uri)).contents[0].text
+        async with client.listen(resource_subscriptions=[uri]) as sub:
+            done = cli(workspace, "call", "handoff.contract", json.dumps(CONTRACT))
+            assert done.returncode == 0, done.stderr
+            with anyio.fail_after(10):
+                event = await sub.__anext__()
+            assert event.uri == uri
+        after = (await client.read_resource(uri)).contents[0].text
+        assert after != before and "Work Contract" in after
+
+
+async def test_legacy_subscription_announces_a_cli_write_from_another_process(workspace):
+    uri = resource_uri(SCOPE, "latest")
+    updates: list[str] = []
+
+    async def on_message(message) -> None:
+        root = getattr(message, "root", message)
+        if isinstance(root, types.ResourceUpdatedNotification):
+            updates.append(root.params.uri)
+
+    async with connect(
+        workspace, "--scope", SCOPE, mode="legacy", message_handler=on_message
+    ) as client:
+        assert client.protocol_version != "2026-07-28"
+        assert client.server_capabilities.resources.subscribe is True
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            await client.subscribe_resource(uri)
+        assert json.loads((await client.read_resource(uri)).contents[0].text)["found"] is False
+        contract = cli(workspace, "call", "handoff.contract", json.dumps(CONTRACT))
+        assert contract.returncode == 0, contract.stderr
+        await wait_for(lambda: uri in updates)
+        # A write through this server announces itself too.
+        updates.clear()
+        source = json.loads(contract.stdout)["source"]
+        await call(client, "handoff_record_work", work(source))
+        await wait_for(lambda: uri in updates)
