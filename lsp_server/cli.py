@@ -801,7 +801,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="the session handed off from (default: the source of the newest generation)",
     )
 
-    p = sub.add_parser("mcp", parents=[common], help="serve the commands to coding agents over MCP")
+    p = sub.add_parser(
+        "mcp",
+        parents=[common],
+        help="serve the commands to coding agents over MCP",
+        description="Serve the handoff commands to coding agents as a Model Context Protocol "
+        "server: tools for the lifecycle, the reports as resources, two prompts. Stdio by "
+        "default; Streamable HTTP on loopback with --http. See docs/mcp.md.",
+    )
     p.add_argument(
         "--http",
         nargs="?",
@@ -811,7 +818,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve Streamable HTTP on loopback (default port 8765) instead of stdio",
     )
     p.add_argument("--host", default="127.0.0.1", help="with --http: the loopback address")
-    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    p.add_argument(
+        "--log-level",
+        default="info",
+        choices=["debug", "info", "warning", "error"],
+        help="debug, info, warning or error (logs go to stderr; default: info)",
+    )
     return parser
 
 
