@@ -394,14 +394,14 @@ def summary(command: str, result: dict[str, Any]) -> str:
     if command == "handoff.prepare":
         prepared = result.get("prepared") or {}
         return (
-            f"Prepared a handoff (digest {_digest(prepared)}, base {prepared.get('base')}); "
+            f"Prepared a handoff (digest {_digest(prepared)}, base {prepared.get('base') or 'none'}); "
             "nothing was written. Pass `prepared` unchanged to handoff_commit."
         )
     if command == "handoff.handoffCurrentWork":
         prepared = result.get("prepared") or {}
         return (
             f"Prepared a handoff of scope {scope!r} (digest {_digest(prepared)}, base "
-            f"{prepared.get('base')}) and wrote the boundary {result.get('boundary')}. Nothing "
+            f"{prepared.get('base') or 'none'}) and wrote the boundary {result.get('boundary')}. Nothing "
             "is committed yet: call handoff_commit with `prepared` unchanged."
         )
     if command == "handoff.commit":
