@@ -606,23 +606,14 @@ class HandoffMCP:
         return tool_result(spec.command, result)
 
     def _progress(self, ctx: Any) -> Any:
-        """A ``CallContext.progress`` that sends MCP progress when the client asked."""
-        token = getattr(getattr(ctx, "meta", None), "progress_token", None)
-        if token is None:
-            return None
-        session, request_id = ctx.session, ctx.request_id
+        """A ``CallContext.progress`` that sends MCP progress (a no-op unless the client
+        sent a progress token with the call)."""
+        session = ctx.session
 
         def progress(message: str, percentage: int | None) -> None:
             with contextlib.suppress(Exception):
                 anyio.from_thread.run(
-                    partial(
-                        session.send_progress_notification,
-                        token,
-                        float(percentage or 0),
-                        100.0,
-                        message,
-                        related_request_id=request_id,
-                    )
+                    partial(session.report_progress, float(percentage or 0), 100.0, message)
                 )
 
         return progress

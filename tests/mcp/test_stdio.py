@@ -264,3 +264,19 @@ async def test_legacy_subscription_announces_a_cli_write_from_another_process(wo
         source = json.loads(contract.stdout)["source"]
         await call(client, "handoff_record_work", work(source))
         await wait_for(lambda: uri in updates)
+
+
+async def test_progress_of_a_report_reaches_the_client(workspace):
+    got: list[tuple[float, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        got.append((progress, message))
+
+    async with connect(workspace) as client:
+        await call(client, "handoff_record_contract", CONTRACT)
+        result = await client.call_tool(
+            "handoff_report", {"scope": SCOPE, "kind": "continuity"}, progress_callback=on_progress
+        )
+        assert not result.is_error
+        await wait_for(lambda: got)
+    assert any("continuity" in (m or "") for _, m in got), got
