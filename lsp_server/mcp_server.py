@@ -587,13 +587,10 @@ class HandoffMCP:
         self, ctx: Any, params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         spec = TOOLS_BY_NAME.get(params.name)
-        if spec is None:
-            return error_result(
-                HandoffError(
-                    "invalid_params",
-                    f"Unknown tool {params.name!r}; known: {', '.join(TOOLS_BY_NAME)}.",
-                    tool=params.name,
-                )
+        if spec is None:  # a protocol error, as the MCP specification has it
+            raise MCPError(
+                types.INVALID_PARAMS,
+                f"Unknown tool {params.name!r}; known: {', '.join(TOOLS_BY_NAME)}.",
             )
         arguments = params.arguments if params.arguments is not None else {}
         try:

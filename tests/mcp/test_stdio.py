@@ -11,6 +11,7 @@ import warnings
 import anyio
 import mcp_types as types
 import pytest
+from mcp.shared.exceptions import MCPError
 
 from lsp_server.mcp_server import TOOLS, resource_uri
 
@@ -200,7 +201,8 @@ async def test_every_refusal_is_a_tool_error_with_the_service_code(workspace, tm
             "handoff_generate",
             {"scope": SCOPE, "session": str(tmp_path / "no-such-session.jsonl")},
         )
-        await expect("invalid_params", "handoff_nonexistent", {})
+        with pytest.raises(MCPError, match="Unknown tool 'handoff_nonexistent'"):
+            await client.call_tool("handoff_nonexistent", {})
         assert {
             "invalid_params",
             "unknown_scope",
