@@ -129,6 +129,15 @@ async def test_openapi_walkthrough_through_tools(workspace):
         assert committed["revision"] in read.contents[0].text
         sessions = await call(client, "handoff_sessions", {})
         assert sessions["sessions"] == []
+        started = await call(
+            client,
+            "handoff_start_session",
+            {"scope": SCOPE, "revision": committed["revision"], "agent": "codex"},
+        )
+        assert started["agent"] == "codex" and "codex" in started["command"]
+        assert started["lineage"]["kind"] == "start"
+        lineage = await call(client, "handoff_report", {"scope": SCOPE, "kind": "lineage"})
+        assert lineage["kind"] == "lineage"
 
 
 async def test_every_refusal_is_a_tool_error_with_the_service_code(workspace, tmp_path):
