@@ -291,3 +291,23 @@ async def test_progress_of_a_report_reaches_the_client(workspace):
         assert not result.is_error
         await wait_for(lambda: got)
     assert any("continuity" in (m or "") for _, m in got), got
+
+
+async def test_generate_from_a_real_pi_session_then_start_the_next_session(workspace, fixtures_dir):
+    pi = sorted((fixtures_dir / "sessions" / "pi").glob("*.jsonl"), key=lambda p: p.stat().st_size)
+    if not pi:
+        pytest.skip("no pi session among the shared fixtures")
+    async with connect(workspace) as client:
+        generated = await call(
+            client,
+            "handoff_generate",
+            {"scope": SCOPE, "session": str(pi[0]), "provider": "extractive"},
+        )
+        assert generated["provider"] == "extractive" and generated["document"].strip()
+        assert (workspace / generated["draftPath"]).is_file()
+        started = await call(
+            client,
+            "handoff_start_session",
+            {"scope": SCOPE, "document": generated["document"], "agent": "claude"},
+        )
+        assert started["agent"] == "claude" and started["lineage"]["generation"]
