@@ -874,6 +874,36 @@ def configure_logging(level: str) -> None:
     root.setLevel(getattr(logging, level.upper(), logging.INFO))
 
 
+def service_config(args: argparse.Namespace) -> ServiceConfig:
+    """``--scope``/``--state-folder`` over the ``--settings`` section (JSON text or a JSON
+    file, the shape of the language server's ``handoff`` settings); a bad value costs a
+    warning on stderr and its default, as in the language server."""
+    from .config import describe_problems, parse_settings, section_of
+
+    raw: Any = {}
+    text = getattr(args, "settings", None)
+    if text:
+        if not text.lstrip().startswith("{"):
+            try:
+                text = Path(text).read_text(encoding="utf-8")
+            except OSError as exc:
+                raise ValueError(f"--settings: cannot read {text}: {exc.strerror}") from None
+        try:
+            raw = orjson.loads(text)
+        except orjson.JSONDecodeError as exc:
+            raise ValueError(f"--settings: not JSON: {exc}") from None
+    settings, problems = parse_settings(section_of(raw))
+    if problems:
+        log.warning("%s", describe_problems(problems))
+    config = settings.service_config()
+    if args.scope is not None:
+        config.scope = args.scope
+    state_folder = getattr(args, "state_folder", ".handoff")
+    if state_folder != ".handoff":
+        config.state_folder = state_folder
+    return config
+
+
 def run(args: argparse.Namespace) -> int:
     """Entry point of ``handoff mcp``."""
     configure_logging(getattr(args, "log_level", "info"))
@@ -885,10 +915,12 @@ def run(args: argparse.Namespace) -> int:
     if host not in LOOPBACK:
         print(f"handoff mcp: --host must be a loopback address, not {host}", file=sys.stderr)
         return 2
-    app = HandoffMCP(
-        workspace,
-        ServiceConfig(scope=args.scope, state_folder=getattr(args, "state_folder", ".handoff")),
-    )
+    try:
+        config = service_config(args)
+    except ValueError as exc:
+        print(f"handoff mcp: {exc}", file=sys.stderr)
+        return 2
+    app = HandoffMCP(workspace, config)
     log.info("handoff %s MCP server for %s", __version__, app.svc.workspace)
     try:
         if getattr(args, "http", None) is not None:

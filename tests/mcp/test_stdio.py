@@ -311,3 +311,29 @@ async def test_generate_from_a_real_pi_session_then_start_the_next_session(works
             {"scope": SCOPE, "document": generated["document"], "agent": "claude"},
         )
         assert started["agent"] == "claude" and started["lineage"]["generation"]
+
+
+async def test_settings_choose_the_generation_provider(workspace, fixtures_dir):
+    from tests.generation.support import printing_command
+
+    pi = sorted((fixtures_dir / "sessions" / "pi").glob("*.jsonl"), key=lambda p: p.stat().st_size)
+    if not pi:
+        pytest.skip("no pi session among the shared fixtures")
+    answer = "## Goal\nThe model's handoff.\n"
+    settings = {
+        "handoff": {
+            "scope": SCOPE,
+            "generation": {"provider": "command", "command": {"argv": printing_command(answer)}},
+        }
+    }
+    async with connect(workspace, "--settings", json.dumps(settings)) as client:
+        generated = await call(client, "handoff_generate", {"session": str(pi[0])})
+        assert generated["scope"] == SCOPE and generated["provider"] == "command"
+        assert "The model's handoff." in generated["document"]
+
+
+def test_bad_settings_are_a_usage_error(workspace):
+    done = cli(workspace, "mcp", "--settings", "{not json")
+    assert done.returncode == 2 and "--settings: not JSON" in done.stderr
+    done = cli(workspace, "mcp", "--settings", str(workspace / "missing.json"))
+    assert done.returncode == 2 and "cannot read" in done.stderr
