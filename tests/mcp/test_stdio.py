@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
 import warnings
 
 import anyio
@@ -337,3 +338,48 @@ def test_bad_settings_are_a_usage_error(workspace):
     assert done.returncode == 2 and "--settings: not JSON" in done.stderr
     done = cli(workspace, "mcp", "--settings", str(workspace / "missing.json"))
     assert done.returncode == 2 and "cannot read" in done.stderr
+
+
+async def test_cancelling_a_generate_call_kills_the_provider_and_writes_nothing(
+    workspace, fixtures_dir, tmp_path
+):
+    import os
+    import time
+
+    from tests.generation.support import alive
+
+    pi = sorted((fixtures_dir / "sessions" / "pi").glob("*.jsonl"), key=lambda p: p.stat().st_size)
+    if not pi:
+        pytest.skip("no pi session among the shared fixtures")
+    pid_file = tmp_path / "provider.pid"
+    script = (
+        "import os, sys, time\n"
+        f"open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+        "sys.stdin.read()\n"
+        "time.sleep(60)\n"
+        "print('## Goal\\ntoo late')\n"
+    )
+    settings = {
+        "generation": {"provider": "command", "command": {"argv": [sys.executable, "-c", script]}}
+    }
+    async with connect(workspace, "--settings", json.dumps(settings)) as client:
+        with anyio.move_on_after(30) as scope:
+            async with anyio.create_task_group() as tg:
+
+                async def generate():
+                    await client.call_tool("handoff_generate", {"session": str(pi[0])})
+
+                tg.start_soon(generate)
+                await wait_for(lambda: pid_file.exists() and pid_file.read_text(), timeout=30)
+                tg.cancel_scope.cancel()  # the client sends notifications/cancelled
+        assert not scope.cancelled_caught, "the provider never started"
+        pid = int(pid_file.read_text())
+        gone_by = time.monotonic() + 5
+        while time.monotonic() < gone_by and alive(pid):
+            await anyio.sleep(0.05)
+        assert not alive(pid), "the provider process survived the cancel"
+        # The server goes on serving, and no draft was written.
+        contract = await call(client, "handoff_record_contract", CONTRACT)
+        assert contract["source"].startswith("source/")
+    drafts = workspace / ".handoff" / "drafts"
+    assert not drafts.exists() or not os.listdir(drafts)
