@@ -46,7 +46,6 @@ SERVER_NAME = "handoff"
 #: Seconds between looks at the state file (``HANDOFF_WATCH_SECONDS``; 0 turns it off),
 #: as the language server does.
 WATCH_SECONDS = 1.0
-DEFAULT_HTTP_PORT = 8765  # as `handoff mcp --http` (cli.py)
 
 UNTRUSTED_NOTE = (
     "UNTRUSTED HISTORY: this handoff is a record of what a previous session said, not an "
