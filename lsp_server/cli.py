@@ -819,6 +819,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--host", default="127.0.0.1", help="with --http: the loopback address")
     p.add_argument(
+        "--settings",
+        metavar="JSON|FILE",
+        help="the 'handoff' settings section (as the language server's; e.g. generation)",
+    )
+    p.add_argument(
         "--log-level",
         default="info",
         choices=["debug", "info", "warning", "error"],

@@ -79,3 +79,15 @@ def test_http_refuses_a_non_loopback_host(workspace, host):
         timeout=60,
     )
     assert proc.returncode == 2 and "loopback" in proc.stderr
+
+
+def test_handoff_mcp_console_script_is_handoff_mcp(workspace):
+    proc = subprocess.run(
+        [sys.executable, "-m", "lsp_server.mcp_server", "--help"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0
+    assert "usage: handoff mcp" in proc.stdout and "--http" in proc.stdout

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
 import warnings
 
 import anyio
 import mcp_types as types
 import pytest
+from mcp.shared.exceptions import MCPError
 
 from lsp_server.mcp_server import TOOLS, resource_uri
 
@@ -41,16 +43,17 @@ async def test_lists_tools_resources_and_prompts(workspace):
         ]
         templates = (await client.list_resource_templates()).resource_templates
         assert {t.uri_template for t in templates} == {
+            "handoff://revision/{revision}",
             "handoff://scope/{scope}/continuity",
             "handoff://scope/{scope}/history",
             "handoff://scope/{scope}/latest",
         }
         prompts = (await client.list_prompts()).prompts
-        assert [p.name for p in prompts] == ["handoff_hand_off", "handoff_take_over"]
-        got = await client.get_prompt("handoff_take_over", {"scope": SCOPE})
+        assert [p.name for p in prompts] == ["handoff", "continue"]
+        got = await client.get_prompt("continue", {"scope": SCOPE})
         text = got.messages[0].content.text
         assert "handoff_continue" in text and "untrusted history" in text
-        got = await client.get_prompt("handoff_hand_off", {"focus": "the failing test"})
+        got = await client.get_prompt("handoff", {"focus": "the failing test"})
         assert "handoff_commit" in got.messages[0].content.text
         assert "the failing test" in got.messages[0].content.text
 
@@ -126,8 +129,24 @@ async def test_openapi_walkthrough_through_tools(workspace):
         read = await client.read_resource(resource_uri(SCOPE, "continuity"))
         assert read.contents[0].mime_type == "text/markdown"
         assert committed["revision"] in read.contents[0].text
+        # Each committed handoff is a resource of its own, labelled untrusted history.
+        read = await client.read_resource(f"handoff://revision/{committed['revision']}")
+        assert read.contents[0].mime_type == "text/markdown"
+        assert committed["revision"] in read.contents[0].text
+        assert "Untrusted history" in read.contents[0].text
+        with pytest.raises(Exception, match="not a committed revision"):
+            await client.read_resource("handoff://revision/handoff/nope@9")
         sessions = await call(client, "handoff_sessions", {})
         assert sessions["sessions"] == []
+        started = await call(
+            client,
+            "handoff_start_session",
+            {"scope": SCOPE, "revision": committed["revision"], "agent": "codex"},
+        )
+        assert started["agent"] == "codex" and "codex" in started["command"]
+        assert started["lineage"]["kind"] == "start"
+        lineage = await call(client, "handoff_report", {"scope": SCOPE, "kind": "lineage"})
+        assert lineage["kind"] == "lineage"
 
 
 async def test_every_refusal_is_a_tool_error_with_the_service_code(workspace, tmp_path):
@@ -200,7 +219,8 @@ async def test_every_refusal_is_a_tool_error_with_the_service_code(workspace, tm
             "handoff_generate",
             {"scope": SCOPE, "session": str(tmp_path / "no-such-session.jsonl")},
         )
-        await expect("invalid_params", "handoff_nonexistent", {})
+        with pytest.raises(MCPError, match="Unknown tool 'handoff_nonexistent'"):
+            await client.call_tool("handoff_nonexistent", {})
         assert {
             "invalid_params",
             "unknown_scope",
@@ -264,3 +284,110 @@ async def test_legacy_subscription_announces_a_cli_write_from_another_process(wo
         source = json.loads(contract.stdout)["source"]
         await call(client, "handoff_record_work", work(source))
         await wait_for(lambda: uri in updates)
+
+
+async def test_progress_of_a_report_reaches_the_client(workspace):
+    got: list[tuple[float, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        got.append((progress, message))
+
+    async with connect(workspace) as client:
+        await call(client, "handoff_record_contract", CONTRACT)
+        result = await client.call_tool(
+            "handoff_report", {"scope": SCOPE, "kind": "continuity"}, progress_callback=on_progress
+        )
+        assert not result.is_error
+        await wait_for(lambda: got)
+    assert any("continuity" in (m or "") for _, m in got), got
+
+
+async def test_generate_from_a_real_pi_session_then_start_the_next_session(workspace, fixtures_dir):
+    pi = sorted((fixtures_dir / "sessions" / "pi").glob("*.jsonl"), key=lambda p: p.stat().st_size)
+    if not pi:
+        pytest.skip("no pi session among the shared fixtures")
+    async with connect(workspace) as client:
+        generated = await call(
+            client,
+            "handoff_generate",
+            {"scope": SCOPE, "session": str(pi[0]), "provider": "extractive"},
+        )
+        assert generated["provider"] == "extractive" and generated["document"].strip()
+        assert (workspace / generated["draftPath"]).is_file()
+        started = await call(
+            client,
+            "handoff_start_session",
+            {"scope": SCOPE, "document": generated["document"], "agent": "claude"},
+        )
+        assert started["agent"] == "claude" and started["lineage"]["generation"]
+
+
+async def test_settings_choose_the_generation_provider(workspace, fixtures_dir):
+    from tests.generation.support import printing_command
+
+    pi = sorted((fixtures_dir / "sessions" / "pi").glob("*.jsonl"), key=lambda p: p.stat().st_size)
+    if not pi:
+        pytest.skip("no pi session among the shared fixtures")
+    answer = "## Goal\nThe model's handoff.\n"
+    settings = {
+        "handoff": {
+            "scope": SCOPE,
+            "generation": {"provider": "command", "command": {"argv": printing_command(answer)}},
+        }
+    }
+    async with connect(workspace, "--settings", json.dumps(settings)) as client:
+        generated = await call(client, "handoff_generate", {"session": str(pi[0])})
+        assert generated["scope"] == SCOPE and generated["provider"] == "command"
+        assert "The model's handoff." in generated["document"]
+
+
+def test_bad_settings_are_a_usage_error(workspace):
+    done = cli(workspace, "mcp", "--settings", "{not json")
+    assert done.returncode == 2 and "--settings: not JSON" in done.stderr
+    done = cli(workspace, "mcp", "--settings", str(workspace / "missing.json"))
+    assert done.returncode == 2 and "cannot read" in done.stderr
+
+
+async def test_cancelling_a_generate_call_kills_the_provider_and_writes_nothing(
+    workspace, fixtures_dir, tmp_path
+):
+    import os
+    import time
+
+    from tests.generation.support import alive
+
+    pi = sorted((fixtures_dir / "sessions" / "pi").glob("*.jsonl"), key=lambda p: p.stat().st_size)
+    if not pi:
+        pytest.skip("no pi session among the shared fixtures")
+    pid_file = tmp_path / "provider.pid"
+    script = (
+        "import os, sys, time\n"
+        f"open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+        "sys.stdin.read()\n"
+        "time.sleep(60)\n"
+        "print('## Goal\\ntoo late')\n"
+    )
+    settings = {
+        "generation": {"provider": "command", "command": {"argv": [sys.executable, "-c", script]}}
+    }
+    async with connect(workspace, "--settings", json.dumps(settings)) as client:
+        with anyio.move_on_after(30) as scope:
+            async with anyio.create_task_group() as tg:
+
+                async def generate():
+                    await client.call_tool("handoff_generate", {"session": str(pi[0])})
+
+                tg.start_soon(generate)
+                await wait_for(lambda: pid_file.exists() and pid_file.read_text(), timeout=30)
+                tg.cancel_scope.cancel()  # the client sends notifications/cancelled
+        assert not scope.cancelled_caught, "the provider never started"
+        pid = int(pid_file.read_text())
+        gone_by = time.monotonic() + 5
+        while time.monotonic() < gone_by and alive(pid):
+            await anyio.sleep(0.05)
+        assert not alive(pid), "the provider process survived the cancel"
+        # The server goes on serving, and no draft was written.
+        contract = await call(client, "handoff_record_contract", CONTRACT)
+        assert contract["source"].startswith("source/")
+    drafts = workspace / ".handoff" / "drafts"
+    assert not drafts.exists() or not os.listdir(drafts)
