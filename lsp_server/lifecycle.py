@@ -512,15 +512,20 @@ _PREPARED_KEYS = {
 
 
 def _content_from_json(content: Any) -> HandoffDraftParams:
-    from .params import converter  # local: avoids a cycle at import time
+    from .params import check_limits, converter  # local: avoids a cycle at import time
 
     try:
-        return converter.structure(content, HandoffDraftParams)
+        draft = converter.structure(content, HandoffDraftParams)
     except Exception:
         raise HandoffError(
             "invalid_prepared",
             "The prepared handoff's content is not a valid handoff content.",
         ) from None
+    try:
+        check_limits(draft, "prepared", "content")
+    except HandoffError as exc:
+        raise HandoffError("invalid_prepared", exc.message, **exc.data) from None
+    return draft
 
 
 def check_prepared(prepared: Any, scope: str) -> dict[str, Any]:
