@@ -23,6 +23,7 @@ from .params import ReportParams
 
 if TYPE_CHECKING:
     from .service import CallContext, HandoffService
+    from .store import StateStore
 
 log = logging.getLogger(__name__)
 
@@ -315,12 +316,9 @@ def handoff_view(service: HandoffService, p: ReportParams, scope: str) -> dict[s
     return view
 
 
-def _store_stamp(path: Path) -> tuple[int, int, int] | None:
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return None
-    return (st.st_ino, st.st_mtime_ns, st.st_size)
+def _store_stamp(store: StateStore) -> tuple[int, int, int] | None:
+    """The live file's (inode, mtime, size); a store that cannot be used raises."""
+    return store.checked_state_key()
 
 
 def _templates_stamp(folder: Path) -> tuple[Any, ...] | None:
@@ -375,7 +373,7 @@ def run_report(
     key = None
     if p.kind != "handoff" and cache is not None:
         # Stamped before the read: a write in between only causes a miss, never staleness.
-        key = (p.kind, scope, _store_stamp(service.store.path), _templates_stamp(overrides))
+        key = (p.kind, scope, _store_stamp(service.store), _templates_stamp(overrides))
         hit = cache.get(key)
         if hit is not None:
             return _result_copy(hit)

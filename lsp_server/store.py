@@ -21,9 +21,11 @@ file holding everything) migrate forward on their first write.
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import re
+import stat
 import threading
 import time
 import uuid
@@ -68,6 +70,9 @@ SEALED_TABLES = ("sources", "revisions", "generations")
 
 GITIGNORE = "# written by handoff: lock and temporary files stay out of git\nstate.lock\n*.tmp-*\n"
 
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+
 SEGMENT_NAME_RE = re.compile(r"^seg-([0-9a-f]{12})-([0-9]{6})\.json$")
 
 
@@ -100,6 +105,51 @@ def fsync_dir(folder: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _file_type(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISREG, "a regular file"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def read_regular(path: Path) -> tuple[bytes, os.stat_result]:
+    """A regular file's bytes, never following a final symlink nor blocking on a FIFO
+    or a device swapped in (``OSError`` ``EINVAL`` for those)."""
+    fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, f"not a regular file ({_file_type(st.st_mode)})")
+        os.set_blocking(fd, True)
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks), st
+    finally:
+        os.close(fd)
+
+
+def open_regular(path: Path):
+    """A regular file opened for reading, checked as ``read_regular`` checks it."""
+    fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, f"not a regular file ({_file_type(st.st_mode)})")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def new_store_id() -> str:
@@ -184,7 +234,7 @@ class AtomicOrjsonStorage(Storage):
 
     def read(self) -> dict[str, Any] | None:
         try:
-            raw = self.path.read_bytes()
+            raw, _ = read_regular(self.path)
         except FileNotFoundError:
             return None
         return orjson.loads(raw)
@@ -562,17 +612,53 @@ class StateStore:
     # -- reading the live file -------------------------------------------------
 
     def _refuse_symlinks(self) -> None:
-        """State is read and written only in a real folder of the workspace: a state
-        folder or state file that is a symbolic link (pointing elsewhere) is refused."""
-        for path, what in ((self.folder, "state folder"), (self.path, "state file")):
-            if path.is_symlink():
+        """State is read and written only in real folders and files of the workspace:
+        a state folder, state file, lock file, ``.gitignore`` or segment folder that is a
+        symbolic link (pointing elsewhere), or of the wrong type (``.handoff`` a file,
+        ``state.json`` a FIFO or a device), is refused before anything opens it."""
+        checks = (
+            (self.folder, "state folder", True),
+            (self.path, "state file", False),
+            (self.lock_path, "lock file", False),
+            (self.folder / ".gitignore", "state folder's .gitignore", False),
+            (self.segment_dir, "segment folder", True),
+        )
+        for path, what, folder in checks:
+            try:
+                st = os.lstat(path)
+            except FileNotFoundError:
+                if path is self.folder:
+                    return
+                continue
+            except NotADirectoryError:
+                continue  # reported for the folder itself, which is checked first
+            except OSError as exc:
+                raise HandoffError(
+                    "store_busy",
+                    f"The {what} {path} cannot be looked at ({exc.strerror}); nothing was "
+                    "changed. Fix the folder's permissions and retry.",
+                    stateFolder=str(self.folder),
+                    errno=exc.errno,
+                ) from None
+            kind = "folder" if folder else "file"
+            if stat.S_ISLNK(st.st_mode):
                 raise HandoffError(
                     "store_corrupt",
                     f"The {what} {path} is a symbolic link; refusing to read or keep state "
-                    "outside the workspace. Replace it with a real "
-                    f"{'folder' if path is self.folder else 'file'}.",
+                    f"outside the workspace. Replace it with a real {kind}.",
                     stateFolder=str(self.folder),
+                    path=str(path),
                     reason="symlink",
+                )
+            if (stat.S_ISDIR(st.st_mode) if folder else stat.S_ISREG(st.st_mode)) is False:
+                raise HandoffError(
+                    "store_corrupt",
+                    f"The {what} {path} is not a {kind} (it is {_file_type(st.st_mode)}); "
+                    f"nothing was read or changed. Move it away so that handoff can use a "
+                    f"real {kind} there.",
+                    stateFolder=str(self.folder),
+                    path=str(path),
+                    reason="not_a_folder" if folder else "not_a_file",
                 )
 
     def _stat_key(self) -> tuple[int, int, int] | None:
@@ -582,6 +668,18 @@ class StateStore:
         except FileNotFoundError:
             return None
         return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+    def checked_state_key(self) -> tuple[int, int, int] | None:
+        """(inode, mtime, size) of the live file, ``None`` when there is none; a state
+        folder that cannot be used raises ``HandoffError``."""
+        try:
+            return self._stat_key()
+        except OSError as exc:
+            raise HandoffError(
+                "store_corrupt",
+                f"The state file {self.path} cannot be looked at ({exc.strerror}).",
+                stateFile=str(self.path),
+            ) from None
 
     def state_key(self) -> tuple[int, int, int] | None:
         """(inode, mtime, size) of the live file: changes with every write, by any
@@ -640,8 +738,9 @@ class StateStore:
     def _load(self) -> tuple[dict[str, Any], bool]:
         """Parse and check the live file (quarantined when it is not a state file);
         schema-1 files are upgraded in memory. Returns (data, migrated)."""
+        self._refuse_symlinks()
         try:
-            raw = self.path.read_bytes()
+            raw, _ = read_regular(self.path)
         except FileNotFoundError:
             return empty_state(), False
         except OSError as exc:
@@ -765,8 +864,9 @@ class StateStore:
         if seg is not None and seg.size == entry["bytes"]:
             return seg
         path = self.segment_dir / name
+        self._refuse_symlinks()
         try:
-            with open(path, "rb") as fh:
+            with open_regular(path) as fh:
                 size = os.fstat(fh.fileno()).st_size
                 head = fh.readline()
                 index_raw = fh.readline()
@@ -834,7 +934,7 @@ class StateStore:
                 self._records.move_to_end(seg.name)
                 return records
         try:
-            with open(seg.path, "rb") as fh:
+            with open_regular(seg.path) as fh:
                 fh.seek(seg.records_offset)
                 raw = fh.read()
         except OSError as exc:
