@@ -111,6 +111,29 @@ def _is_revision(rec: Any) -> bool:
     return revision_shape(rec)
 
 
+def revision_intact(rec: dict[str, Any]) -> bool:
+    """Whether a committed revision still matches its digest (recomputed: a record
+    edited on disk after it was committed does not)."""
+    prepared = rec.get("prepared")
+    if not isinstance(prepared, dict) or not isinstance(rec.get("digest"), str):
+        return False
+    try:
+        return rec["digest"] == prepared.get("digest") == digest_of(prepared)
+    except (TypeError, orjson.JSONEncodeError):
+        return False
+
+
+def tampered_revision(ref: str) -> HandoffError:
+    return HandoffError(
+        "store_corrupt",
+        f"Revision {ref} was changed on disk after it was committed: its digest no longer "
+        "matches its content, so it is not served or acknowledged. Restore the state from "
+        "a backup; `handoff store check` lists every such record.",
+        revision=ref,
+        reason="digest_mismatch",
+    )
+
+
 class Ledger:
     """Indexes over the Source log and the committed history of one full snapshot
     (``store.read()``). The rules use only its accessor methods, which
@@ -134,7 +157,7 @@ class Ledger:
         self.by_digest: dict[str, dict[str, Any]] = {}
         self.invalid_revisions = 0
         for rec in data.get("revisions", {}).values():
-            if _is_revision(rec):
+            if _is_revision(rec) and revision_intact(rec):
                 self.revisions[rec["ref"]] = rec
                 self.revisions_by_scope.setdefault(rec["scope"], []).append(rec)
                 if isinstance(rec.get("digest"), str):
@@ -243,12 +266,21 @@ class StoreLedger:
         return self.history.has_scope(scope)
 
     def revision(self, ref: str) -> dict[str, Any] | None:
+        """A committed revision, its digest recomputed as it is served."""
         rec = self.history.revision(ref) if isinstance(ref, str) else None
-        return rec if _is_revision(rec) else None
+        if not _is_revision(rec):
+            return None
+        if not revision_intact(rec):
+            raise tampered_revision(rec["ref"])
+        return rec
 
     def revision_by_digest(self, digest: str) -> dict[str, Any] | None:
         rec = self.history.revision_by_digest(digest) if isinstance(digest, str) else None
-        return rec if _is_revision(rec) else None
+        if not _is_revision(rec):
+            return None
+        if not revision_intact(rec):
+            raise tampered_revision(rec["ref"])
+        return rec
 
 
 AnyLedger = Ledger | StoreLedger

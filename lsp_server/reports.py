@@ -285,7 +285,13 @@ def handoff_view(service: HandoffService, p: ReportParams, scope: str) -> dict[s
                 scope=scope,
             )
         lc.parse_revision(ref)
-        rec = ledger.revisions.get(ref)
+        try:
+            rec = ledger.revisions.get(ref)
+        except HandoffError as exc:
+            raw = ledger.history.revision(ref) if exc.data.get("reason") == "digest_mismatch" else None
+            if raw is not None and not projections.revision_well_formed(raw):
+                raise _malformed_revision(ref) from None  # the more precise diagnosis
+            raise
         if rec is None:
             raise HandoffError(
                 "revision_not_found", f"There is no committed revision {ref}.", revision=ref

@@ -130,7 +130,7 @@ def test_state_json_that_is_a_fifo_is_refused_by_every_command(workspace, comman
     assert err.data["reason"] == "not_a_file" and "a FIFO" in err.message
     assert stat.S_ISFIFO(os.lstat(state).st_mode)  # left as it was, nothing moved aside
     assert sorted(p.name for p in svc.store.folder.iterdir()) == [
-        ".gitignore", "state.json", "state.lock"]
+        ".gitignore", "state.json", "state.lock", "store-id"]
 
 
 def test_symlinked_segments_folder_is_refused(workspace, tmp_path, monkeypatch):
