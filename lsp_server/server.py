@@ -244,13 +244,15 @@ class HandoffProtocol(LanguageServerProtocol):
 
     def send_parse_error(self, why: str) -> None:
         """The JSON-RPC answer to a frame that is not JSON (its id is unknown: null)."""
-        self._send_data(
-            types.ResponseErrorMessage(
-                id=None,
-                error=types.ResponseError(
-                    code=JSONRPC_PARSE_ERROR, message=f"The message is not valid JSON: {why}"
-                ),
-            )
+        self._send_data(  # a plain dict: lsprotocol would drop the null id
+            {
+                "jsonrpc": "2.0",
+                "id": None,
+                "error": {
+                    "code": JSONRPC_PARSE_ERROR,
+                    "message": f"The message is not valid JSON: {why}",
+                },
+            }
         )
 
     @lsp_method(types.WORKSPACE_EXECUTE_COMMAND)
@@ -828,8 +830,14 @@ def serve_stdio(server: HandoffLanguageServer, stdin: Any, stdout: Any) -> int:
     from pygls.io_ import StdoutWriter
 
     server.protocol.set_writer(StdoutWriter(stdout))
+    # Not asyncio.run: its teardown would cancel and wait for what is still running;
+    # the process exits right after this returns instead (see ``main``).
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
     try:
-        return asyncio.run(serve_frames(server, FrameReader(stdin, _max_message_bytes())))
+        return loop.run_until_complete(
+            serve_frames(server, FrameReader(stdin, _max_message_bytes()))
+        )
     except BrokenPipeError:
         log.error("The connection to the client is lost; stopping.")
         return 1
