@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -111,16 +113,33 @@ def _is_revision(rec: Any) -> bool:
     return revision_shape(rec)
 
 
+#: Revisions already verified, by the identity of their parsed ``prepared`` object (held
+#: here, so the id is not reused): a record read again from disk is a new object and is
+#: verified again; one kept in memory (a cached snapshot) is not hashed on every serve.
+_VERIFIED: OrderedDict[int, tuple[dict[str, Any], str, bool]] = OrderedDict()
+_VERIFIED_MAX = 256
+_VERIFIED_LOCK = threading.Lock()
+
+
 def revision_intact(rec: dict[str, Any]) -> bool:
     """Whether a committed revision still matches its digest (recomputed: a record
     edited on disk after it was committed does not)."""
-    prepared = rec.get("prepared")
-    if not isinstance(prepared, dict) or not isinstance(rec.get("digest"), str):
+    prepared, digest = rec.get("prepared"), rec.get("digest")
+    if not isinstance(prepared, dict) or not isinstance(digest, str):
         return False
+    with _VERIFIED_LOCK:
+        seen = _VERIFIED.get(id(prepared))
+    if seen is not None and seen[0] is prepared and seen[1] == digest:
+        return seen[2]
     try:
-        return rec["digest"] == prepared.get("digest") == digest_of(prepared)
+        ok = digest == prepared.get("digest") == digest_of(prepared)
     except (TypeError, orjson.JSONEncodeError):
-        return False
+        ok = False
+    with _VERIFIED_LOCK:
+        _VERIFIED[id(prepared)] = (prepared, digest, ok)
+        while len(_VERIFIED) > _VERIFIED_MAX:
+            _VERIFIED.popitem(last=False)
+    return ok
 
 
 def tampered_revision(ref: str) -> HandoffError:
