@@ -347,6 +347,8 @@ def _human(verb: str, result: dict[str, Any], args) -> str:
             for u in result["unreadableEvidence"]
         ]
         return "\n".join(lines)
+    if verb == "store":
+        return _human_store(result)
     if verb == "commit":
         how = "already committed as" if result["idempotent"] else "committed"
         return f"{how} {result['revision']}"
@@ -355,6 +357,27 @@ def _human(verb: str, result: dict[str, Any], args) -> str:
     if "source" in result:
         return f"recorded {result['source']} in {result['scope']}"
     return _dump(result)
+
+
+def verb_store(args, svc):
+    from .storecheck import check_store, repair_store
+
+    if args.action == "check":
+        return check_store(svc.store)
+    return repair_store(svc.store, restore=args.restore, fresh=args.fresh)
+
+
+def _human_store(result: dict[str, Any]) -> str:
+    check = result.get("check", result)
+    lines = [f"{a}" for a in result.get("actions", [])]
+    counts = check["counts"]
+    lines.append(
+        f"{check['stateFile']}: {'ok' if check['ok'] else 'PROBLEMS'} "
+        f"({counts['sources']} Sources, {counts['revisions']} revisions, "
+        f"{counts['segments']} segments)"
+    )
+    lines += [f"  {p['problem']}: {p['message']}" for p in check["problems"]]
+    return "\n".join(lines)
 
 
 # -- parser ------------------------------------------------------------------
@@ -722,6 +745,20 @@ def build_parser() -> argparse.ArgumentParser:
     verb("sessions", "list this workspace's agent sessions, newest first", verb_sessions)
 
     p = verb(
+        "store",
+        "check the whole store, or repair it explicitly",
+        verb_store,
+        description="check reads every record of the store (live file and sealed segments) "
+        "and verifies digests and checksums; repair is explicit: --restore FILE puts a "
+        "state file back, --fresh starts over and keeps the lost store aside.",
+    )
+    p.add_argument("action", choices=["check", "repair"], help="check or repair")
+    p.add_argument("--restore", metavar="FILE", help="repair: put this state file back")
+    p.add_argument(
+        "--fresh", action="store_true", help="repair: start over (the lost store is kept aside)"
+    )
+
+    p = verb(
         "generate",
         "generate a handoff document from an agent session",
         verb_generate,
@@ -953,6 +990,8 @@ def _main(argv: list[str] | None = None) -> int:
                 print(f"handoff: {exc.code}: {exc.message}", file=sys.stderr)
             return EXIT_REFUSED
         print(_dump(result) if args.json else _human(args.verb, result, args))
+        if args.verb == "store" and not result.get("check", result)["ok"]:
+            return EXIT_REFUSED
         return EXIT_OK
     except UsageError as exc:
         print(f"handoff: {exc}", file=sys.stderr)

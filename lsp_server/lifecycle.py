@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,7 +16,14 @@ from typing import Any
 import orjson
 
 from .errors import HandoffError
-from .evidence import OutsideWorkspace, check_relative, normalise_rel, resolve_artifact, sha256_file
+from .evidence import (
+    OutsideWorkspace,
+    UnusableArtifact,
+    WorkspaceFiles,
+    as_files,
+    check_relative,
+    normalise_rel,
+)
 from .params import Citation, Fact, HandoffDraftParams, camel
 from .store import History, Transaction, revision_shape, source_shape
 
@@ -104,6 +113,46 @@ def _is_revision(rec: Any) -> bool:
     return revision_shape(rec)
 
 
+#: Revisions already verified, by the identity of their parsed ``prepared`` object (held
+#: here, so the id is not reused): a record read again from disk is a new object and is
+#: verified again; one kept in memory (a cached snapshot) is not hashed on every serve.
+_VERIFIED: OrderedDict[int, tuple[dict[str, Any], str, bool]] = OrderedDict()
+_VERIFIED_MAX = 256
+_VERIFIED_LOCK = threading.Lock()
+
+
+def revision_intact(rec: dict[str, Any]) -> bool:
+    """Whether a committed revision still matches its digest (recomputed: a record
+    edited on disk after it was committed does not)."""
+    prepared, digest = rec.get("prepared"), rec.get("digest")
+    if not isinstance(prepared, dict) or not isinstance(digest, str):
+        return False
+    with _VERIFIED_LOCK:
+        seen = _VERIFIED.get(id(prepared))
+    if seen is not None and seen[0] is prepared and seen[1] == digest:
+        return seen[2]
+    try:
+        ok = digest == prepared.get("digest") == digest_of(prepared)
+    except (TypeError, orjson.JSONEncodeError):
+        ok = False
+    with _VERIFIED_LOCK:
+        _VERIFIED[id(prepared)] = (prepared, digest, ok)
+        while len(_VERIFIED) > _VERIFIED_MAX:
+            _VERIFIED.popitem(last=False)
+    return ok
+
+
+def tampered_revision(ref: str) -> HandoffError:
+    return HandoffError(
+        "store_corrupt",
+        f"Revision {ref} was changed on disk after it was committed: its digest no longer "
+        "matches its content, so it is not served or acknowledged. Restore the state from "
+        "a backup; `handoff store check` lists every such record.",
+        revision=ref,
+        reason="digest_mismatch",
+    )
+
+
 class Ledger:
     """Indexes over the Source log and the committed history of one full snapshot
     (``store.read()``). The rules use only its accessor methods, which
@@ -127,7 +176,7 @@ class Ledger:
         self.by_digest: dict[str, dict[str, Any]] = {}
         self.invalid_revisions = 0
         for rec in data.get("revisions", {}).values():
-            if _is_revision(rec):
+            if _is_revision(rec) and revision_intact(rec):
                 self.revisions[rec["ref"]] = rec
                 self.revisions_by_scope.setdefault(rec["scope"], []).append(rec)
                 if isinstance(rec.get("digest"), str):
@@ -236,12 +285,21 @@ class StoreLedger:
         return self.history.has_scope(scope)
 
     def revision(self, ref: str) -> dict[str, Any] | None:
+        """A committed revision, its digest recomputed as it is served."""
         rec = self.history.revision(ref) if isinstance(ref, str) else None
-        return rec if _is_revision(rec) else None
+        if not _is_revision(rec):
+            return None
+        if not revision_intact(rec):
+            raise tampered_revision(rec["ref"])
+        return rec
 
     def revision_by_digest(self, digest: str) -> dict[str, Any] | None:
         rec = self.history.revision_by_digest(digest) if isinstance(digest, str) else None
-        return rec if _is_revision(rec) else None
+        if not _is_revision(rec):
+            return None
+        if not revision_intact(rec):
+            raise tampered_revision(rec["ref"])
+        return rec
 
 
 AnyLedger = Ledger | StoreLedger
@@ -334,34 +392,50 @@ def check_disposition(disposition: str) -> None:
         )
 
 
-def unreadable_reason(
-    citation: dict[str, Any], scope: str, ledger: AnyLedger, workspace: Path
-) -> str | None:
-    """Why a recorded citation can no longer be read, or ``None`` when it can."""
+#: The reason ``continue`` reports (docs/commands.md) for each kind of unusable file.
+_UNREADABLE_AS = {"hard_link": "outside_workspace"}
+
+
+def _cancelled_while_reading() -> HandoffError:
+    return HandoffError("cancelled", "The command was cancelled; nothing was written.")
+
+
+def unreadable_detail(
+    citation: dict[str, Any], scope: str, ledger: AnyLedger, workspace: Path | WorkspaceFiles
+) -> tuple[str, str | None] | None:
+    """Why a recorded citation can no longer be read, as (reason, detail), or ``None``."""
     if citation.get("kind") == "source":
         rec = ledger.source_info(citation.get("ref", ""))
-        return None if rec is not None and rec["scope"] == scope else "unknown_source"
+        return None if rec is not None and rec["scope"] == scope else ("unknown_source", None)
     path = citation.get("path")
     if not isinstance(path, str):
-        return "missing"
+        return "missing", None
     try:
-        real = resolve_artifact(workspace, path)
+        now = as_files(workspace).sha256(path)
     except OutsideWorkspace:
-        return "outside_workspace"
-    if not real.is_file():
-        return "missing"
-    try:
-        now = sha256_file(real)
+        return "outside_workspace", None
+    except UnusableArtifact as exc:
+        if exc.reason == "cancelled":
+            raise _cancelled_while_reading() from None
+        return _UNREADABLE_AS.get(exc.reason, "missing"), exc.reason
     except OSError:
-        return "missing"
+        return "missing", None
     expected = citation.get("sha256")
     if expected is not None and expected != now:
-        return "changed"
+        return "changed", None
     return None
 
 
+def unreadable_reason(
+    citation: dict[str, Any], scope: str, ledger: AnyLedger, workspace: Path | WorkspaceFiles
+) -> str | None:
+    """Why a recorded citation can no longer be read, or ``None`` when it can."""
+    found = unreadable_detail(citation, scope, ledger, workspace)
+    return None if found is None else found[0]
+
+
 def finalize_citation(
-    c: Citation, where: str, scope: str, ledger: AnyLedger, workspace: Path
+    c: Citation, where: str, scope: str, ledger: AnyLedger, workspace: Path | WorkspaceFiles
 ) -> dict[str, Any]:
     """Validate one direct citation now and record the artifact's hash."""
     out = citation_json(c)
@@ -377,8 +451,9 @@ def finalize_citation(
                 reason="unknown_source",
             )
         return out
+    files = as_files(workspace)
     try:
-        real = resolve_artifact(workspace, c.path or "")
+        now = files.sha256(c.path or "")
     except OutsideWorkspace as exc:
         raise HandoffError(
             "invalid_evidence",
@@ -387,9 +462,17 @@ def finalize_citation(
             citation=out,
             reason="outside_workspace",
         ) from None
-    try:
-        now = sha256_file(real)
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError, OSError):
+    except UnusableArtifact as exc:
+        if exc.reason == "cancelled":
+            raise _cancelled_while_reading() from None
+        raise HandoffError(
+            "invalid_evidence",
+            f"{where}: the artifact {c.path!r} cannot be used as evidence: {exc}.",
+            at=where,
+            citation=out,
+            reason=exc.reason,
+        ) from None
+    except OSError:
         raise HandoffError(
             "invalid_evidence",
             f"{where}: the artifact {c.path!r} cannot be read in the workspace.",
@@ -406,13 +489,16 @@ def finalize_citation(
             citation=out,
             reason="changed",
         )
-    out["path"] = normalise_rel(c.path or "")
+    out["path"] = normalise_rel(c.path or "", files.root)
     out["sha256"] = now
     return out
 
 
-def finalize_fact(f: Fact, where: str, scope: str, ledger: AnyLedger, workspace: Path) -> dict:
+def finalize_fact(
+    f: Fact, where: str, scope: str, ledger: AnyLedger, workspace: Path | WorkspaceFiles
+) -> dict:
     check_fact(f, where)
+    workspace = as_files(workspace)
     return {
         "text": f.text,
         "citations": [
@@ -437,13 +523,18 @@ def collect_evidence(content: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def unreadable_evidence(
-    evidence: Iterable[dict[str, Any]], scope: str, ledger: AnyLedger, workspace: Path
+    evidence: Iterable[dict[str, Any]],
+    scope: str,
+    ledger: AnyLedger,
+    workspace: Path | WorkspaceFiles,
 ) -> list[dict[str, Any]]:
     out = []
+    files = as_files(workspace)
     for c in evidence:
-        reason = unreadable_reason(c, scope, ledger, workspace)
-        if reason:
-            out.append({"citation": c, "reason": reason})
+        found = unreadable_detail(c, scope, ledger, files)
+        if found:
+            reason, detail = found
+            out.append({"citation": c, "reason": reason, **({"detail": detail} if detail else {})})
     return out
 
 
@@ -456,10 +547,11 @@ def finalize_draft(
     draft: HandoffDraftParams,
     scope: str,
     ledger: AnyLedger,
-    workspace: Path,
+    workspace: Path | WorkspaceFiles,
     boundary: str | None = None,
 ) -> dict[str, Any]:
     """Draft → PreparedHandoff: validate contents and direct evidence, read the head."""
+    workspace = as_files(workspace)
     if not draft.objective.strip():
         raise HandoffError("invalid_params", "draft.objective is empty.", at="draft.objective")
     check_disposition(draft.disposition)
@@ -512,15 +604,20 @@ _PREPARED_KEYS = {
 
 
 def _content_from_json(content: Any) -> HandoffDraftParams:
-    from .params import converter  # local: avoids a cycle at import time
+    from .params import check_limits, converter  # local: avoids a cycle at import time
 
     try:
-        return converter.structure(content, HandoffDraftParams)
+        draft = converter.structure(content, HandoffDraftParams)
     except Exception:
         raise HandoffError(
             "invalid_prepared",
             "The prepared handoff's content is not a valid handoff content.",
         ) from None
+    try:
+        check_limits(draft, "prepared", "content")
+    except HandoffError as exc:
+        raise HandoffError("invalid_prepared", exc.message, **exc.data) from None
+    return draft
 
 
 def check_prepared(prepared: Any, scope: str) -> dict[str, Any]:
@@ -613,7 +710,9 @@ def check_prepared(prepared: Any, scope: str) -> dict[str, Any]:
     return prepared
 
 
-def evidence_chain(prepared: dict[str, Any], ledger: AnyLedger, workspace: Path) -> list[dict]:
+def evidence_chain(
+    prepared: dict[str, Any], ledger: AnyLedger, workspace: Path | WorkspaceFiles
+) -> list[dict]:
     """Everything a prepared handoff stands on that can no longer be read."""
     evidence = list(prepared["evidence"])
     if prepared.get("boundary"):
@@ -645,7 +744,7 @@ def source_ref(rec: dict[str, Any]) -> str:
 
 
 def precheck_commit(
-    prepared: Any, scope: str, ledger: AnyLedger, workspace: Path
+    prepared: Any, scope: str, ledger: AnyLedger, workspace: Path | WorkspaceFiles
 ) -> list[dict[str, Any]]:
     """The commit checks that need no lock: shape, scope and digest (raised now), and
     the evidence as it reads now (returned; ``commit_prepared`` decides)."""
@@ -657,7 +756,7 @@ def commit_prepared(
     tx: Transaction,
     prepared: dict[str, Any],
     scope: str,
-    workspace: Path,
+    workspace: Path | WorkspaceFiles,
     unreadable_before: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The three commit checks, idempotent retry, then revision n+1 and the new head.

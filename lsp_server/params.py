@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Any, Literal, get_origin
 
 import attrs
 import cattrs
 import orjson
+from cattrs.cols import list_structure_factory
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from .errors import HandoffError
@@ -33,6 +34,20 @@ def _strict(kind: type, label: str):
     return hook
 
 
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return type(value).__name__
+
+
 def _make_converter() -> cattrs.Converter:
     conv = cattrs.Converter(forbid_extra_keys=True)
     conv.register_structure_hook(str, _strict(str, "a string"))
@@ -40,6 +55,19 @@ def _make_converter() -> cattrs.Converter:
     conv.register_structure_hook(int, _strict(int, "an integer"))
     conv.register_structure_hook(dict, _strict(dict, "an object"))
     conv.register_structure_hook_func(lambda t: t == dict[str, Any], _strict(dict, "an object"))
+
+    def strict_list_factory(t: Any) -> Any:
+        # cattrs would take any iterable: "inScope": "ab" would become ["a", "b"].
+        items = list_structure_factory(t, conv)
+
+        def hook(value: Any, _type: Any) -> Any:
+            if not isinstance(value, list):
+                raise TypeError(f"expected an array, got {_json_kind(value)}")
+            return items(value, _type)
+
+        return hook
+
+    conv.register_structure_hook_factory(lambda t: get_origin(t) is list, strict_list_factory)
 
     def structure_factory(cl: type) -> Any:
         renames = {a.name: override(rename=camel(a.name)) for a in attrs.fields(cl)}
@@ -210,6 +238,64 @@ class SessionsParams:
     pass
 
 
+# ---------------------------------------------------------------------------
+# Size limits (docs/reliability.md lists them)
+# ---------------------------------------------------------------------------
+
+#: The whole params object, as JSON.
+MAX_PARAMS_BYTES = 4 * 1024 * 1024
+#: Longest string, in characters, per key; every other string key gets ``MAX_NAME``.
+TEXT_LIMITS: dict[str, int] = {
+    "objective": 200_000,
+    "text": 200_000,
+    "summary": 200_000,
+    "note": 200_000,
+    "detail": 200_000,
+    "inScope": 200_000,
+    "outOfScope": 200_000,
+    "acceptance": 200_000,
+    "document": 800_000,
+    "path": 4_096,
+    "session": 4_096,
+    "parentSession": 4_096,
+    "focus": 4_000,
+}
+MAX_NAME = 1_000
+#: Most items per list key; every other list gets ``MAX_ITEMS``.
+LIST_LIMITS: dict[str, int] = {"citations": 64, "lines": 2}
+MAX_ITEMS = 200
+
+
+def _too_big(command: str, key: str, what: str, limit: int, **data: Any) -> HandoffError:
+    return HandoffError(
+        "invalid_params",
+        f"{command}: {key} {what} (the limit is {limit:,}).",
+        at=key,
+        limit=limit,
+        **data,
+    )
+
+
+def check_limits(value: Any, command: str, key: str = "params") -> None:
+    """Refuse a string or a list of a structured params object that is over its limit,
+    naming the key (``draft.nextActions[3].text``) and the limit."""
+    if attrs.has(type(value)):
+        for a in attrs.fields(type(value)):
+            check_limits(getattr(value, a.name), command, f"{key}.{camel(a.name)}")
+        return
+    name = re.sub(r"\[\d+\]$", "", key).rsplit(".", 1)[-1]
+    if isinstance(value, str):
+        limit = TEXT_LIMITS.get(name, MAX_NAME)
+        if len(value) > limit:
+            raise _too_big(command, key, f"is {len(value):,} characters long", limit)
+    elif isinstance(value, list):
+        limit = LIST_LIMITS.get(name, MAX_ITEMS)
+        if len(value) > limit:
+            raise _too_big(command, key, f"has {len(value):,} items", limit)
+        for i, item in enumerate(value):
+            check_limits(item, command, f"{key}[{i}]")
+
+
 #: Keys a caller must send for each command (for palette calls with no argument).
 REQUIRED_KEYS: dict[type, list[str]] = {
     ContractParams: ["objective", "inScope", "acceptance"],
@@ -231,9 +317,16 @@ _AT_RE = re.compile(r"@ (\S+)$")
 _SNAKE_RE = re.compile(r"[a-z0-9]+(?:_[a-z0-9]+)+")
 
 
+def _format_exception(exc: BaseException, type_: Any) -> str:
+    """Our own hooks' messages as they are ("expected an array, got a string")."""
+    if isinstance(exc, TypeError) and str(exc).startswith("expected "):
+        return str(exc)
+    return cattrs.v.format_exception(exc, type_)
+
+
 def _describe(exc: BaseException) -> list[str]:
     try:
-        messages = cattrs.transform_error(exc, path="params")
+        messages = cattrs.transform_error(exc, path="params", format_exception=_format_exception)
     except Exception:  # pragma: no cover - transform_error handles cattrs errors
         messages = [str(exc)]
     out = []
@@ -259,10 +352,12 @@ def check_plain_json(params: Any, command: str) -> None:
     """Refuse values the store and the CLI cannot write back as JSON (lone surrogates,
     integers beyond 64 bits, nesting deeper than 254 levels) before anything reads them."""
     try:
-        orjson.dumps(params)
+        size = len(orjson.dumps(params))
     except orjson.JSONEncodeError as exc:
         why = next((v for k, v in _NOT_PLAIN_JSON.items() if k in str(exc)), "are not plain JSON")
         raise HandoffError("invalid_params", f"{command}: the params {why}.") from None
+    if size > MAX_PARAMS_BYTES:
+        raise _too_big(command, "params", f"are {size:,} bytes of JSON", MAX_PARAMS_BYTES)
 
 
 def structure(params: Any, cls: type, command: str) -> Any:
@@ -285,7 +380,7 @@ def structure(params: Any, cls: type, command: str) -> Any:
             missing=missing,
         )
     try:
-        return converter.structure(params, cls)
+        structured = converter.structure(params, cls)
     except (cattrs.BaseValidationError, TypeError, ValueError, KeyError) as exc:
         problems = _describe(exc)
         raise HandoffError(
@@ -297,3 +392,5 @@ def structure(params: Any, cls: type, command: str) -> Any:
         raise HandoffError(
             "invalid_params", f"{command}: the params are nested too deeply."
         ) from None
+    check_limits(structured, command)
+    return structured

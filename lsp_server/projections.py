@@ -88,6 +88,12 @@ def _content(c: Any) -> bool:
 
 
 def _revision(rec: Any) -> bool:
+    """A well-formed revision that still matches its digest."""
+    return revision_well_formed(rec) and lc.revision_intact(rec)
+
+
+def revision_well_formed(rec: Any) -> bool:
+    """The shape of a committed revision (its digest not recomputed)."""
     if type(rec) is not dict:
         return False
     ref, prepared = rec.get("ref"), rec.get("prepared")

@@ -23,6 +23,7 @@ from .params import ReportParams
 
 if TYPE_CHECKING:
     from .service import CallContext, HandoffService
+    from .store import StateStore
 
 log = logging.getLogger(__name__)
 
@@ -321,7 +322,13 @@ def handoff_view(service: HandoffService, p: ReportParams, scope: str) -> dict[s
                 scope=scope,
             )
         lc.parse_revision(ref)
-        rec = ledger.revisions.get(ref)
+        try:
+            rec = ledger.revisions.get(ref)
+        except HandoffError as exc:
+            raw = ledger.history.revision(ref) if exc.data.get("reason") == "digest_mismatch" else None
+            if raw is not None and not projections.revision_well_formed(raw):
+                raise _malformed_revision(ref) from None  # the more precise diagnosis
+            raise
         if rec is None:
             raise HandoffError(
                 "revision_not_found", f"There is no committed revision {ref}.", revision=ref
@@ -352,12 +359,9 @@ def handoff_view(service: HandoffService, p: ReportParams, scope: str) -> dict[s
     return view
 
 
-def _store_stamp(path: Path) -> tuple[int, int, int] | None:
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return None
-    return (st.st_ino, st.st_mtime_ns, st.st_size)
+def _store_stamp(store: StateStore) -> tuple[int, int, int] | None:
+    """The live file's (inode, mtime, size); a store that cannot be used raises."""
+    return store.checked_state_key()
 
 
 def _templates_stamp(folder: Path) -> tuple[Any, ...] | None:
@@ -425,7 +429,7 @@ def run_report(
             p.kind,
             p.render,
             scope,
-            _store_stamp(service.store.path),
+            _store_stamp(service.store),
             _templates_stamp(overrides),
         )
         hit = cache.get(key)

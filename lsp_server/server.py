@@ -12,11 +12,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import logging
 import os
+import re
 import sys
 import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -92,6 +95,21 @@ UNSERIALISED_MUTATIONS = frozenset({"handoff.generate"})
 #: JSON-RPC codes the server uses besides those of ``HandoffError``.
 JSONRPC_INTERNAL_ERROR = -32603
 JSONRPC_SERVER_NOT_INITIALIZED = -32002
+
+JSONRPC_PARSE_ERROR = -32700
+JSONRPC_INVALID_REQUEST = -32600
+
+#: The largest LSP message read (bytes); a bigger Content-Length closes the connection.
+#: ``HANDOFF_MAX_MESSAGE_BYTES`` overrides it.
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+#: The longest header line read at once; longer ones are junk and skipped.
+MAX_HEADER_LINE = 8 * 1024
+#: Threads that run commands, and how many of them one command may hold at once (so a
+#: slow command, e.g. six prepares of huge artifacts, cannot starve the others).
+COMMAND_WORKERS = 8
+WORKERS_PER_COMMAND = 3
+#: After stdin closes, how long in-flight commands get to stop before the process exits.
+EXIT_GRACE_SECONDS = 2.0
 
 PROGRESS_CREATE_TIMEOUT = 5.0
 PARENT_POLL_SECONDS = 3.0
@@ -188,6 +206,55 @@ class HandoffProtocol(LanguageServerProtocol):
     """
 
     _server: HandoffLanguageServer
+    _initialize_seen = False
+
+    def handle_message(self, message: Any) -> None:
+        """Protocol state first: ``initialize`` once and before anything else; after
+        ``shutdown`` only ``exit``. A request out of turn gets an error, never silence."""
+        method = getattr(message, "method", None)
+        is_request = method is not None and getattr(message, "id", None) is not None
+        if method == types.EXIT:
+            return super().handle_message(message)
+        problem = None
+        if self._shutdown:
+            problem = (JSONRPC_INVALID_REQUEST, "The server is shutting down; only 'exit' is accepted.")
+        elif not self._initialize_seen:
+            if method == types.INITIALIZE and is_request:
+                self._initialize_seen = True
+                return super().handle_message(message)
+            problem = (
+                JSONRPC_SERVER_NOT_INITIALIZED,
+                f"The server has not been initialized yet; send 'initialize' before {method!r}.",
+            )
+        elif method == types.INITIALIZE:
+            problem = (
+                JSONRPC_INVALID_REQUEST,
+                "The server is already initialized; a second 'initialize' is refused and the "
+                "workspace stays as it is.",
+            )
+        if problem is None:
+            return super().handle_message(message)
+        if method is None:  # a response of the client: nothing to say
+            return super().handle_message(message)
+        log.warning("%s (%s)", problem[1], method)
+        if is_request:
+            self._send_response(
+                message.id, None, types.ResponseError(code=problem[0], message=problem[1])
+            )
+        return None
+
+    def send_parse_error(self, why: str) -> None:
+        """The JSON-RPC answer to a frame that is not JSON (its id is unknown: null)."""
+        self._send_data(  # a plain dict: lsprotocol would drop the null id
+            {
+                "jsonrpc": "2.0",
+                "id": None,
+                "error": {
+                    "code": JSONRPC_PARSE_ERROR,
+                    "message": f"The message is not valid JSON: {why}",
+                },
+            }
+        )
 
     @lsp_method(types.WORKSPACE_EXECUTE_COMMAND)
     async def lsp_workspace__execute_command(self, params: types.ExecuteCommandParams) -> Any:
@@ -242,6 +309,8 @@ class HandoffLanguageServer(LanguageServer):
         self._folder_uris: dict[str, str] = {}
         self._seen: dict[str, tuple[int, int, int] | None] = {}
         self._writing: dict[str, int] = {}
+        self._workers: ThreadPoolExecutor | None = None
+        self._budgets: dict[str, asyncio.Semaphore] = {}
 
     # -- pygls hooks -----------------------------------------------------------
 
@@ -381,6 +450,16 @@ class HandoffLanguageServer(LanguageServer):
     def lock_for(self, folder: Folder) -> asyncio.Lock:
         return self._locks.setdefault(str(folder.path), asyncio.Lock())
 
+    @property
+    def workers(self) -> ThreadPoolExecutor:
+        """The threads commands run on (not the loop's default executor)."""
+        if self._workers is None:
+            self._workers = ThreadPoolExecutor(COMMAND_WORKERS, thread_name_prefix="handoff")
+        return self._workers
+
+    def budget_for(self, command: str) -> asyncio.Semaphore:
+        return self._budgets.setdefault(command, asyncio.Semaphore(WORKERS_PER_COMMAND))
+
     # -- executeCommand ------------------------------------------------------------
 
     async def execute_command(self, params: types.ExecuteCommandParams) -> Any:
@@ -476,9 +555,9 @@ class HandoffLanguageServer(LanguageServer):
                     if mutation and command not in UNSERIALISED_MUTATIONS
                     else contextlib.nullcontext()
                 )
-                async with lock:
+                async with lock, self.budget_for(command):
                     ctx.cancel.raise_if_cancelled()
-                    work = loop.run_in_executor(None, svc.call, command, args, ctx)
+                    work = loop.run_in_executor(self.workers, svc.call, command, args, ctx)
                     result = await self._finish(work, ctx)
             except asyncio.CancelledError:
                 # $/cancelRequest (or shutdown) before the work started: nothing ran.
@@ -651,6 +730,120 @@ class HandoffLanguageServer(LanguageServer):
                 break
             await asyncio.sleep(0.1)
         os._exit(0)
+
+
+class FrameTooLarge(Exception):
+    """A Content-Length above the message limit."""
+
+    def __init__(self, length: int, limit: int) -> None:
+        super().__init__(f"{length} bytes")
+        self.length = length
+        self.limit = limit
+
+
+_CONTENT_LENGTH = re.compile(rb"Content-Length:[ \t]*([0-9]{1,20})[ \t]*\r?\n\Z", re.IGNORECASE)
+
+
+class FrameReader:
+    """LSP frames from a byte stream: header lines and bodies both bounded; after junk
+    (a frame without a length, a body shorter than it said) it finds the next
+    ``Content-Length`` header and goes on."""
+
+    def __init__(self, stream: Any, max_bytes: int) -> None:
+        self.stream = stream
+        self.max_bytes = max_bytes
+
+    def read_frame(self) -> bytes | None:
+        """The next body; ``None`` at end of input. Raises FrameTooLarge."""
+        length: int | None = None
+        while True:
+            line = self.stream.readline(MAX_HEADER_LINE)
+            if not line:
+                return None
+            m = _CONTENT_LENGTH.search(line)
+            if m is not None:
+                length = int(m.group(1))
+            elif line.strip() == b"" and line.endswith(b"\n") and length is not None:
+                break
+            # Anything else (Content-Type, junk, a blank line with no length): skipped.
+        if length > self.max_bytes:
+            raise FrameTooLarge(length, self.max_bytes)
+        body = self.stream.read(length)
+        return body if len(body) == length else None
+
+
+def _max_message_bytes() -> int:
+    try:
+        return int(os.environ.get("HANDOFF_MAX_MESSAGE_BYTES", MAX_MESSAGE_BYTES))
+    except ValueError:
+        return MAX_MESSAGE_BYTES
+
+
+async def serve_frames(server: HandoffLanguageServer, reader: FrameReader) -> int:
+    """Read and dispatch messages until end of input, ``exit`` or a refused frame; then
+    cancel what is in flight and give it ``EXIT_GRACE_SECONDS``. Returns the exit code."""
+    loop = asyncio.get_running_loop()
+    pool = ThreadPoolExecutor(1, thread_name_prefix="lsp-reader")
+    protocol = server.protocol
+    code = 1
+    while True:
+        try:
+            body = await loop.run_in_executor(pool, reader.read_frame)
+        except FrameTooLarge as exc:
+            log.error(
+                "Refusing a message of %s bytes (the limit is %s; HANDOFF_MAX_MESSAGE_BYTES); "
+                "closing the connection.",
+                exc.length,
+                exc.limit,
+            )
+            break
+        except (OSError, ValueError) as exc:
+            log.error("Could not read from the client (%s); stopping.", exc)
+            break
+        if body is None:
+            code = 0 if protocol._shutdown else 1
+            log.info("The client closed the connection (end of input); stopping.")
+            break
+        try:
+            message = json.loads(body, object_hook=protocol.structure_message)
+        except Exception as exc:  # not JSON, too deep, or not a JSON-RPC message
+            log.error("Could not parse a message (%s); answered with a parse error.", exc)
+            protocol.send_parse_error(type(exc).__name__)
+            continue
+        try:
+            protocol.handle_message(message)
+        except SystemExit as exc:  # the exit notification
+            code = exc.code if isinstance(exc.code, int) else 0
+            break
+        except Exception:
+            log.exception("Could not handle a message")
+    server.cancel_all("the connection is closing")
+    deadline = loop.time() + EXIT_GRACE_SECONDS
+    while server._in_flight and loop.time() < deadline:
+        await asyncio.sleep(0.05)
+    if server._in_flight:
+        log.warning("exiting with %d command(s) still running", len(server._in_flight))
+    return code
+
+
+def serve_stdio(server: HandoffLanguageServer, stdin: Any, stdout: Any) -> int:
+    """LSP over the given streams until the client is gone; returns the exit code."""
+    from pygls.io_ import StdoutWriter
+
+    server.protocol.set_writer(StdoutWriter(stdout))
+    # Not asyncio.run: its teardown would cancel and wait for what is still running;
+    # the process exits right after this returns instead (see ``main``).
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        return loop.run_until_complete(
+            serve_frames(server, FrameReader(stdin, _max_message_bytes()))
+        )
+    except BrokenPipeError:
+        log.error("The connection to the client is lost; stopping.")
+        return 1
+    except KeyboardInterrupt:
+        return 130
 
 
 class WorkDone:
@@ -868,5 +1061,10 @@ def main(argv: list[str] | None = None) -> int:
         server.start_tcp(args.host, args.port)
     else:
         stdin, stdout = claim_stdio()
-        server.start_io(stdin, stdout)
+        code = serve_stdio(server, stdin, stdout)
+        # Commands still running hold worker threads the interpreter would wait for.
+        logging.shutdown()
+        with contextlib.suppress(OSError, ValueError):  # closed by 'exit'
+            stdout.flush()
+        os._exit(code)
     return 0

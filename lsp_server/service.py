@@ -13,6 +13,7 @@ from typing import Any
 
 from . import lifecycle as lc
 from .errors import HandoffError
+from .evidence import WorkspaceFiles
 from .params import (
     AcknowledgeParams,
     CommitParams,
@@ -155,6 +156,11 @@ class HandoffService:
             self._ledger = lc.StoreLedger(history)
         return self._ledger
 
+    def files(self, ctx: CallContext) -> WorkspaceFiles:
+        """The workspace's artifacts as this call reads them (hashed once, stopped by a
+        cancel); a second look inside the store transaction only ``fstat``s them."""
+        return WorkspaceFiles(self.workspace, stop=lambda: ctx.cancel.cancelled)
+
     def resolve_scope(self, scope: str | None) -> str:
         """The request's scope, else the configured one, else the git branch, else default."""
         if scope is not None:
@@ -194,17 +200,22 @@ class HandoffService:
         p: RecordWorkParams = structure(params, RecordWorkParams, "handoff.recordWork")
         scope = self.resolve_scope(p.scope)
         lc.check_disposition(p.disposition)
-        ctx.cancel.raise_if_cancelled()
-        with self.store.transaction() as tx:
-            ledger = lc.ledger_of(tx)
-            payload = {
-                "state": lc.finalize_fact(p.state, "state", scope, ledger, self.workspace),
+        files = self.files(ctx)
+
+        def payload_of(ledger: lc.AnyLedger) -> dict[str, Any]:
+            return {
+                "state": lc.finalize_fact(p.state, "state", scope, ledger, files),
                 "disposition": p.disposition,
                 "nextActions": [
-                    lc.finalize_fact(f, f"nextActions[{i}]", scope, ledger, self.workspace)
+                    lc.finalize_fact(f, f"nextActions[{i}]", scope, ledger, files)
                     for i, f in enumerate(p.next_actions)
                 ],
             }
+
+        payload_of(self.ledger())  # the artifacts are read here, not under the lock
+        ctx.cancel.raise_if_cancelled()
+        with self.store.transaction() as tx:
+            payload = payload_of(lc.ledger_of(tx))  # re-checked by fstat only
             rec = lc.append_source(tx, scope, "work_state", payload)
         return {"scope": scope, "source": lc.source_ref(rec), "seq": rec["seq"]}
 
@@ -213,7 +224,7 @@ class HandoffService:
     def prepare(self, params: Any, ctx: CallContext) -> dict[str, Any]:
         p: PrepareParams = structure(params, PrepareParams, "handoff.prepare")
         scope = self.resolve_scope(p.scope)
-        prepared = lc.finalize_draft(p.draft, scope, self.ledger(), self.workspace)
+        prepared = lc.finalize_draft(p.draft, scope, self.ledger(), self.files(ctx))
         return {"scope": scope, "prepared": prepared, "written": False}
 
     def handoff_current_work(self, params: Any, ctx: CallContext) -> dict[str, Any]:
@@ -221,6 +232,11 @@ class HandoffService:
             params, HandoffCurrentWorkParams, "handoff.handoffCurrentWork"
         )
         scope = self.resolve_scope(p.scope)
+        files = self.files(ctx)
+        before = self.ledger()
+        contract, work = before.latest(scope, "work_contract"), before.latest(scope, "work_state")
+        if contract is not None and work is not None:  # read the artifacts before the lock
+            lc.finalize_draft(self._draft_from(contract, work, p.document), scope, before, files)
         ctx.cancel.raise_if_cancelled()
         with self.store.transaction() as tx:
             ledger = lc.ledger_of(tx)
@@ -243,7 +259,7 @@ class HandoffService:
                 )
             draft = self._draft_from(contract, work, p.document)
             # Validate everything before the boundary is written.
-            lc.finalize_draft(draft, scope, ledger, self.workspace)
+            lc.finalize_draft(draft, scope, ledger, files)
             boundary = lc.append_source(
                 tx,
                 scope,
@@ -256,7 +272,7 @@ class HandoffService:
                 },
             )
             prepared = lc.finalize_draft(
-                draft, scope, ledger, self.workspace, boundary=lc.source_ref(boundary)
+                draft, scope, ledger, files, boundary=lc.source_ref(boundary)
             )
         return {
             "scope": scope,
@@ -291,10 +307,11 @@ class HandoffService:
     def commit(self, params: Any, ctx: CallContext) -> dict[str, Any]:
         p: CommitParams = structure(params, CommitParams, "handoff.commit")
         scope = self.resolve_scope(p.scope)
-        unreadable = lc.precheck_commit(p.prepared, scope, self.ledger(), self.workspace)
+        files = self.files(ctx)
+        unreadable = lc.precheck_commit(p.prepared, scope, self.ledger(), files)
         ctx.cancel.raise_if_cancelled()
         with self.store.transaction() as tx:
-            result = lc.commit_prepared(tx, p.prepared, scope, self.workspace, unreadable)
+            result = lc.commit_prepared(tx, p.prepared, scope, files, unreadable)
         return {"scope": scope, **result}
 
     # -- continue / acknowledge ----------------------------------------------
@@ -363,7 +380,7 @@ class HandoffService:
             selected=selected,
             content=prepared["content"],
             citations=prepared["evidence"],
-            unreadableEvidence=lc.evidence_chain(prepared, ledger, self.workspace),
+            unreadableEvidence=lc.evidence_chain(prepared, ledger, self.files(ctx)),
             boundary=prepared.get("boundary"),
             base=prepared.get("base"),
             digest=prepared.get("digest"),
@@ -391,11 +408,14 @@ class HandoffService:
         for key, value in (("note", p.note), ("actor", p.actor)):
             if value is not None and len(value) > lc.MAX_TEXT:
                 raise HandoffError("invalid_params", f"{key} is too long.")
+        files = self.files(ctx)
+        before = self.ledger()  # read the artifacts before the lock
+        lc.evidence_chain(self._target(p.mode, p.prepared, p.revision, scope, before)[0], before, files)
         ctx.cancel.raise_if_cancelled()
         with self.store.transaction() as tx:
             ledger = lc.ledger_of(tx)
             prepared, selected = self._target(p.mode, p.prepared, p.revision, scope, ledger)
-            unreadable = lc.evidence_chain(prepared, ledger, self.workspace)
+            unreadable = lc.evidence_chain(prepared, ledger, files)
             target = selected or f"prepared:{prepared['digest']}"
             if p.status == "accepted":
                 failed = lc.checks_failing(p.checks)

@@ -21,9 +21,11 @@ file holding everything) migrate forward on their first write.
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import re
+import stat
 import threading
 import time
 import uuid
@@ -50,6 +52,9 @@ SEGMENT_FORMAT = 1
 STATE_FILE = "state.json"
 LOCK_FILE = "state.lock"
 SEGMENT_DIR = "segments"
+#: The store's id, written beside the live file when the store is created: with it and
+#: no live file the store was lost (moved aside, deleted), never new.
+MARKER_FILE = "store-id"
 DEFAULT_LOCK_TIMEOUT = 10.0
 #: Seal the log tail once the live file is larger than this (bytes).
 DEFAULT_SEAL_BYTES = 64 * 1024
@@ -68,6 +73,9 @@ TABLES = ("_meta", "sources", "revisions", "scopes", "generations")
 SEALED_TABLES = ("sources", "revisions", "generations")
 
 GITIGNORE = "# written by handoff: lock and temporary files stay out of git\nstate.lock\n*.tmp-*\n"
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 SEGMENT_NAME_RE = re.compile(r"^seg-([0-9a-f]{12})-([0-9]{6})\.json$")
 
@@ -110,6 +118,51 @@ def fsync_dir(folder: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _file_type(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISREG, "a regular file"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def read_regular(path: Path) -> tuple[bytes, os.stat_result]:
+    """A regular file's bytes, never following a final symlink nor blocking on a FIFO
+    or a device swapped in (``OSError`` ``EINVAL`` for those)."""
+    fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, f"not a regular file ({_file_type(st.st_mode)})")
+        os.set_blocking(fd, True)
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks), st
+    finally:
+        os.close(fd)
+
+
+def open_regular(path: Path):
+    """A regular file opened for reading, checked as ``read_regular`` checks it."""
+    fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, f"not a regular file ({_file_type(st.st_mode)})")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def new_store_id() -> str:
@@ -194,7 +247,7 @@ class AtomicOrjsonStorage(Storage):
 
     def read(self) -> dict[str, Any] | None:
         try:
-            raw = self.path.read_bytes()
+            raw, _ = read_regular(self.path)
         except FileNotFoundError:
             return None
         return orjson.loads(raw)
@@ -247,6 +300,7 @@ class Transaction:
         self.storage: SnapshotStorage = self.db.storage
         self.storage.dirty = migrated
         self._history: History | None = None
+        self._seq_checked = False
 
     @property
     def data(self) -> dict[str, Any]:
@@ -263,9 +317,21 @@ class Transaction:
         return self._history
 
     def next_seq(self) -> int:
-        """Hand out the next log sequence number (only ever under the lock)."""
+        """Hand out the next log sequence number (only ever under the lock); never one at
+        or below a number already in the log, even when ``nextSeq`` was rewound by hand."""
         meta = self.data["_meta"]["1"]
         seq = int(meta["nextSeq"])
+        if not self._seq_checked:
+            self._seq_checked = True
+            floor = self.store.seq_floor(self.data)
+            if seq < floor:
+                log.warning(
+                    "nextSeq %d of %s is at or below a number in the log; using %d",
+                    seq,
+                    self.store.path,
+                    floor,
+                )
+                seq = floor
         meta["nextSeq"] = seq + 1
         self.storage.dirty = True
         return seq
@@ -568,21 +634,58 @@ class StateStore:
         self._merge_lock = threading.Lock()
         self._merged: MergedIndex | None = None
         self._snapshots_with_segments = 0
+        self._marker_ok = False
 
     # -- reading the live file -------------------------------------------------
 
     def _refuse_symlinks(self) -> None:
-        """State is read and written only in a real folder of the workspace: a state
-        folder or state file that is a symbolic link (pointing elsewhere) is refused."""
-        for path, what in ((self.folder, "state folder"), (self.path, "state file")):
-            if path.is_symlink():
+        """State is read and written only in real folders and files of the workspace:
+        a state folder, state file, lock file, ``.gitignore`` or segment folder that is a
+        symbolic link (pointing elsewhere), or of the wrong type (``.handoff`` a file,
+        ``state.json`` a FIFO or a device), is refused before anything opens it."""
+        checks = (
+            (self.folder, "state folder", True),
+            (self.path, "state file", False),
+            (self.lock_path, "lock file", False),
+            (self.folder / ".gitignore", "state folder's .gitignore", False),
+            (self.segment_dir, "segment folder", True),
+        )
+        for path, what, folder in checks:
+            try:
+                st = os.lstat(path)
+            except FileNotFoundError:
+                if path is self.folder:
+                    return
+                continue
+            except NotADirectoryError:
+                continue  # reported for the folder itself, which is checked first
+            except OSError as exc:
+                raise HandoffError(
+                    "store_busy",
+                    f"The {what} {path} cannot be looked at ({exc.strerror}); nothing was "
+                    "changed. Fix the folder's permissions and retry.",
+                    stateFolder=str(self.folder),
+                    errno=exc.errno,
+                ) from None
+            kind = "folder" if folder else "file"
+            if stat.S_ISLNK(st.st_mode):
                 raise HandoffError(
                     "store_corrupt",
                     f"The {what} {path} is a symbolic link; refusing to read or keep state "
-                    "outside the workspace. Replace it with a real "
-                    f"{'folder' if path is self.folder else 'file'}.",
+                    f"outside the workspace. Replace it with a real {kind}.",
                     stateFolder=str(self.folder),
+                    path=str(path),
                     reason="symlink",
+                )
+            if (stat.S_ISDIR(st.st_mode) if folder else stat.S_ISREG(st.st_mode)) is False:
+                raise HandoffError(
+                    "store_corrupt",
+                    f"The {what} {path} is not a {kind} (it is {_file_type(st.st_mode)}); "
+                    f"nothing was read or changed. Move it away so that handoff can use a "
+                    f"real {kind} there.",
+                    stateFolder=str(self.folder),
+                    path=str(path),
+                    reason="not_a_folder" if folder else "not_a_file",
                 )
 
     def _stat_key(self) -> tuple[int, int, int] | None:
@@ -592,6 +695,18 @@ class StateStore:
         except FileNotFoundError:
             return None
         return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+    def checked_state_key(self) -> tuple[int, int, int] | None:
+        """(inode, mtime, size) of the live file, ``None`` when there is none; a state
+        folder that cannot be used raises ``HandoffError``."""
+        try:
+            return self._stat_key()
+        except OSError as exc:
+            raise HandoffError(
+                "store_corrupt",
+                f"The state file {self.path} cannot be looked at ({exc.strerror}).",
+                stateFile=str(self.path),
+            ) from None
 
     def state_key(self) -> tuple[int, int, int] | None:
         """(inode, mtime, size) of the live file: changes with every write, by any
@@ -606,7 +721,7 @@ class StateStore:
         key = self._stat_key()
         if key is None:
             self._live_key = None
-            self._live = empty_state()
+            self._live = self._missing_state()
             return self._live
         if key == self._live_key and self._live is not None:
             return self._live
@@ -650,10 +765,11 @@ class StateStore:
     def _load(self) -> tuple[dict[str, Any], bool]:
         """Parse and check the live file (quarantined when it is not a state file);
         schema-1 files are upgraded in memory. Returns (data, migrated)."""
+        self._refuse_symlinks()
         try:
-            raw = self.path.read_bytes()
+            raw, _ = read_regular(self.path)
         except FileNotFoundError:
-            return empty_state(), False
+            return self._missing_state(), False
         except OSError as exc:
             raise HandoffError(
                 "store_corrupt",
@@ -692,6 +808,77 @@ class StateStore:
             meta["segments"] = []
             meta["idFloor"] = {}
         return data, migrated
+
+    def seq_floor(self, live: dict[str, Any]) -> int:
+        """One above the highest sequence number in the live tail and the newest segment
+        (segments are sealed in log order, so the newest one holds the highest)."""
+        top = 0
+        for name in SEALED_TABLES:
+            for rec in (live.get(name) or {}).values():
+                seq = rec.get("seq") if isinstance(rec, dict) else None
+                if type(seq) is int and seq > top:
+                    top = seq
+        entries = live["_meta"]["1"].get("segments") or []
+        if entries:
+            span = self._segment(entries[-1]).header.get("seqRange")
+            if isinstance(span, list) and len(span) == 2 and type(span[1]) is int:
+                top = max(top, span[1])
+        return top + 1
+
+    # -- new store or lost store -------------------------------------------------
+
+    @property
+    def marker_path(self) -> Path:
+        return self.folder / MARKER_FILE
+
+    def read_marker(self) -> str | None:
+        """The store id the marker names (``None``: no marker, or not a readable one)."""
+        try:
+            raw, _ = read_regular(self.marker_path)
+        except OSError:
+            return None
+        text = raw.decode("ascii", "replace").strip()
+        return text if re.fullmatch(r"[0-9a-f]{12}", text) else None
+
+    def lost_signs(self) -> list[str]:
+        """What shows that a store existed here when its live file is missing."""
+        signs = []
+        if os.path.lexists(self.marker_path):
+            signs.append(f"its marker {self.marker_path} names store {self.read_marker()}")
+        moved = sorted(p.name for p in self.folder.glob(f"{STATE_FILE}.corrupt-*"))
+        if moved:
+            signs.append(f"a damaged state file was moved aside as {', '.join(moved)}")
+        if self.segment_dir.is_dir() and any(self.segment_dir.glob("seg-*.json")):
+            signs.append(f"{self.segment_dir} holds sealed segments")
+        return signs
+
+    def _missing_state(self) -> dict[str, Any]:
+        """The state when there is no live file: a new store, unless the store existed
+        (then ``store_corrupt``: it is never silently started again from empty)."""
+        signs = self.lost_signs() if self.folder.is_dir() else []
+        if signs:
+            raise HandoffError(
+                "store_corrupt",
+                f"The state file {self.path} is missing, but this store existed "
+                f"({'; '.join(signs)}). Refusing to start a new, empty store over it: "
+                "restore the state file (`handoff store repair --restore FILE`), or start "
+                "over on purpose (`handoff store repair --fresh`).",
+                stateFile=str(self.path),
+                reason="state_missing",
+                signs=signs,
+            )
+        return empty_state()
+
+    def _ensure_marker(self, store_id: str) -> None:
+        """Write the marker after the live file (a marker with no live file would mean
+        "lost"); if it cannot be written now, the next write tries again."""
+        try:
+            if self.read_marker() != store_id:
+                atomic_write(self.marker_path, (store_id + "\n").encode())
+        except OSError as exc:
+            log.warning("Could not write the store marker %s (%s)", self.marker_path, exc.strerror)
+            return
+        self._marker_ok = True
 
     @staticmethod
     def _shape_problem(data: Any) -> str | None:
@@ -775,8 +962,9 @@ class StateStore:
         if seg is not None and seg.size == entry["bytes"]:
             return seg
         path = self.segment_dir / name
+        self._refuse_symlinks()
         try:
-            with open(path, "rb") as fh:
+            with open_regular(path) as fh:
                 size = os.fstat(fh.fileno()).st_size
                 head = fh.readline()
                 index_raw = fh.readline()
@@ -844,13 +1032,17 @@ class StateStore:
                 self._records.move_to_end(seg.name)
                 return records
         try:
-            with open(seg.path, "rb") as fh:
+            with open_regular(seg.path) as fh:
                 fh.seek(seg.records_offset)
                 raw = fh.read()
         except OSError as exc:
             raise self._segment_error(seg.path, f"cannot be read ({exc.strerror})") from None
         if len(raw) != seg.header.get("recordsBytes"):
             raise self._segment_error(seg.path, "is truncated")
+        crc = seg.header.get("recordsCrc32")
+        if crc is not None and crc != zlib.crc32(raw):
+            # Segments are immutable: checked once per load (then cached), not per read.
+            raise self._segment_error(seg.path, "has records that were changed (checksum mismatch)")
         try:
             records = orjson.loads(raw)
         except orjson.JSONDecodeError:
@@ -919,6 +1111,7 @@ class StateStore:
         """Remove temp files of writers that died mid-write (only ever under the lock)."""
         leftovers = list(self.folder.glob(f".{STATE_FILE}.tmp-*"))
         leftovers += self.folder.glob("..gitignore.tmp-*")
+        leftovers += self.folder.glob(f".{MARKER_FILE}.tmp-*")
         if self.segment_dir.is_dir():  # a seal killed while writing a segment
             leftovers += self.segment_dir.glob(".seg-*.tmp-*")
         for leftover in leftovers:
@@ -943,6 +1136,7 @@ class StateStore:
                 new_id = not isinstance(meta.get("storeId"), str)
                 if new_id:
                     meta["storeId"] = new_store_id()
+                listed_before = {e["name"] for e in meta.get("segments") or []}
                 try:
                     payload = orjson.dumps(data)
                     written = False
@@ -963,6 +1157,7 @@ class StateStore:
                     if not written:
                         atomic_write(self.path, payload, point="state")
                 except OSError as exc:
+                    self._unlink_unlisted(data, listed_before)
                     raise HandoffError(
                         "store_busy",
                         f"Could not write the state file {self.path} ({exc.strerror}); "
@@ -970,6 +1165,8 @@ class StateStore:
                         stateFile=str(self.path),
                         errno=exc.errno,
                     ) from None
+                if new_id or not self._marker_ok:
+                    self._ensure_marker(meta["storeId"])
                 # The snapshot we wrote is the new current state (we still hold the lock).
                 self._live_key, self._live = self._stat_key(), data
                 pause_point("tx.written")
@@ -993,10 +1190,17 @@ class StateStore:
         pause_point("seal.begin")
         floors = dict(meta.get("idFloor") or {})
         groups = self._chunk(tail)
-        for group in groups:
-            number = len(manifest) + 1
-            manifest.append(self._write_segment(store_id, number, group))
-        fsync_dir(self.segment_dir)
+        listed = len(manifest)
+        try:
+            for group in groups:
+                number = len(manifest) + 1
+                manifest.append(self._write_segment(store_id, number, group))
+            fsync_dir(self.segment_dir)
+        except BaseException:
+            for entry in manifest[listed:]:  # a seal that failed half-way leaves nothing
+                with contextlib.suppress(OSError):
+                    (self.segment_dir / entry["name"]).unlink()
+            raise
         pause_point("seal.written")
         for name in SEALED_TABLES:
             ids = [int(k) for k in tail[name]]
@@ -1066,11 +1270,27 @@ class StateStore:
             "indexBytes": len(index) + 1,
             "indexCrc32": zlib.crc32(index + b"\n"),
             "recordsBytes": len(records),
+            "recordsCrc32": zlib.crc32(records),
         }
         blob = orjson.dumps(header) + b"\n" + index + b"\n" + records
         name = f"seg-{store_id}-{number:06d}.json"
         atomic_write(self.segment_dir / name, blob, sync_dir=False, point="segment")
         return {"name": name, "bytes": len(blob)}
+
+    def _unlink_unlisted(self, data: dict[str, Any], listed_before: set[str]) -> None:
+        """Remove the segments a seal wrote for a live file that was then not written
+        (unless the live file on disk lists them after all: the rename may have landed)."""
+        try:
+            on_disk = orjson.loads(read_regular(self.path)[0])["_meta"]["1"]["segments"]
+            listed_before = listed_before | {e["name"] for e in on_disk}
+        except FileNotFoundError:
+            pass
+        except (OSError, ValueError, KeyError, TypeError):
+            return  # cannot tell: leave them for the sweep of the next seal
+        for entry in data["_meta"]["1"].get("segments") or []:
+            if entry["name"] not in listed_before:
+                with contextlib.suppress(OSError):
+                    (self.segment_dir / entry["name"]).unlink()
 
     def _sweep_orphans(self, store_id: str, listed: set[str]) -> None:
         """Remove this store's segments that no manifest lists: left by a seal whose

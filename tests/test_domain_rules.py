@@ -763,7 +763,7 @@ def test_temp_files_of_a_killed_writer_are_swept_by_the_next_write(svc, workspac
     for name in (".state.json.tmp-1234-deadbeef", "..gitignore.tmp-1234-deadbeef"):
         (folder / name).write_bytes(b"half")
     record_contract(svc)
-    assert sorted(p.name for p in folder.iterdir()) == [".gitignore", "state.json", "state.lock"]
+    assert sorted(p.name for p in folder.iterdir()) == [".gitignore", "state.json", "state.lock", "store-id"]
 
 
 @pytest.mark.parametrize("ref", ["main\n", "source/abc\n"])

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 #: The agents a session can be started in, and the program that runs each.
 AGENTS: dict[str, str] = {"pi": "pi", "omp": "omp", "claude": "claude", "codex": "codex"}
 #: The largest handoff text a session is started from (characters).
-MAX_DOCUMENT = 1_000_000
+MAX_DOCUMENT = 800_000
 #: Where the exact text each start handed over is kept (under the state folder).
 STARTED_FOLDER = "started"
 

@@ -24,6 +24,7 @@ from typing import Any
 import orjson
 
 from lsp_server import projections
+from lsp_server.lifecycle import digest_of
 from lsp_server.service import HandoffService
 from lsp_server.store import STATE_FILE, StateStore, empty_state
 
@@ -96,24 +97,25 @@ def build_state(n_sources: int) -> dict[str, Any]:
                 ],
             }
             seq += 1
+            prepared = {
+                "type": "prepared_handoff",
+                "format": 1,
+                "scope": SCOPE,
+                "base": head,
+                "content": content,
+                "evidence": [artifact, {"kind": "source", "ref": contract_ref}],
+                "boundary": boundary,
+                "preparedAt": _stamp(seq),
+            }
+            prepared["digest"] = digest_of(prepared)  # the store recomputes it when served
             revisions[str(number)] = {
                 "ref": ref,
                 "handoffId": "0123456789ab",
                 "number": number,
                 "scope": SCOPE,
                 "base": head,
-                "digest": f"sha256:{number:064x}",
-                "prepared": {
-                    "type": "prepared_handoff",
-                    "format": 1,
-                    "scope": SCOPE,
-                    "base": head,
-                    "content": content,
-                    "evidence": [artifact, {"kind": "source", "ref": contract_ref}],
-                    "boundary": boundary,
-                    "preparedAt": _stamp(seq),
-                    "digest": f"sha256:{number:064x}",
-                },
+                "digest": prepared["digest"],
+                "prepared": prepared,
                 "committedAt": _stamp(seq),
                 "seq": seq,
             }

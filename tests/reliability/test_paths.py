@@ -136,7 +136,7 @@ def test_state_folder_that_is_a_symlink_elsewhere_is_refused(hostile_workspace, 
     assert err.code == "store_corrupt" and err.data["reason"] == "symlink"
     assert "symbolic link" in err.message
     assert (folder / "state.json").read_bytes() == before
-    assert sorted(p.name for p in folder.iterdir()) == [".gitignore", "state.json", "state.lock"]
+    assert sorted(p.name for p in folder.iterdir()) == [".gitignore", "state.json", "state.lock", "store-id"]
 
 
 @pytest.mark.parametrize("command,params", READS + WRITES, ids=[c for c, _ in READS + WRITES])

@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from lsp_server.service import HandoffService, ServiceConfig
-from lsp_server.store import SCHEMA_VERSION, StateStore
+from lsp_server.store import SCHEMA_VERSION
 
 from ..helpers import SCOPE, record_contract, refused
 
@@ -38,9 +38,12 @@ def test_corrupt_state_file_is_moved_aside_and_reported(svc, workspace, content)
     with open(moved, "rb") as fh:
         assert fh.read() == content  # nothing lost
     assert not state.exists()
-    # The next command starts a fresh log beside the quarantined file; history is not silently reused.
-    record_contract(svc)
-    assert len(StateStore(workspace / ".handoff").read()["sources"]) == 1
+    # The next command, from this process or another, is refused too: the store is lost,
+    # not new, and never silently started again from empty (issue 21, item 3).
+    for caller in (svc, HandoffService(workspace, ServiceConfig())):
+        again = refused(record_contract, caller)
+        assert again.code == "store_corrupt" and again.data["reason"] == "state_missing"
+    assert not state.exists()
 
 
 def test_state_file_from_newer_schema_is_refused_untouched(svc, workspace):

@@ -1,0 +1,172 @@
+"""``handoff store check`` and ``handoff store repair``: verify a whole store (layout,
+live file, marker, every segment's checksums, every revision's digest, sequence
+numbers) and make the explicit repairs; nothing here runs on its own."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .errors import HandoffError
+from .lifecycle import revision_intact
+from .store import SCHEMA_VERSION, SEALED_TABLES, STATE_FILE, StateStore, atomic_write, read_regular
+
+
+def _problem(kind: str, message: str, **data: Any) -> dict[str, Any]:
+    return {"problem": kind, "message": message, **data}
+
+
+def _read_live(store: StateStore) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """The live file parsed without side effects (nothing is moved aside here)."""
+    try:
+        raw, _ = read_regular(store.path)
+    except FileNotFoundError:
+        signs = store.lost_signs() if store.folder.is_dir() else []
+        if signs:
+            return None, [_problem("state_missing", "; ".join(signs), stateFile=str(store.path))]
+        return None, []
+    except OSError as exc:
+        return None, [_problem("unreadable", f"{store.path}: {exc.strerror}")]
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        return None, [_problem("not_json", f"{store.path} is not valid JSON ({exc})")]
+    shape = store._shape_problem(data)
+    if shape is not None:
+        return None, [_problem("malformed", f"{store.path}: {shape}")]
+    if data["_meta"]["1"]["schema"] > SCHEMA_VERSION:
+        return None, [_problem("newer_schema", f"{store.path} was written by a newer handoff")]
+    return data, []
+
+
+def check_store(store: StateStore) -> dict[str, Any]:
+    """Everything wrong with a store, read only; ``ok`` when nothing is."""
+    problems: list[dict[str, Any]] = []
+    counts = {"segments": 0, "sources": 0, "revisions": 0}
+    try:
+        store._refuse_symlinks()
+    except HandoffError as exc:
+        problems.append(_problem(exc.data.get("reason", "layout"), exc.message))
+        return {"ok": False, "stateFile": str(store.path), "counts": counts, "problems": problems}
+    live, found = _read_live(store)
+    problems += found
+    store_id = None
+    if live is not None:
+        meta = live["_meta"]["1"]
+        store_id = meta.get("storeId")
+        marker = store.read_marker()
+        if store_id is not None and marker not in (None, store_id):
+            problems.append(
+                _problem("marker_mismatch", f"{store.marker_path} names store {marker}, the "
+                         f"state file {store_id}")
+            )
+        entries = meta.get("segments") or []
+        counts["segments"] = len(entries)
+        sealed: dict[str, dict[str, Any]] = {name: {} for name in SEALED_TABLES}
+        for entry in entries:
+            try:
+                records = store._segment_records(store._segment(entry), cache=False)
+            except HandoffError as exc:
+                problems.append(_problem("segment", exc.message, segmentFile=entry.get("name")))
+                continue
+            for name in SEALED_TABLES:
+                sealed[name].update(records[name])
+        for name in SEALED_TABLES:
+            sealed[name].update(live.get(name) or {})
+        counts["sources"] = len(sealed["sources"])
+        counts["revisions"] = len(sealed["revisions"])
+        for rec in sealed["revisions"].values():
+            if isinstance(rec, dict) and isinstance(rec.get("ref"), str) and not revision_intact(rec):
+                problems.append(
+                    _problem("digest_mismatch", f"revision {rec['ref']} does not match its digest "
+                             "(changed on disk after it was committed)", revision=rec["ref"])
+                )
+        top = _top_seq(sealed)
+        if top >= meta["nextSeq"]:
+            problems.append(
+                _problem("next_seq_behind", f"nextSeq is {meta['nextSeq']} but the log already "
+                         f"holds {top}", nextSeq=meta["nextSeq"], highestSeq=top)
+            )
+    return {
+        "ok": not problems,
+        "stateFile": str(store.path),
+        "storeId": store_id,
+        "counts": counts,
+        "problems": problems,
+    }
+
+
+def _top_seq(tables: dict[str, dict[str, Any]]) -> int:
+    seqs = [
+        r["seq"] for t in tables.values() for r in t.values()
+        if isinstance(r, dict) and type(r.get("seq")) is int
+    ]
+    return max(seqs, default=0)
+
+
+def repair_store(
+    store: StateStore, *, restore: str | os.PathLike[str] | None = None, fresh: bool = False
+) -> dict[str, Any]:
+    """The explicit repairs: put a state file back (``restore``), start over on purpose
+    (``fresh``: what the lost store left is moved into ``lost-<time>/``, nothing is
+    deleted), raise a rewound ``nextSeq``, write a missing marker."""
+    if restore is not None and fresh:
+        raise HandoffError("invalid_params", "Give --restore FILE or --fresh, not both.")
+    actions: list[str] = []
+    store.ensure_folder()
+    with store._locked():
+        exists = os.path.lexists(store.path)
+        if restore is not None:
+            if exists:
+                raise HandoffError(
+                    "invalid_params",
+                    f"{store.path} exists; --restore only puts back a missing state file. "
+                    "Move it away first if it is the one to replace.",
+                )
+            try:
+                raw, _ = read_regular(Path(restore))
+                data = orjson.loads(raw)
+            except (OSError, orjson.JSONDecodeError) as exc:
+                raise HandoffError(
+                    "invalid_params", f"{restore} is not a readable state file ({exc})."
+                ) from None
+            shape = store._shape_problem(data)
+            if shape is not None:
+                raise HandoffError("invalid_params", f"{restore} is not a state file: {shape}.")
+            atomic_write(store.path, raw)
+            actions.append(f"restored {store.path} from {restore}")
+        elif not exists and store.lost_signs():
+            if not fresh:
+                raise HandoffError(
+                    "store_corrupt",
+                    f"The state file {store.path} is missing and the store existed; repair "
+                    "needs --restore FILE (put a state file back) or --fresh (start over).",
+                    reason="state_missing",
+                )
+            lost = store.folder / f"lost-{time.strftime('%Y%m%dT%H%M%S')}"
+            lost.mkdir()
+            for path in [store.marker_path, store.segment_dir,
+                         *store.folder.glob(f"{STATE_FILE}.corrupt-*")]:
+                if os.path.lexists(path):
+                    os.replace(path, lost / path.name)
+            actions.append(f"started a fresh store; the lost store's files are in {lost}")
+    store._live_key = store._live = None
+    report = check_store(store)
+    if any(p["problem"] == "next_seq_behind" for p in report["problems"]) or (
+        report["storeId"] and store.read_marker() is None
+    ):
+        store._marker_ok = False
+        with store.transaction() as tx:
+            full = store.assemble(tx.data)
+            meta = tx.data["_meta"]["1"]
+            top = _top_seq({name: full.get(name) or {} for name in SEALED_TABLES})
+            if meta["nextSeq"] <= top:
+                actions.append(f"raised nextSeq from {meta['nextSeq']} to {top + 1}")
+                meta["nextSeq"] = top + 1
+            tx.storage.dirty = True  # the write also writes a missing marker
+        report = check_store(store)
+    return {"repaired": bool(actions), "actions": actions, "check": report}
