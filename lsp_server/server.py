@@ -238,8 +238,11 @@ class HandoffProtocol(LanguageServerProtocol):
             return super().handle_message(message)
         log.warning("%s (%s)", problem[1], method)
         if is_request:
+            data = {"code": "not_initialized"} if problem[0] == JSONRPC_SERVER_NOT_INITIALIZED else None
             self._send_response(
-                message.id, None, types.ResponseError(code=problem[0], message=problem[1])
+                message.id,
+                None,
+                types.ResponseError(code=problem[0], message=problem[1], data=data),
             )
         return None
 

@@ -98,6 +98,7 @@ def test_shutdown_before_initialize_is_refused_and_later_requests_answered(works
     try:
         early = client.call("shutdown")
         assert early["error"]["code"] == -32002 and "initialize" in early["error"]["message"]
+        assert early["error"]["data"] == {"code": "not_initialized"}
         early = client.call("workspace/executeCommand", {"command": "handoff.ping"})
         assert early["error"]["code"] == -32002
         client.initialize(workspace)
