@@ -22,6 +22,7 @@ import math
 import re
 import tomllib
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -81,14 +82,22 @@ class SecretPattern:
     allow: tuple[Allow, ...] = ()
     source: str = "handoff"
     groups: tuple[str, ...] = field(default=("value", "basic"), repr=False)
+    #: Picks the span to replace from a match (``None``: not a secret after all).
+    pick: Callable[[re.Match[str]], tuple[int, int] | None] | None = field(default=None, repr=False)
 
     @cached_property
     def regex(self) -> re.Pattern[str]:
         return re.compile(self.pattern, self.flags)
 
 
-def _p(name: str, description: str, pattern: str, keywords: tuple[str, ...] = (), flags: int = 0) -> SecretPattern:
-    return SecretPattern(name, description, pattern, tuple(k.lower() for k in keywords), flags)
+def _p(
+    name: str,
+    description: str,
+    pattern: str,
+    keywords: tuple[str, ...] = (),
+    pick: Callable[[re.Match[str]], tuple[int, int] | None] | None = None,
+) -> SecretPattern:
+    return SecretPattern(name, description, pattern, tuple(k.lower() for k in keywords), pick=pick)
 
 
 # Boundaries: a token must not be the tail or the head of a longer word.
@@ -197,13 +206,25 @@ PATTERNS: tuple[SecretPattern, ...] = (
     _p(
         "azure-storage-key",
         "Azure storage account keys and SAS signatures: `AccountKey=…` and "
-        "`SharedAccessKey=…` in connection strings, `--account-key …`, and a bare 88-character "
-        "base64 key (`…==`); `sig=…` of a SAS URL",
+        "`SharedAccessKey=…` in connection strings, `--account-key …`, a bare 88-character "
+        "base64 key (`…==`), and `sig=…` of a SAS URL",
         r"(?i:AccountKey|SharedAccessKey|account-key)(?:=|[ \t]+)[\"']?"
-        r"(?P<value>[A-Za-z0-9+/]{20,}={0,2})"
-        r"|(?<![A-Za-z0-9+/])(?P<basic>[A-Za-z0-9+/]{86}==)(?![A-Za-z0-9+/=])"
-        r"|[?&]sig=(?P<sig>[A-Za-z0-9%+/]{20,}(?:%3[Dd]|=){0,2})",
-        ("accountkey", "sharedaccesskey", "account-key", "==", "sig="),
+        r"(?P<value>[A-Za-z0-9+/]{20,}={0,2})",
+        ("accountkey", "sharedaccesskey", "account-key"),
+    ),
+    # The same kind, apart so that each runs only where its own keyword is.
+    _p(
+        "azure-storage-key",
+        "",
+        r"==(?<=(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{86}==)(?![A-Za-z0-9+/=])",
+        ("==",),
+        lambda m: (m.start() - 86, m.end()),  # the key before its "=="
+    ),
+    _p(
+        "azure-storage-key",
+        "",
+        r"[?&]sig=(?P<value>[A-Za-z0-9%+/]{20,}(?:%3[Dd]|=){0,2})",
+        ("sig=",),
     ),
     _p(
         "telegram-bot-token",
@@ -276,13 +297,13 @@ PATTERNS: tuple[SecretPattern, ...] = (
         + _PLACEHOLDER + r"(?P<basic>[^\s\"'`]{1,}))"
         r"|\b(?:sshpass[ \t]+-p|redis-cli\b[^\n|;&]{0,300}?[ \t]-a)[ \t]*(?:(?P<q2>[\"'])" + _PLACEHOLDER
         + r"(?P<quoted2>[^\"'\n]{1,})(?P=q2)|" + _PLACEHOLDER + r"(?P<bare>[^\s\"'`-][^\s\"'`]*))",
-        ("curl", "wget", "http", "mysql", "mariadb", "sshpass", "redis-cli"),
+        ("curl", "wget", "http ", "https ", "mysql", "mariadb", "sshpass", "redis-cli"),
     ),
     _p(
         "cli-flag",
         "secrets given as command-line flags: `--password …`, `--token=…`, `--api-key …`, "
         "`--client-secret …` (4+ characters)",
-        r"(?<![A-Za-z0-9-])--(?:[A-Za-z0-9]+-)*(?i:password|passwd|passphrase|secret|token"
+        r"--(?<![A-Za-z0-9-]--)(?:[A-Za-z0-9]+-)*(?i:password|passwd|passphrase|secret|token"
         r"|api-?key)(?:=|\s+)(?!-)(?:(?P<q>[\"'])" + _PLACEHOLDER
         + r"(?P<quoted>[^\"'\n]{4,})(?P=q)|" + _PLACEHOLDER + r"(?P<value>[^\s\"'`]{4,}))",
         ("--",),
@@ -294,8 +315,9 @@ PATTERNS: tuple[SecretPattern, ...] = (
         "ending in password, passwd, pass, passphrase, pwd, secret, api key, access/secret/"
         "private/account/storage/signing/encryption/master/auth/client key, token, "
         "credential(s), sas)",
-        r"(?i:(?<![A-Za-z0-9_.-])(?P<key>(?:[A-Za-z0-9]{0,40}[_.-]){0,6}?[A-Za-z0-9]{0,20}?"
-        + _SECRET_NAME + r"))"
+        # The name's first letter is looked at first: four times faster than letting
+        # the case-blind alternation try every position.
+        r"(?=[PpSsAaTtCcEeMm])(?i:(?P<key>" + _SECRET_NAME + r"))"
         r"(?P<sep>\\?[\"']?\]?[ \t]*[:=][ \t]*)(?![=:])"
         r"(?:(?P<esc>\\?)(?P<q>[\"'])" + _PLACEHOLDER + r"(?P<quoted>[^\"'\n]{4,}?)(?P=esc)(?P=q)"
         r"|" + _PLACEHOLDER + r"(?P<bare>[^\s\"'`,;()\[\]{}<>|&]{6,})(?=[\s\"'`,;&)}\]]|$))",
@@ -305,9 +327,8 @@ PATTERNS: tuple[SecretPattern, ...] = (
 
 _IDENTIFIER_CHAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 # Secret-named keys that are words of their own (``bypass``) or not secrets (``PWD``).
-_NOT_SECRET_NAME = re.compile(
-    r"(?i)^pwd$|(?:^|[_.-])(?:by|com|sur|over|tres|encom)pass$"
-)
+_NAME_HEAD = re.compile(r"[A-Za-z0-9_.-]{1,60}\Z")
+_NOT_SECRET_NAME = re.compile(r"(?i)^pwd$|[A-Za-z0-9](?:pass|sas)$")
 
 
 def _plain(value: str) -> bool:
@@ -337,9 +358,12 @@ def _pick_assignment(m: re.Match[str]) -> tuple[int, int] | None:
     Bare: 6+ characters, not all digits; a bare identifier counts only when it holds a
     digit or sits in an ``UPPER_CASE=value`` line (``password = password`` and
     ``token: SecretStr`` are code); an attribute chain (``self.token``) never counts.
-    ``PWD`` (the working directory) and words ending in *pass* (``bypass``) never count.
+    The key is the whole name that ends in the matched word (``PGPASSWORD``,
+    ``django_secret_key``); ``PWD`` (the working directory) and words that end in
+    *pass* or *sas* (``bypass``, ``kansas``) never count.
     """
-    key = m.group("key")
+    head = _NAME_HEAD.search(m.string, max(0, m.start() - 60), m.start())
+    key = (head.group() if head else "") + m.group("key")
     if _NOT_SECRET_NAME.search(key):
         return None
     env_style = key.isupper() and m.group("sep") == "="
@@ -376,6 +400,21 @@ def _allow(spec: dict[str, Any]) -> Allow:
     )
 
 
+_SEMI_GENERIC = "(?i)[\\w.-]{0,50}?"
+
+
+def _anchored(pattern: str) -> str:
+    """gitleaks' "semi-generic" rules (``(?i)[\\w.-]{0,50}?(?:keyword)…``, 96 of them and
+    ``generic-api-key``) start at the head of the name before the keyword: Go's linear
+    engine tries every start at once, Python's backtracking one tries the 50-character
+    prefix at every position. Starting only where a name starts finds the same match
+    (the leftmost one), three to five times faster; a name of more than 50 characters
+    before its keyword is the difference."""
+    if pattern.startswith(_SEMI_GENERIC):
+        return "(?i)(?<![\\w.-])" + pattern[len("(?i)") :]
+    return pattern
+
+
 def _load_gitleaks(path: Path = GITLEAKS_RULES) -> tuple[SecretPattern, ...]:
     """gitleaks' rules (``generic-api-key`` last), and its global allowlist."""
     global _GLOBAL_ALLOW
@@ -387,7 +426,7 @@ def _load_gitleaks(path: Path = GITLEAKS_RULES) -> tuple[SecretPattern, ...]:
             SecretPattern(
                 spec["id"],
                 f"gitleaks rule `{spec['id']}`",
-                spec["regex"],
+                _anchored(spec["regex"]),
                 tuple(k.lower() for k in spec.get("keywords", ())),
                 re.ASCII,
                 float(spec.get("entropy", 0.0)),
@@ -451,7 +490,7 @@ def _spans(pattern: SecretPattern, text: str) -> list[tuple[int, int]]:
             if span is not None and span[1] > span[0]:
                 out.append(span)
         return out
-    pick = _PICKERS.get(pattern.name)
+    pick = pattern.pick or _PICKERS.get(pattern.name)
     groups = [g for g in pattern.groups if g in pattern.regex.groupindex]
     for m in pattern.regex.finditer(text):
         if pick is not None:
@@ -463,14 +502,25 @@ def _spans(pattern: SecretPattern, text: str) -> list[tuple[int, int]]:
     return out
 
 
+def _any_keyword(keywords: tuple[str, ...], lowered: str, seen: dict[str, bool]) -> bool:
+    for k in keywords:
+        hit = seen.get(k)
+        if hit is None:
+            hit = seen[k] = k in lowered
+        if hit:
+            return True
+    return False
+
+
 def redact_counts(text: str, rules: tuple[SecretPattern, ...] = RULES) -> tuple[str, Counter[str]]:
     """``text`` with every secret replaced by ``[REDACTED:<name>]``, and counts per name."""
     counts: Counter[str] = Counter()
     if not text:
         return text, counts
     lowered = text.lower()  # for the keywords; stale after a replacement, which only removes
+    seen: dict[str, bool] = {}  # each keyword looked for once (rules share them)
     for pattern in rules:
-        if pattern.keywords and not any(k in lowered for k in pattern.keywords):
+        if pattern.keywords and not _any_keyword(pattern.keywords, lowered, seen):
             continue
         spans = _spans(pattern, text)
         if not spans:
