@@ -400,18 +400,33 @@ def _allow(spec: dict[str, Any]) -> Allow:
     )
 
 
-_SEMI_GENERIC = "(?i)[\\w.-]{0,50}?"
+_NAME = "[\\w.-]{0,50}?"
+_LINE = (".*?", ".*")
 
 
 def _anchored(pattern: str) -> str:
-    """gitleaks' "semi-generic" rules (``(?i)[\\w.-]{0,50}?(?:keyword)…``, 96 of them and
-    ``generic-api-key``) start at the head of the name before the keyword: Go's linear
-    engine tries every start at once, Python's backtracking one tries the 50-character
-    prefix at every position. Starting only where a name starts finds the same match
-    (the leftmost one), three to five times faster; a name of more than 50 characters
-    before its keyword is the difference."""
-    if pattern.startswith(_SEMI_GENERIC):
-        return "(?i)(?<![\\w.-])" + pattern[len("(?i)") :]
+    """A gitleaks regex made safe and fast for Python's backtracking engine (Go's is
+    linear: it tries every start at once).
+
+    gitleaks' "semi-generic" rules (``(?i)[\\w.-]{0,50}?(?:keyword)…``, 96 of them, and
+    ``generic-api-key``) start at the head of the name before the keyword; Python tries
+    the 50-character prefix at every position, and two such prefixes in a row (as in
+    ``cohere-api-token``) made 50,000 characters of ``cohere_…`` take a minute. They
+    now start only where a name starts (``(?<![\\w.-])``): the same leftmost match,
+    three to five times faster, linear; a name longer than 50 characters before its
+    keyword is the difference. The curl rules' unbounded ``.*`` (up to five lines after
+    ``curl``) is bounded to 300 characters a line, so a line of many ``curl`` words is
+    not quadratic.
+    """
+    head = "(?<![\\w.-])"
+    if pattern.startswith("(?i)" + _NAME):
+        pattern = "(?i)" + head + pattern[len("(?i)") :]
+    elif pattern.startswith(_NAME + "(?i:" + _NAME):
+        pattern = head + "(?i:[\\w.-]{0,100}?" + pattern[len(_NAME + "(?i:" + _NAME) :]
+    elif pattern.startswith(_NAME):
+        pattern = head + pattern
+    if pattern.startswith("\\bcurl\\b"):
+        pattern = pattern.replace(".*?", ".{0,300}?").replace(".*", ".{0,300}")
     return pattern
 
 
