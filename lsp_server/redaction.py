@@ -106,7 +106,7 @@ _E = r"(?![A-Za-z0-9_-])"
 
 # Names of keys that hold secrets, for assignments (``SECRET_KEY=…``, ``"api_key": …``):
 # the last word of a name (``DB_PASSWORD``, ``PGPASSWORD``, ``django_secret_key``); the
-# whole name is the ``key`` group.
+# ``key`` group is that word, the rest of the name is read before it (``_NAME_HEAD``).
 _SECRET_NAME = (
     r"(?:password|passwd|passphrase|pass|pwd|secret|api[_-]?key|apikey|access[_-]?key"
     r"|secret[_-]?key|private[_-]?key|account[_-]?key|storage[_-]?key|signing[_-]?key"
