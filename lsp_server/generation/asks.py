@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from ..redaction import redact
+
 if TYPE_CHECKING:
     from .transcript import Message
 
@@ -61,13 +63,20 @@ def request_text(m: Message) -> tuple[str, str | None] | None:
 
 
 def title_of(messages: list[Message], limit: int = 120) -> str | None:
-    """A session's title: its first request on one line (``None`` when it has none)."""
+    """A session's title: its first request on one line (``None`` when it has none),
+    its secrets replaced before it is cut (a key cut in half is no longer recognised,
+    and its first half would show in the picker)."""
     for m in messages:
         if m.role == "user" and m.kind is None:
             found = request_text(m)
             if found is not None:
-                return " ".join(found[0].split())[:limit]
+                line = " ".join(found[0].split())
+                return redact(line[: limit + TITLE_LOOKAHEAD])[0][:limit]
     return None
+
+
+#: How far past a title's end a secret that starts in it is looked for.
+TITLE_LOOKAHEAD = 600
 
 
 _PLACEHOLDER = re.compile(r"\[REDACTED[A-Z_]*\]")

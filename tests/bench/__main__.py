@@ -457,8 +457,8 @@ def write_doc(runs: list[Run], found: list[Verdict], args: argparse.Namespace, t
         "data has no cycles, and each full collection rescanned every message), and what "
         "was built then goes to the oldest generation without a scan. Secrets are "
         "replaced where the transcript is used — each quoted message whole, before a line "
-        "is cut from it (`redaction.Redactor`) — instead of running the 17 patterns over "
-        "all 13 million characters of text (which alone took four seconds).",
+        "is cut from it (`redaction.Redactor`) — instead of running the rule set over "
+        "all 13 million characters of text (the 17 patterns of then alone took four seconds).",
         "",
         "The target is judged on generation in a process that has its modules loaded, as "
         "the language server has them: after `initialized` it loads the generation "

@@ -12,6 +12,7 @@ import time
 from typing import IO, TYPE_CHECKING
 
 from ...errors import HandoffError
+from ...redaction import redact
 from . import GenerationRequest, ProviderOutput
 from . import prompt_text as _prompt_text
 
@@ -140,7 +141,8 @@ class CommandProvider:
             )
         if proc.returncode != 0:
             tail = err.decode("utf-8", "replace").strip().splitlines()[-5:]
-            detail = (": " + " | ".join(tail)) if tail else ""
+            # The command's own words may quote what it was given: secrets replaced.
+            detail = (": " + redact(" | ".join(tail))[0]) if tail else ""
             raise HandoffError(
                 "generation_failed",
                 f"command: {argv[0]!r} exited with status {proc.returncode}{detail}",

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from ...errors import HandoffError
+from ...redaction import redact
 
 if TYPE_CHECKING:
     from ...service import CancelToken
@@ -191,7 +192,13 @@ class StreamedPost:
 
 
 def error_message(raw: bytes) -> str:
-    """The message of an OpenAI/Anthropic-style JSON error body, else its first line."""
+    """The message of an OpenAI/Anthropic-style JSON error body, else its first line;
+    with secrets replaced (a server may quote the request back, and the message goes
+    to the answer and the server log)."""
+    return redact(_error_message(raw))[0]
+
+
+def _error_message(raw: bytes) -> str:
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError:
