@@ -232,9 +232,11 @@ def test_no_planted_secret_reaches_anything_generation_writes_or_sends(tmp_path,
     for path in (workspace / ".handoff").rglob("*"):
         if path.is_file():
             assert leaks(path.read_bytes()) == [], path
-    # The new pi session (pi only; Claude Code gets a command to continue with).
+    # The new pi session (pi only; Claude Code gets a command to continue with, whose
+    # text is the file under .handoff/started/ checked above).
+    assert list((workspace / ".handoff" / "started").glob("*.md"))
     if agent == "pi":
-        new_session = Path(result["newSession"]["path"])
+        new_session = Path(result["started"]["newSession"]["path"])
         assert leaks(new_session.read_bytes()) == [] and b"[REDACTED:" in new_session.read_bytes()
     # The old transcript is left as it was.
     assert len(leaks(session.read_bytes())) == len(SAMPLES)
