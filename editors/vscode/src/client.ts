@@ -39,12 +39,15 @@ async function pythonExtensionInterpreter(resource: vscode.Uri | undefined): Pro
   return resolved?.executable?.uri?.fsPath ?? envPath.path;
 }
 
+/** The connection's state changes; ``failed`` carries why it did not start. */
+export type ClientState = { state: 'starting' } | { state: 'running' } | { state: 'stopped' } | { state: 'failed'; error: HandoffCommandError };
+
 export class HandoffClient implements HandoffServer, vscode.Disposable {
   private client: LanguageClient | undefined;
   private starting: Promise<LanguageClient> | undefined;
   private restarting: Promise<void> | undefined;
   private readonly didChangeEmitter = new vscode.EventEmitter<DidChangeParams>();
-  private readonly stateEmitter = new vscode.EventEmitter<'starting' | 'running' | 'stopped' | 'failed'>();
+  private readonly stateEmitter = new vscode.EventEmitter<ClientState>();
   /** Fired on the server's `handoff/didChange` notification. */
   readonly onDidChange = this.didChangeEmitter.event;
   readonly onDidChangeState = this.stateEmitter.event;
@@ -84,7 +87,7 @@ export class HandoffClient implements HandoffServer, vscode.Disposable {
   }
 
   private async doStart(): Promise<LanguageClient> {
-    this.stateEmitter.fire('starting');
+    this.stateEmitter.fire({ state: 'starting' });
     if (this.client) {
       await this.stop();
     }
@@ -120,14 +123,19 @@ export class HandoffClient implements HandoffServer, vscode.Disposable {
       client.onNotification(DID_CHANGE_NOTIFICATION, (params: DidChangeParams) => this.didChangeEmitter.fire(params));
       client.onDidChangeState((event) => {
         if (event.newState === State.Stopped) {
-          this.stateEmitter.fire('stopped');
+          // Stopped by stop()/restart() (this.client moved on), or it died on its own.
+          this.stateEmitter.fire(
+            this.client === client
+              ? { state: 'failed', error: new HandoffCommandError('server_unavailable', 'The Handoff language server stopped. See the "Handoff" log, or run "Handoff: Restart Server".') }
+              : { state: 'stopped' },
+          );
         } else if (event.newState === State.Running) {
-          this.stateEmitter.fire('running');
+          this.stateEmitter.fire({ state: 'running' });
         }
       });
       this.client = client;
       await client.start();
-      this.stateEmitter.fire('running');
+      this.stateEmitter.fire({ state: 'running' });
       client
         .sendRequest(ExecuteCommandRequest.type, { command: ServerCommand.ping, arguments: [{}] })
         .then(
@@ -136,18 +144,24 @@ export class HandoffClient implements HandoffServer, vscode.Disposable {
         );
       return client;
     } catch (error) {
-      this.stateEmitter.fire('failed');
-      if (error instanceof ServerNotFoundError) {
-        this.log.error(error.message);
-        throw new HandoffCommandError('server_not_found', error.message, { attempts: error.attempts });
-      }
-      if (error instanceof HandoffCommandError) {
-        throw error;
-      }
-      const message = error instanceof Error ? error.message : String(error);
-      this.log.error(`The Handoff server did not start: ${message}`);
-      throw new HandoffCommandError('server_unavailable', `The Handoff language server did not start: ${message}. See the "Handoff" log.`);
+      const failure = this.startFailure(error);
+      this.stateEmitter.fire({ state: 'failed', error: failure });
+      throw failure;
     }
+  }
+
+  private startFailure(error: unknown): HandoffCommandError {
+    if (error instanceof ServerNotFoundError) {
+      this.log.error(error.message);
+      return new HandoffCommandError('server_not_found', error.message, { attempts: error.attempts });
+    }
+    if (error instanceof HandoffCommandError) {
+      this.log.error(error.message);
+      return error;
+    }
+    const message = error instanceof Error ? error.message : String(error);
+    this.log.error(`The Handoff server did not start: ${message}`);
+    return new HandoffCommandError('server_unavailable', `The Handoff language server did not start: ${message}. See the "Handoff" log.`);
   }
 
   async stop(): Promise<void> {

@@ -4,10 +4,9 @@
 import * as path from 'path';
 import * as vscode from 'vscode';
 import type { DraftDocument, DraftOrigin, HandoffServer, ReportView, Views } from './commands';
-import { PaletteCommand } from './commands';
-import { toCommandError } from './errors';
-import { ContinuityData, HandoffDraft, PreparedHandoff, ReportResult, ServerCommand } from './protocol';
-import { PREVIEW_SCHEME, previewPath, renderPreview, statusText } from './preview';
+import { HandoffDraft, PreparedHandoff } from './protocol';
+import { PREVIEW_SCHEME, previewPath, renderPreview } from './preview';
+import type { StatusSink, StatusView } from './status';
 
 export class HandoffPreviewProvider implements vscode.TextDocumentContentProvider, vscode.Disposable {
   private readonly changeEmitter = new vscode.EventEmitter<vscode.Uri>();
@@ -129,40 +128,20 @@ export class VscodeViews implements Views {
   }
 }
 
-/** Scope, head revision and transfer state; click → continuity view. */
-export class HandoffStatusBar implements vscode.Disposable {
+/** The real status bar item; `HandoffStatus` (status.ts) decides what it shows. */
+export class HandoffStatusBar implements StatusSink, vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem('handoff.status', vscode.StatusBarAlignment.Left, 50);
 
-  constructor(private readonly server: HandoffServer) {
+  constructor() {
     this.item.name = 'Handoff';
-    this.item.command = PaletteCommand.showContinuity;
   }
 
-  starting(): void {
-    this.item.text = '$(sync~spin) Handoff';
-    this.item.tooltip = 'Starting the Handoff language server…';
-    this.item.backgroundColor = undefined;
+  show(view: StatusView): void {
+    this.item.text = view.text;
+    this.item.tooltip = view.tooltip;
+    this.item.command = view.command;
+    this.item.backgroundColor = view.warning ? new vscode.ThemeColor('statusBarItem.errorBackground') : undefined;
     this.item.show();
-  }
-
-  failed(message: string): void {
-    this.item.text = '$(warning) Handoff';
-    this.item.tooltip = `${message}\n\nClick to show the continuity report, or run "Handoff: Restart Server".`;
-    this.item.backgroundColor = new vscode.ThemeColor('statusBarItem.warningBackground');
-    this.item.show();
-  }
-
-  async refresh(): Promise<void> {
-    try {
-      const report = await this.server.execute<ReportResult<ContinuityData>>(ServerCommand.report, { kind: 'continuity' });
-      const { text, tooltip } = statusText(report.scope, report.data);
-      this.item.text = text;
-      this.item.tooltip = tooltip;
-      this.item.backgroundColor = undefined;
-      this.item.show();
-    } catch (error) {
-      this.failed(toCommandError(error).message);
-    }
   }
 
   dispose(): void {
