@@ -38,17 +38,51 @@ export class HandoffPreviewProvider implements vscode.TextDocumentContentProvide
     }
   }
 
+  /** The Markdown preview tabs showing ``uri`` (by their title), or any Handoff preview. */
+  private previewTabs(uri?: vscode.Uri): vscode.Tab[] {
+    const titles = new Set(
+      (uri ? [uri] : [...this.opened.values()]).flatMap((u) => {
+        const name = path.posix.basename(u.path);
+        return [`[Preview] ${name}`, `Preview ${name}`];
+      }),
+    );
+    return vscode.window.tabGroups.all.flatMap((group) =>
+      group.tabs.filter((tab) => tab.input instanceof vscode.TabInputWebview && /markdown\.preview$/.test(tab.input.viewType) && titles.has(tab.label)),
+    );
+  }
+
+  /** One preview per view: an open one is refreshed and revealed; a new one opens in the
+   * group that holds the other Handoff previews (else beside the editor), locked so it
+   * stays on its report when another Markdown editor becomes active. */
   async show(view: ReportView): Promise<void> {
     const uri = this.uriFor(view);
+    const existing = this.previewTabs(uri)[0];
+    if (existing) {
+      this.changeEmitter.fire(uri);
+      await vscode.commands.executeCommand('markdown.preview.refresh');
+      await focusGroup(existing.group.viewColumn);
+      await vscode.commands.executeCommand('workbench.action.openEditorAtIndex', existing.group.tabs.indexOf(existing));
+      return;
+    }
     if (this.opened.has(uri.toString())) {
       this.changeEmitter.fire(uri);
     }
     await vscode.workspace.openTextDocument(uri);
-    // Locked: a plain preview would follow whichever Markdown editor becomes active
-    // (a draft, a README) and the report would vanish from the pane.
+    const column = this.previewTabs()[0]?.group.viewColumn;
+    // The Markdown extension opens "to the side" in the group after the active one, and
+    // a plain (not to-side) preview in the active text editor's group (the first when
+    // a preview is active): focus the group before the previews' own one.
     // (Run by name: the Markdown extension may not be active yet, and running its
     // command activates it.)
     try {
+      if (column === vscode.ViewColumn.One) {
+        await focusGroup(column);
+        await vscode.commands.executeCommand('markdown.showLockedPreview', uri);
+        return;
+      }
+      if (column !== undefined) {
+        await focusGroup(column - 1);
+      }
       await vscode.commands.executeCommand('markdown.showLockedPreviewToSide', uri);
     } catch {
       await vscode.commands.executeCommand('markdown.showPreviewToSide', uri);
@@ -57,6 +91,16 @@ export class HandoffPreviewProvider implements vscode.TextDocumentContentProvide
 
   dispose(): void {
     this.changeEmitter.dispose();
+  }
+}
+
+const FOCUS_GROUP = ['First', 'Second', 'Third', 'Fourth', 'Fifth', 'Sixth', 'Seventh', 'Eighth'].map((n) => `workbench.action.focus${n}EditorGroup`);
+
+/** Focuses the editor group in ``column`` (1-based, as `ViewColumn`). */
+async function focusGroup(column: number): Promise<void> {
+  const command = FOCUS_GROUP[column - 1];
+  if (command) {
+    await vscode.commands.executeCommand(command);
   }
 }
 
