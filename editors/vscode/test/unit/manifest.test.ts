@@ -17,3 +17,21 @@ describe('package.json', () => {
     assert.deepEqual(contributed, Object.values(PaletteCommand).sort());
   });
 });
+
+describe('package.json settings and commands', () => {
+  it('orders the settings with Server: Python and the provider first', () => {
+    const properties = manifest.contributes.configuration.properties as Record<string, { order?: number }>;
+    const ordered = Object.entries(properties).sort(([, a], [, b]) => (a.order ?? 1e9) - (b.order ?? 1e9)).map(([key]) => key);
+    assert.deepEqual(ordered.slice(0, 2), ['handoff.server.python', 'handoff.generation.provider']);
+    for (const [key, value] of Object.entries(properties)) {
+      assert.equal(typeof value.order, 'number', `${key} has no order`);
+    }
+  });
+
+  it('puts every command in the "Handoff" category, with no title repeating it', () => {
+    for (const command of manifest.contributes.commands as { command: string; title: string; category?: string }[]) {
+      assert.equal(command.category, 'Handoff', command.command);
+      assert.ok(!/^Handoff\b/.test(command.title), `"Handoff: ${command.title}"`);
+    }
+  });
+});
