@@ -19,6 +19,7 @@ import {
 } from 'vscode-languageclient/node';
 import type { ExecuteOptions, HandoffServer } from './commands';
 import { HandoffCommandError, toCommandError } from './errors';
+import { failureLevel, LevelRouter } from './log';
 import { DID_CHANGE_NOTIFICATION, DidChangeParams, ServerCommand, ServerCommandId } from './protocol';
 import { expandPythonSetting, findCheckout, resolveServerLaunch, ServerLaunch, ServerNotFoundError } from './python';
 import { SETTINGS_SECTION, serverSettings } from './settings';
@@ -110,7 +111,9 @@ export class HandoffClient implements HandoffServer, vscode.Disposable {
       const clientOptions: LanguageClientOptions = {
         documentSelector: [],
         workspaceFolder: folder,
-        outputChannel: this.log,
+        // The client's "[Info  - 12:00:00] …" lines and the server's stderr
+        // ("2026-… WARNING …") at their own level, without a second timestamp.
+        outputChannel: this.levelledChannel(),
         traceOutputChannel: this.log,
         revealOutputChannelOn: RevealOutputChannelOn.Never,
         initializationOptions: () => this.settings(),
@@ -162,6 +165,21 @@ export class HandoffClient implements HandoffServer, vscode.Disposable {
     const message = error instanceof Error ? error.message : String(error);
     this.log.error(`The Handoff server did not start: ${message}`);
     return new HandoffCommandError('server_unavailable', `The Handoff language server did not start: ${message}. See the "Handoff" log.`);
+  }
+
+  /** An output channel that sends each line to the log at its level (log.ts). */
+  private levelledChannel(): vscode.OutputChannel {
+    const router = new LevelRouter(this.log);
+    return {
+      name: this.log.name,
+      append: (value: string) => router.append(value),
+      appendLine: (value: string) => router.appendLine(value),
+      replace: (value: string) => router.appendLine(value),
+      clear: () => this.log.clear(),
+      show: ((preserveFocus?: boolean) => this.log.show(preserveFocus)) as vscode.OutputChannel['show'],
+      hide: () => this.log.hide(),
+      dispose: () => router.flush(),
+    };
   }
 
   async stop(): Promise<void> {
@@ -224,7 +242,7 @@ export class HandoffClient implements HandoffServer, vscode.Disposable {
       return (await client.sendRequest(ExecuteCommandRequest.type, request, options.token as vscode.CancellationToken | undefined)) as R;
     } catch (error) {
       const failure = toCommandError(error);
-      this.log.info(`${command} refused: ${failure.code}: ${failure.message}`);
+      this.log[failureLevel(failure.code)](`${command} ${failure.cancelled ? 'cancelled' : 'refused'}: ${failure.code}: ${failure.message}`);
       throw failure;
     } finally {
       subscription?.dispose();
