@@ -77,7 +77,8 @@ export class HandoffPreviewProvider implements vscode.TextDocumentContentProvide
     try {
       if (column === vscode.ViewColumn.One) {
         await focusGroup(column);
-        await vscode.commands.executeCommand('markdown.showLockedPreview', uri);
+        // (markdown.showPreview's third argument is its preview settings.)
+        await vscode.commands.executeCommand('markdown.showPreview', uri, undefined, { locked: true });
         return;
       }
       if (column !== undefined) {
