@@ -19,7 +19,7 @@ import {
 } from 'vscode-languageclient/node';
 import type { ExecuteOptions, HandoffServer } from './commands';
 import { HandoffCommandError, toCommandError } from './errors';
-import { failureLevel, LevelRouter } from './log';
+import { failureLevel, LevelledLog, LevelRouter } from './log';
 import { DID_CHANGE_NOTIFICATION, DidChangeParams, ServerCommand, ServerCommandId } from './protocol';
 import { expandPythonSetting, findCheckout, resolveServerLaunch, ServerLaunch, ServerNotFoundError } from './python';
 import { SETTINGS_SECTION, serverSettings } from './settings';
@@ -42,6 +42,16 @@ async function pythonExtensionInterpreter(resource: vscode.Uri | undefined): Pro
 
 /** The connection's state changes; ``failed`` carries why it did not start. */
 export type ClientState = { state: 'starting' } | { state: 'running' } | { state: 'stopped' } | { state: 'failed'; error: HandoffCommandError };
+
+function levelled(log: vscode.LogOutputChannel): LevelledLog {
+  return {
+    trace: (m) => log.trace(m),
+    debug: (m) => log.debug(m),
+    info: (m) => log.info(m),
+    warn: (m) => log.warn(m),
+    error: (m) => log.error(m),
+  };
+}
 
 export class HandoffClient implements HandoffServer, vscode.Disposable {
   private client: LanguageClient | undefined;
@@ -114,7 +124,9 @@ export class HandoffClient implements HandoffServer, vscode.Disposable {
         // The client's "[Info  - 12:00:00] …" lines and the server's stderr
         // ("2026-… WARNING …") at their own level, without a second timestamp.
         outputChannel: this.levelledChannel(),
-        traceOutputChannel: this.log,
+        // The LSP trace ("handoff.trace.server") without its second timestamp, at info:
+        // the user asked for it, whatever the channel's own level.
+        traceOutputChannel: this.levelledChannel(true),
         revealOutputChannelOn: RevealOutputChannelOn.Never,
         initializationOptions: () => this.settings(),
         initializationFailedHandler: (error) => {
@@ -168,8 +180,9 @@ export class HandoffClient implements HandoffServer, vscode.Disposable {
   }
 
   /** An output channel that sends each line to the log at its level (log.ts). */
-  private levelledChannel(): vscode.OutputChannel {
-    const router = new LevelRouter(this.log);
+  private levelledChannel(trace = false): vscode.OutputChannel {
+    const log = this.log;
+    const router = new LevelRouter(trace ? { ...levelled(log), trace: (m) => log.info(m), debug: (m) => log.info(m) } : levelled(log));
     return {
       name: this.log.name,
       append: (value: string) => router.append(value),
