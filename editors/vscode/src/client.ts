@@ -19,6 +19,7 @@ import {
 } from 'vscode-languageclient/node';
 import type { ExecuteOptions, HandoffServer } from './commands';
 import { HandoffCommandError, toCommandError } from './errors';
+import { failureLevel, LevelledLog, LevelRouter } from './log';
 import { DID_CHANGE_NOTIFICATION, DidChangeParams, ServerCommand, ServerCommandId } from './protocol';
 import { expandPythonSetting, findCheckout, resolveServerLaunch, ServerLaunch, ServerNotFoundError } from './python';
 import { SETTINGS_SECTION, serverSettings } from './settings';
@@ -39,12 +40,25 @@ async function pythonExtensionInterpreter(resource: vscode.Uri | undefined): Pro
   return resolved?.executable?.uri?.fsPath ?? envPath.path;
 }
 
+/** The connection's state changes; ``failed`` carries why it did not start. */
+export type ClientState = { state: 'starting' } | { state: 'running' } | { state: 'stopped' } | { state: 'failed'; error: HandoffCommandError };
+
+function levelled(log: vscode.LogOutputChannel): LevelledLog {
+  return {
+    trace: (m) => log.trace(m),
+    debug: (m) => log.debug(m),
+    info: (m) => log.info(m),
+    warn: (m) => log.warn(m),
+    error: (m) => log.error(m),
+  };
+}
+
 export class HandoffClient implements HandoffServer, vscode.Disposable {
   private client: LanguageClient | undefined;
   private starting: Promise<LanguageClient> | undefined;
   private restarting: Promise<void> | undefined;
   private readonly didChangeEmitter = new vscode.EventEmitter<DidChangeParams>();
-  private readonly stateEmitter = new vscode.EventEmitter<'starting' | 'running' | 'stopped' | 'failed'>();
+  private readonly stateEmitter = new vscode.EventEmitter<ClientState>();
   /** Fired on the server's `handoff/didChange` notification. */
   readonly onDidChange = this.didChangeEmitter.event;
   readonly onDidChangeState = this.stateEmitter.event;
@@ -84,7 +98,7 @@ export class HandoffClient implements HandoffServer, vscode.Disposable {
   }
 
   private async doStart(): Promise<LanguageClient> {
-    this.stateEmitter.fire('starting');
+    this.stateEmitter.fire({ state: 'starting' });
     if (this.client) {
       await this.stop();
     }
@@ -107,8 +121,12 @@ export class HandoffClient implements HandoffServer, vscode.Disposable {
       const clientOptions: LanguageClientOptions = {
         documentSelector: [],
         workspaceFolder: folder,
-        outputChannel: this.log,
-        traceOutputChannel: this.log,
+        // The client's "[Info  - 12:00:00] …" lines and the server's stderr
+        // ("2026-… WARNING …") at their own level, without a second timestamp.
+        outputChannel: this.levelledChannel(),
+        // The LSP trace ("handoff.trace.server") without its second timestamp, at info:
+        // the user asked for it, whatever the channel's own level.
+        traceOutputChannel: this.levelledChannel(true),
         revealOutputChannelOn: RevealOutputChannelOn.Never,
         initializationOptions: () => this.settings(),
         initializationFailedHandler: (error) => {
@@ -120,14 +138,19 @@ export class HandoffClient implements HandoffServer, vscode.Disposable {
       client.onNotification(DID_CHANGE_NOTIFICATION, (params: DidChangeParams) => this.didChangeEmitter.fire(params));
       client.onDidChangeState((event) => {
         if (event.newState === State.Stopped) {
-          this.stateEmitter.fire('stopped');
+          // Stopped by stop()/restart() (this.client moved on), or it died on its own.
+          this.stateEmitter.fire(
+            this.client === client
+              ? { state: 'failed', error: new HandoffCommandError('server_unavailable', 'The Handoff language server stopped. See the "Handoff" log, or run "Handoff: Restart Server".') }
+              : { state: 'stopped' },
+          );
         } else if (event.newState === State.Running) {
-          this.stateEmitter.fire('running');
+          this.stateEmitter.fire({ state: 'running' });
         }
       });
       this.client = client;
       await client.start();
-      this.stateEmitter.fire('running');
+      this.stateEmitter.fire({ state: 'running' });
       client
         .sendRequest(ExecuteCommandRequest.type, { command: ServerCommand.ping, arguments: [{}] })
         .then(
@@ -136,18 +159,40 @@ export class HandoffClient implements HandoffServer, vscode.Disposable {
         );
       return client;
     } catch (error) {
-      this.stateEmitter.fire('failed');
-      if (error instanceof ServerNotFoundError) {
-        this.log.error(error.message);
-        throw new HandoffCommandError('server_not_found', error.message, { attempts: error.attempts });
-      }
-      if (error instanceof HandoffCommandError) {
-        throw error;
-      }
-      const message = error instanceof Error ? error.message : String(error);
-      this.log.error(`The Handoff server did not start: ${message}`);
-      throw new HandoffCommandError('server_unavailable', `The Handoff language server did not start: ${message}. See the "Handoff" log.`);
+      const failure = this.startFailure(error);
+      this.stateEmitter.fire({ state: 'failed', error: failure });
+      throw failure;
     }
+  }
+
+  private startFailure(error: unknown): HandoffCommandError {
+    if (error instanceof ServerNotFoundError) {
+      this.log.error(error.message);
+      return new HandoffCommandError('server_not_found', error.message, { attempts: error.attempts });
+    }
+    if (error instanceof HandoffCommandError) {
+      this.log.error(error.message);
+      return error;
+    }
+    const message = error instanceof Error ? error.message : String(error);
+    this.log.error(`The Handoff server did not start: ${message}`);
+    return new HandoffCommandError('server_unavailable', `The Handoff language server did not start: ${message}. See the "Handoff" log.`);
+  }
+
+  /** An output channel that sends each line to the log at its level (log.ts). */
+  private levelledChannel(trace = false): vscode.OutputChannel {
+    const log = this.log;
+    const router = new LevelRouter(trace ? { ...levelled(log), trace: (m) => log.info(m), debug: (m) => log.info(m) } : levelled(log));
+    return {
+      name: this.log.name,
+      append: (value: string) => router.append(value),
+      appendLine: (value: string) => router.appendLine(value),
+      replace: (value: string) => router.appendLine(value),
+      clear: () => this.log.clear(),
+      show: ((preserveFocus?: boolean) => this.log.show(preserveFocus)) as vscode.OutputChannel['show'],
+      hide: () => this.log.hide(),
+      dispose: () => router.flush(),
+    };
   }
 
   async stop(): Promise<void> {
@@ -210,7 +255,7 @@ export class HandoffClient implements HandoffServer, vscode.Disposable {
       return (await client.sendRequest(ExecuteCommandRequest.type, request, options.token as vscode.CancellationToken | undefined)) as R;
     } catch (error) {
       const failure = toCommandError(error);
-      this.log.info(`${command} refused: ${failure.code}: ${failure.message}`);
+      this.log[failureLevel(failure.code)](`${command} ${failure.cancelled ? 'cancelled' : 'refused'}: ${failure.code}: ${failure.message}`);
       throw failure;
     } finally {
       subscription?.dispose();

@@ -129,12 +129,56 @@ function baseName(p: string): string {
   return p.split(/[\\/]/).pop() || p;
 }
 
-function sessionLabel(session: AgentSession): string {
-  return session.title || baseName(session.path);
+/** ``text`` on one line, at most ``max`` characters (an ellipsis when cut, at a word
+ * boundary when there is one near the end). */
+export function shorten(text: string, max = 60): string {
+  const line = text.replace(/\s+/g, ' ').trim();
+  if (line.length <= max) {
+    return line;
+  }
+  const cut = line.slice(0, max - 1);
+  const space = cut.lastIndexOf(' ');
+  return `${space > max * 0.6 ? cut.slice(0, space) : cut}…`;
 }
 
-function sessionDescription(session: AgentSession): string {
-  const parts = [session.format, `${session.messageCount} messages`];
+/** "just now", "12 min ago", "3 h ago", "yesterday", "4 days ago", else the date. */
+export function relativeTime(iso: string, now: Date = new Date()): string {
+  const then = Date.parse(iso);
+  if (Number.isNaN(then)) {
+    return iso;
+  }
+  const minutes = Math.floor((now.getTime() - then) / 60_000);
+  if (minutes < 1) {
+    return 'just now';
+  }
+  if (minutes < 60) {
+    return `${minutes} min ago`;
+  }
+  const hours = Math.floor(minutes / 60);
+  if (hours < 24) {
+    return `${hours} h ago`;
+  }
+  const days = Math.floor(hours / 24);
+  if (days === 1) {
+    return 'yesterday';
+  }
+  if (days < 30) {
+    return `${days} days ago`;
+  }
+  return new Date(then).toISOString().slice(0, 10);
+}
+
+function sessionLabel(session: AgentSession): string {
+  return shorten(session.title || baseName(session.path));
+}
+
+function sessionDescription(session: AgentSession, now: Date): string {
+  const agent = agentOf(session);
+  const parts = [
+    agent ? AGENT_LABELS[agent] : session.format,
+    session.messageCount === 1 ? '1 message' : `${session.messageCount} messages`,
+    relativeTime(session.updatedAt, now),
+  ];
   if (session.startedFrom) {
     parts.push('started from a handoff');
   }
@@ -142,6 +186,14 @@ function sessionDescription(session: AgentSession): string {
     parts.push('nothing to hand off yet');
   }
   return parts.join(' · ');
+}
+
+/** The Generate session picker: the title shortened; agent · messages · relative time;
+ * the path as detail; sessions that cannot be handed off last (the server's order kept
+ * otherwise). */
+export function sessionItems(sessions: AgentSession[], now: Date = new Date()): PickItem<AgentSession>[] {
+  const ordered = [...sessions.filter((s) => s.canHandOff !== false), ...sessions.filter((s) => s.canHandOff === false)];
+  return ordered.map((s) => ({ label: sessionLabel(s), description: sessionDescription(s, now), detail: s.path, value: s }));
 }
 
 /** The integrated terminal a started agent runs in. */
@@ -238,13 +290,7 @@ export class HandoffCommands {
         void this.ui.info('No agent sessions (pi, Claude Code, Codex) are recorded for this workspace.');
         return undefined;
       }
-      const session = await this.ui.pick(
-        sessions.map((s) => ({
-          label: sessionLabel(s),
-          description: sessionDescription(s),
-          detail: `${s.updatedAt} · ${s.path}`,
-          value: s,
-        })),
+      const session = await this.ui.pick(sessionItems(sessions),
         { title: 'Generate from Agent Session (1/2)', placeholder: 'Which session should the handoff come from?' },
       );
       if (!session) {

@@ -8,6 +8,7 @@ import { showCommandError, toCommandError } from './errors';
 import { RESTART_SETTINGS, SETTINGS_SECTION } from './settings';
 import { PREVIEW_SCHEME } from './preview';
 import { VscodeUi } from './vscodeUi';
+import { HandoffStatus } from './status';
 import { HandoffPreviewProvider, HandoffStatusBar, VscodeViews } from './vscodeViews';
 
 export interface HandoffExtensionApi {
@@ -22,17 +23,19 @@ export function activate(context: vscode.ExtensionContext): HandoffExtensionApi 
   let commands: HandoffCommands | undefined;
   const preview = new HandoffPreviewProvider(client, (digest) => commands?.shelf.get(digest));
   const views = new VscodeViews(preview);
-  commands = new HandoffCommands(ui, client, views, {
+  const statusBar = new HandoffStatusBar();
+  const status = new HandoffStatus(statusBar, client);
+  // Palette commands show the item busy while their server command runs.
+  commands = new HandoffCommands(ui, status.busyServer(client), views, {
     startSessionAction: () => vscode.workspace.getConfiguration(SETTINGS_SECTION).get<string>('startSession.action'),
   });
-  const status = new HandoffStatusBar(client);
   const palette = commands;
 
   context.subscriptions.push(
     log,
     client,
     preview,
-    status,
+    statusBar,
     vscode.workspace.registerTextDocumentContentProvider(PREVIEW_SCHEME, preview),
     vscode.window.onDidChangeActiveTextEditor((editor) => views.track(editor)),
     vscode.workspace.onDidCloseTextDocument((document) => views.forget(document)),
@@ -71,7 +74,7 @@ export function activate(context: vscode.ExtensionContext): HandoffExtensionApi 
       log.info('Server restarted.');
       await status.refresh();
     } catch (error) {
-      status.failed(toCommandError(error).message);
+      status.failed(error);
       await showCommandError(ui, error);
     }
   });
@@ -82,11 +85,13 @@ export function activate(context: vscode.ExtensionContext): HandoffExtensionApi 
       void preview.refresh();
       void status.refresh();
     }),
-    client.onDidChangeState((state) => {
-      if (state === 'starting') {
+    client.onDidChangeState((change) => {
+      if (change.state === 'starting') {
         status.starting();
-      } else if (state === 'running') {
+      } else if (change.state === 'running') {
         void status.refresh();
+      } else if (change.state === 'failed') {
+        status.failed(change.error);
       }
     }),
   );
@@ -110,15 +115,18 @@ export function activate(context: vscode.ExtensionContext): HandoffExtensionApi 
     { dispose: () => clearTimeout(restartTimer) },
   );
 
+  // The item shows from activation: starting then ready or failed, or "no folder".
   if (vscode.workspace.workspaceFolders?.length) {
     status.starting();
     client.start().then(
       () => status.refresh(),
       (error) => {
-        status.failed(toCommandError(error).message);
+        status.failed(error);
         void showCommandError(ui, error);
       },
     );
+  } else {
+    status.noFolder();
   }
   return { client, commands };
 }

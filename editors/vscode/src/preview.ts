@@ -18,7 +18,10 @@ export function previewPath(view: ReportView): string {
     const m = REVISION_RE.exec(view.revision);
     return m ? `/handoff/${m[1]}@${m[2]}.md` : `/handoff/${encodeURIComponent(view.revision)}.md`;
   }
-  return `/prepared/${view.prepared.digest.replace(/^sha256:/, '')}.md`;
+  // The full digest names the folder (the lookup key); the file name, the tab's title,
+  // is the scope and the short digest.
+  const hex = view.prepared.digest.replace(/^sha256:/, '');
+  return `/prepared/${hex}/${view.prepared.scope.replace(/\//g, '-')} · prepared ${shortDigest(view.prepared.digest)}.md`;
 }
 
 /** Back from a path to the report it shows; prepared handoffs are looked up by digest. */
@@ -39,7 +42,7 @@ export function viewFromPath(
   if (m) {
     return { kind: 'handoff', revision: `handoff/${m[1]}@${m[2]}` };
   }
-  m = /^\/prepared\/([0-9a-f]{64})\.md$/.exec(p);
+  m = /^\/prepared\/([0-9a-f]{64})(?:\.md|\/[^/]+\.md)$/.exec(p);
   if (m) {
     const digest = `sha256:${m[1]}`;
     const prepared = lookupPrepared(digest);

@@ -4,10 +4,9 @@
 import * as path from 'path';
 import * as vscode from 'vscode';
 import type { DraftDocument, DraftOrigin, HandoffServer, ReportView, Views } from './commands';
-import { PaletteCommand } from './commands';
-import { toCommandError } from './errors';
-import { ContinuityData, HandoffDraft, PreparedHandoff, ReportResult, ServerCommand } from './protocol';
-import { PREVIEW_SCHEME, previewPath, renderPreview, statusText } from './preview';
+import { HandoffDraft, PreparedHandoff } from './protocol';
+import { PREVIEW_SCHEME, previewPath, renderPreview } from './preview';
+import type { StatusSink, StatusView } from './status';
 
 export class HandoffPreviewProvider implements vscode.TextDocumentContentProvider, vscode.Disposable {
   private readonly changeEmitter = new vscode.EventEmitter<vscode.Uri>();
@@ -39,17 +38,52 @@ export class HandoffPreviewProvider implements vscode.TextDocumentContentProvide
     }
   }
 
+  /** The Markdown preview tabs showing ``uri`` (by their title), or any Handoff preview. */
+  private previewTabs(uri?: vscode.Uri): vscode.Tab[] {
+    const titles = new Set(
+      (uri ? [uri] : [...this.opened.values()]).flatMap((u) => {
+        const name = path.posix.basename(u.path);
+        return [`[Preview] ${name}`, `Preview ${name}`];
+      }),
+    );
+    return vscode.window.tabGroups.all.flatMap((group) =>
+      group.tabs.filter((tab) => tab.input instanceof vscode.TabInputWebview && /markdown\.preview$/.test(tab.input.viewType) && titles.has(tab.label)),
+    );
+  }
+
+  /** One preview per view: an open one is refreshed and revealed; a new one opens in the
+   * group that holds the other Handoff previews (else beside the editor), locked so it
+   * stays on its report when another Markdown editor becomes active. */
   async show(view: ReportView): Promise<void> {
     const uri = this.uriFor(view);
+    const existing = this.previewTabs(uri)[0];
+    if (existing) {
+      this.changeEmitter.fire(uri);
+      await vscode.commands.executeCommand('markdown.preview.refresh');
+      await focusGroup(existing.group.viewColumn);
+      await vscode.commands.executeCommand('workbench.action.openEditorAtIndex', existing.group.tabs.indexOf(existing));
+      return;
+    }
     if (this.opened.has(uri.toString())) {
       this.changeEmitter.fire(uri);
     }
     await vscode.workspace.openTextDocument(uri);
-    // Locked: a plain preview would follow whichever Markdown editor becomes active
-    // (a draft, a README) and the report would vanish from the pane.
+    const column = this.previewTabs()[0]?.group.viewColumn;
+    // The Markdown extension opens "to the side" in the group after the active one, and
+    // a plain (not to-side) preview in the active text editor's group (the first when
+    // a preview is active): focus the group before the previews' own one.
     // (Run by name: the Markdown extension may not be active yet, and running its
     // command activates it.)
     try {
+      if (column === vscode.ViewColumn.One) {
+        await focusGroup(column);
+        // (markdown.showPreview's third argument is its preview settings.)
+        await vscode.commands.executeCommand('markdown.showPreview', uri, undefined, { locked: true });
+        return;
+      }
+      if (column !== undefined) {
+        await focusGroup(column - 1);
+      }
       await vscode.commands.executeCommand('markdown.showLockedPreviewToSide', uri);
     } catch {
       await vscode.commands.executeCommand('markdown.showPreviewToSide', uri);
@@ -58,6 +92,16 @@ export class HandoffPreviewProvider implements vscode.TextDocumentContentProvide
 
   dispose(): void {
     this.changeEmitter.dispose();
+  }
+}
+
+const FOCUS_GROUP = ['First', 'Second', 'Third', 'Fourth', 'Fifth', 'Sixth', 'Seventh', 'Eighth'].map((n) => `workbench.action.focus${n}EditorGroup`);
+
+/** Focuses the editor group in ``column`` (1-based, as `ViewColumn`). */
+async function focusGroup(column: number): Promise<void> {
+  const command = FOCUS_GROUP[column - 1];
+  if (command) {
+    await vscode.commands.executeCommand(command);
   }
 }
 
@@ -129,40 +173,20 @@ export class VscodeViews implements Views {
   }
 }
 
-/** Scope, head revision and transfer state; click → continuity view. */
-export class HandoffStatusBar implements vscode.Disposable {
+/** The real status bar item; `HandoffStatus` (status.ts) decides what it shows. */
+export class HandoffStatusBar implements StatusSink, vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem('handoff.status', vscode.StatusBarAlignment.Left, 50);
 
-  constructor(private readonly server: HandoffServer) {
+  constructor() {
     this.item.name = 'Handoff';
-    this.item.command = PaletteCommand.showContinuity;
   }
 
-  starting(): void {
-    this.item.text = '$(sync~spin) Handoff';
-    this.item.tooltip = 'Starting the Handoff language server…';
-    this.item.backgroundColor = undefined;
+  show(view: StatusView): void {
+    this.item.text = view.text;
+    this.item.tooltip = view.tooltip;
+    this.item.command = view.command;
+    this.item.backgroundColor = view.warning ? new vscode.ThemeColor('statusBarItem.errorBackground') : undefined;
     this.item.show();
-  }
-
-  failed(message: string): void {
-    this.item.text = '$(warning) Handoff';
-    this.item.tooltip = `${message}\n\nClick to show the continuity report, or run "Handoff: Restart Server".`;
-    this.item.backgroundColor = new vscode.ThemeColor('statusBarItem.warningBackground');
-    this.item.show();
-  }
-
-  async refresh(): Promise<void> {
-    try {
-      const report = await this.server.execute<ReportResult<ContinuityData>>(ServerCommand.report, { kind: 'continuity' });
-      const { text, tooltip } = statusText(report.scope, report.data);
-      this.item.text = text;
-      this.item.tooltip = tooltip;
-      this.item.backgroundColor = undefined;
-      this.item.show();
-    } catch (error) {
-      this.failed(toCommandError(error).message);
-    }
   }
 
   dispose(): void {

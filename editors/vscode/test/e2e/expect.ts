@@ -42,6 +42,11 @@ export function expect(locator: Locator, what: string) {
         const seen = await texts(locator);
         return { ok: seen.trim() === text, seen };
       }),
+    toHaveCount: (count: number, timeout = DEFAULT_TIMEOUT) =>
+      poll(`${what} should match ${count} element(s)`, timeout, async () => {
+        const seen = await locator.count();
+        return { ok: seen === count, seen: `${seen} matching` };
+      }),
     toBeVisible: (timeout = DEFAULT_TIMEOUT) =>
       poll(`${what} should be visible`, timeout, async () => {
         const visible = await locator.first().isVisible();

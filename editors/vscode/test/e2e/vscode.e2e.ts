@@ -79,6 +79,29 @@ describe('VS Code extension end to end', function () {
     await screenshot(page, 'vscode-continuity');
   });
 
+  it('one preview per view: running the same report twice leaves one tab, in one group', async () => {
+    const page = session!.page;
+    const continuityTab = page.locator('.tab', { hasText: '[Preview] continuity.md' });
+    await expect(continuityTab, 'the continuity preview tab').toHaveCount(1);
+    const groups = await page.locator('.editor-group-container').count();
+    await runFromPalette(page, 'Handoff: Show History');
+    await expect(page.locator('.tab', { hasText: '[Preview] history.md' }), 'the history preview tab').toBeVisible(60_000);
+    // Show Continuity twice more, from the status item (ready: its click runs Show
+    // Continuity). Not from the palette: right after a reveal the preview's webview
+    // reloads and can swallow the F1 that opens it.
+    const item = page.locator('.statusbar-item', { hasText: `${SCOPE} · @1` });
+    await item.click();
+    await expect(page.locator('.tab.active', { hasText: '[Preview] continuity.md' }), 'the continuity tab, revealed').toBeVisible(30_000);
+    await item.click();
+    await expect(page.locator('.tab.active', { hasText: '[Preview] continuity.md' }), 'the continuity tab, revealed').toBeVisible(30_000);
+    await expect(continuityTab, 'the continuity preview tab').toHaveCount(1);
+    await expect(page.locator('.tab', { hasText: '[Preview] history.md' }), 'the history preview tab').toHaveCount(1);
+    await expect(page.locator('.editor-group-container'), 'the editor groups').toHaveCount(groups);
+    await expect(markdownPreview(page).locator('h1'), 'the revealed preview').toHaveText(`Work continuity: ${SCOPE}`, 30_000);
+    // Let the revealed preview settle before the next test types into the palette.
+    await page.waitForTimeout(1000);
+  });
+
   it('a refused acknowledgement shows the server message in an error notification and writes nothing', async () => {
     const page = session!.page;
     const before = continuity(session!.workspace);
@@ -145,10 +168,14 @@ describe('VS Code extension end to end', function () {
     await page.keyboard.press('Control+End');
     await page.keyboard.type('\nEdited in VS Code before preparing.\n');
 
+    const groups = await page.locator('.editor-group-container').count();
     await runFromPalette(page, 'Handoff: Prepare from Draft');
     const prepared = page.locator('.notification-toast', { hasText: 'is prepared, not committed' });
     await expect(prepared, 'the prepared notification').toBeVisible(60_000);
     await expect(markdownPreview(page).locator('body'), 'the prepared preview').toContainText('Edited in VS Code before preparing.', 30_000);
+    // Titled by scope and a short digest, in the previews' group (no new group).
+    await expect(page.locator('.tab', { hasText: `[Preview] ${SCOPE} · prepared ` }), 'the prepared preview tab').toBeVisible();
+    await expect(page.locator('.editor-group-container'), 'the editor groups').toHaveCount(groups);
     await prepared.locator('.monaco-button', { hasText: 'Commit' }).click();
 
     await expect(page.locator('.notification-toast', { hasText: 'Committed handoff/' }), 'the commit notification').toContainText('@2 in openapi-client', 60_000);

@@ -3,7 +3,7 @@ import { promises as fs } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { ResponseError } from 'vscode-jsonrpc';
-import { HandoffCommands } from '../../src/commands';
+import { HandoffCommands, relativeTime, sessionItems } from '../../src/commands';
 import { historyReport, preparedFixture, RecordingServer, RecordingViews, REVISION, ScriptedUi } from './fakes';
 
 const flush = () => new Promise((resolve) => setImmediate(resolve));
@@ -326,6 +326,47 @@ describe('palette commands', () => {
       await new HandoffCommands(ui, server, new RecordingViews()).generate();
       assert.deepEqual(server.calls.map((c) => c.command), ['handoff.sessions']);
       assert.equal(ui.steps[0].items?.length, 2);
+    });
+
+    it('the session picker: short label; agent · messages · relative time; path as detail; not-yet sessions last', async () => {
+      const now = new Date('2026-12-01T12:00:00Z');
+      const long = 'Please fix the flaky integration test in the payments service and then   update\nthe changelog with a summary of every change';
+      const items = sessionItems(
+        [
+          { path: '/h/.codex/sessions/b.jsonl', format: 'codex', title: 'hello', updatedAt: '2026-12-01T11:59:40Z', messageCount: 1, canHandOff: false },
+          { path: '/h/.pi/agent/sessions/--w--/a.jsonl', format: 'pi', title: long, updatedAt: '2026-12-01T09:00:00Z', messageCount: 42, canHandOff: true },
+          { path: '/h/.omp/agent/sessions/--w--/c.jsonl', format: 'pi', updatedAt: '2026-11-28T12:00:00Z', messageCount: 5, startedFrom: { parentSession: 'a' } },
+          { path: '/h/.claude/projects/-w/d.jsonl', format: 'claude', title: 'old', updatedAt: '2026-12-01T11:48:00Z', messageCount: 7 },
+        ],
+        now,
+      );
+      assert.deepEqual(
+        items.map((i) => [i.label, i.description, i.detail]),
+        [
+          ['Please fix the flaky integration test in the payments…', 'pi · 42 messages · 3 h ago', '/h/.pi/agent/sessions/--w--/a.jsonl'],
+          ['c.jsonl', 'oh-my-pi (omp) · 5 messages · 3 days ago · started from a handoff', '/h/.omp/agent/sessions/--w--/c.jsonl'],
+          ['old', 'Claude Code · 7 messages · 12 min ago', '/h/.claude/projects/-w/d.jsonl'],
+          ['hello', 'Codex · 1 message · just now · nothing to hand off yet', '/h/.codex/sessions/b.jsonl'],
+        ],
+      );
+      assert.ok(items[0].label.length <= 60);
+      assert.equal(relativeTime('2026-11-30T11:00:00Z', now), 'yesterday');
+      assert.equal(relativeTime('2026-09-01T00:00:00Z', now), '2026-09-01');
+      assert.equal(relativeTime('not a date', now), 'not a date');
+    });
+
+    it('offers sessions that cannot be handed off last', async () => {
+      const server = new RecordingServer({
+        'handoff.sessions': () => ({
+          sessions: [
+            { path: 'b.jsonl', format: 'codex', updatedAt: 'now', messageCount: 1, canHandOff: false },
+            { path: 'a.jsonl', format: 'pi', updatedAt: 'now', messageCount: 4, canHandOff: true },
+          ],
+        }),
+      });
+      const ui = new ScriptedUi([{ dismiss: true }]);
+      await new HandoffCommands(ui, server, new RecordingViews()).generate();
+      assert.deepEqual(ui.steps[0].items, ['a.jsonl', 'b.jsonl']);
     });
 
     it('Cancel aborts the request through its token: information, no draft', async () => {

@@ -20,6 +20,10 @@ describe('preview pane documents', () => {
       assert.deepEqual(viewFromPath(p, lookup), view);
     }
     assert.equal(previewPath({ kind: 'handoff', revision: REVISION }), '/handoff/ec6bd8c4c24e@1.md');
+    // A prepared handoff: the digest names the folder, the title is scope · short digest.
+    const hex = prepared.digest.replace(/^sha256:/, '');
+    assert.equal(previewPath({ kind: 'handoff', prepared }), `/prepared/${hex}/${prepared.scope} · prepared ${hex.slice(0, 12)}.md`);
+    assert.deepEqual(viewFromPath(`/prepared/${hex}.md`, lookup), { kind: 'handoff', prepared });
   });
 
   it('asks the server for the report of the view', () => {

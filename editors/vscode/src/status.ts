@@ -1,0 +1,157 @@
+/** The status bar item's states, free of `vscode`: starting, ready (scope · head ·
+ * transfer), failed (click → the log) and busy while a palette command runs. The
+ * extension draws each `StatusView` on the real item; unit tests read them from a sink. */
+
+import type { ExecuteOptions, HandoffServer } from './commands';
+import { PaletteCommand } from './commands';
+import { toCommandError } from './errors';
+import { ContinuityData, ReportResult, ServerCommand, ServerCommandId } from './protocol';
+import { statusText } from './preview';
+
+export type StatusState =
+  | { kind: 'noFolder' }
+  | { kind: 'starting' }
+  | { kind: 'ready'; scope: string; data: Pick<ContinuityData, 'head' | 'transfer' | 'outcome'> }
+  | { kind: 'failed'; message: string; code: string };
+
+/** What the item shows: its text, tooltip, the command it runs on click, and whether it
+ * has the warning background. */
+export interface StatusView {
+  text: string;
+  tooltip: string;
+  command: string;
+  warning: boolean;
+}
+
+export interface StatusSink {
+  show(view: StatusView): void;
+}
+
+/** Refusals that mean the server cannot serve this window (not a refusal of one input). */
+const FATAL_CODES = new Set(['no_workspace', 'server_not_found', 'server_unavailable']);
+
+export function statusView(state: StatusState, busy?: string): StatusView {
+  if (busy !== undefined && state.kind !== 'failed' && state.kind !== 'noFolder') {
+    return {
+      text: '$(sync~spin) Handoff',
+      tooltip: `Handoff: ${busy}…`,
+      command: PaletteCommand.showLog,
+      warning: false,
+    };
+  }
+  switch (state.kind) {
+    case 'noFolder':
+      return {
+        text: '$(arrow-swap) Handoff',
+        tooltip: 'Handoff works on a workspace folder: open a folder to start the Handoff language server.\n\nClick to show the log.',
+        command: PaletteCommand.showLog,
+        warning: false,
+      };
+    case 'starting':
+      return {
+        text: '$(sync~spin) Handoff',
+        tooltip: 'Starting the Handoff language server…\n\nClick to show the log.',
+        command: PaletteCommand.showLog,
+        warning: false,
+      };
+    case 'ready': {
+      const { text, tooltip } = statusText(state.scope, state.data);
+      return { text, tooltip, command: PaletteCommand.showContinuity, warning: false };
+    }
+    case 'failed':
+      return {
+        text: '$(error) Handoff',
+        tooltip: `${state.message}\n\nClick to show the log; then fix the setting "handoff.server.python" or run "Handoff: Restart Server".`,
+        command: PaletteCommand.showLog,
+        warning: true,
+      };
+  }
+}
+
+/** The status item's state machine. ``server`` is the raw connection (the status's own
+ * continuity report does not count as busy). */
+export class HandoffStatus {
+  private state: StatusState = { kind: 'starting' };
+  private readonly running: string[] = [];
+
+  constructor(
+    private readonly sink: StatusSink,
+    private readonly server: HandoffServer,
+  ) {}
+
+  get current(): StatusState {
+    return this.state;
+  }
+
+  get busy(): boolean {
+    return this.running.length > 0;
+  }
+
+  private set(state: StatusState): void {
+    this.state = state;
+    this.draw();
+  }
+
+  private draw(): void {
+    this.sink.show(statusView(this.state, this.running[this.running.length - 1]));
+  }
+
+  noFolder(): void {
+    this.set({ kind: 'noFolder' });
+  }
+
+  starting(): void {
+    this.set({ kind: 'starting' });
+  }
+
+  failed(error: unknown): void {
+    const failure = toCommandError(error);
+    this.set({ kind: 'failed', message: failure.message, code: failure.code });
+  }
+
+  ready(scope: string, data: Pick<ContinuityData, 'head' | 'transfer' | 'outcome'>): void {
+    this.set({ kind: 'ready', scope, data });
+  }
+
+  /** Reads the continuity report and shows ready, or failed when the server refuses. */
+  async refresh(): Promise<void> {
+    try {
+      const report = await this.server.execute<ReportResult<ContinuityData>>(ServerCommand.report, { kind: 'continuity' });
+      this.ready(report.scope, report.data);
+    } catch (error) {
+      this.failed(error);
+    }
+  }
+
+  /** Shows busy while ``run`` runs; a failure that means the server cannot serve this
+   * window (no folder, no server) leaves the failed state, any other ends busy only. */
+  async track<R>(label: string, run: () => Promise<R>): Promise<R> {
+    this.running.push(label);
+    this.draw();
+    try {
+      return await run();
+    } catch (error) {
+      const failure = toCommandError(error);
+      if (FATAL_CODES.has(failure.code)) {
+        this.state = { kind: 'failed', message: failure.message, code: failure.code };
+      }
+      throw error;
+    } finally {
+      this.running.splice(this.running.lastIndexOf(label), 1);
+      this.draw();
+    }
+  }
+
+  /** ``server`` with each command shown as busy while it runs. */
+  busyServer(server: HandoffServer, label: (command: ServerCommandId) => string = describeCommand): HandoffServer {
+    return {
+      execute: <R>(command: ServerCommandId, params: object, options?: ExecuteOptions) =>
+        this.track(label(command), () => server.execute<R>(command, params, options)),
+    };
+  }
+}
+
+/** "handoff.prepare" → "running prepare". */
+export function describeCommand(command: ServerCommandId): string {
+  return `running ${command.replace(/^handoff\./, '')}`;
+}

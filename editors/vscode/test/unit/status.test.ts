@@ -1,0 +1,113 @@
+import { strict as assert } from 'assert';
+import { ResponseError } from 'vscode-jsonrpc';
+import { HandoffCommands, PaletteCommand } from '../../src/commands';
+import { HandoffCommandError } from '../../src/errors';
+import { HandoffStatus, StatusSink, StatusView } from '../../src/status';
+import { RecordingServer, RecordingViews, ScriptedUi } from './fakes';
+
+class RecordingSink implements StatusSink {
+  readonly views: StatusView[] = [];
+  show(view: StatusView): void {
+    this.views.push(view);
+  }
+  get last(): StatusView {
+    const view = this.views[this.views.length - 1];
+    assert.ok(view, 'the item was never shown');
+    return view;
+  }
+}
+
+const SPIN = '$(sync~spin)';
+
+function continuity(head: string | null, transfer = 'accepted') {
+  return { kind: 'continuity', scope: 'main', markdown: '# Continuity', data: { head, transfer, outcome: 'none', totalEvents: 1, events: [] } };
+}
+
+describe('status item', () => {
+  it('starting spins; ready shows scope · head · transfer and opens the continuity view', async () => {
+    const sink = new RecordingSink();
+    const status = new HandoffStatus(sink, new RecordingServer({ 'handoff.report': () => continuity('handoff/main@3', 'needs_clarification') }));
+    status.starting();
+    assert.ok(sink.last.text.startsWith(SPIN));
+    assert.equal(sink.last.command, PaletteCommand.showLog);
+    await status.refresh();
+    assert.equal(sink.last.text, '$(arrow-swap) main · @3 · needs clarification');
+    assert.equal(sink.last.command, PaletteCommand.showContinuity);
+    assert.equal(sink.last.warning, false);
+    assert.equal(status.current.kind, 'ready');
+  });
+
+  it('a server that fails to start stops the spinner: failed, click → the log', () => {
+    const sink = new RecordingSink();
+    const status = new HandoffStatus(sink, new RecordingServer({}));
+    status.starting();
+    status.failed(new HandoffCommandError('server_not_found', 'No Python with lsp_server was found.'));
+    assert.equal(sink.last.text, '$(error) Handoff');
+    assert.ok(!sink.last.text.includes(SPIN));
+    assert.equal(sink.last.command, PaletteCommand.showLog);
+    assert.equal(sink.last.warning, true);
+    assert.match(sink.last.tooltip, /No Python with lsp_server was found\./);
+    assert.match(sink.last.tooltip, /Restart Server/);
+  });
+
+  it('busy only while a command runs, then back to ready (a refusal of the input included)', async () => {
+    const sink = new RecordingSink();
+    let during: StatusView | undefined;
+    const server = new RecordingServer({
+      'handoff.report': () => continuity('handoff/main@1'),
+      'handoff.commit': () => {
+        during = sink.last;
+        throw new ResponseError(-32602, 'stale prepared handoff', { code: 'stale_prepared' });
+      },
+    });
+    const status = new HandoffStatus(sink, server);
+    await status.refresh();
+    const busy = status.busyServer(server);
+    await assert.rejects(busy.execute('handoff.commit', {}));
+    assert.ok(during?.text.startsWith(SPIN), 'busy while the command runs');
+    assert.match(during?.tooltip ?? '', /commit/);
+    assert.equal(status.busy, false);
+    assert.equal(sink.last.text, '$(arrow-swap) main · @1 · accepted');
+  });
+
+  it('a command that fails in a window with no folder leaves a failed item, not a spinner', async () => {
+    const sink = new RecordingSink();
+    const noFolder = () => {
+      throw new HandoffCommandError('no_workspace', 'Handoff works on a workspace folder: open a folder first.');
+    };
+    const server = new RecordingServer({ 'handoff.report': noFolder });
+    const status = new HandoffStatus(sink, server);
+    status.noFolder();
+    assert.ok(!sink.last.text.includes(SPIN));
+    const ui = new ScriptedUi();
+    const commands = new HandoffCommands(ui, status.busyServer(server), new RecordingViews());
+    await commands.showHandoff();
+    assert.deepEqual(ui.errors(), ["Handoff works on a workspace folder: open a folder first."]);
+    assert.ok(sink.views.length >= 2);
+    assert.ok(!sink.last.text.includes(SPIN), `still spinning: ${sink.last.text}`);
+    assert.equal(sink.last.text, '$(error) Handoff');
+    assert.equal(sink.last.command, PaletteCommand.showLog);
+    assert.match(sink.last.tooltip, /open a folder/);
+  });
+
+  it('concurrent commands: busy until the last one ends', async () => {
+    const sink = new RecordingSink();
+    const releases: (() => void)[] = [];
+    const server = new RecordingServer({
+      'handoff.report': () => continuity('handoff/main@1'),
+      'handoff.prepare': () => new Promise<void>((resolve) => releases.push(resolve)),
+    });
+    const status = new HandoffStatus(sink, server);
+    await status.refresh();
+    const busy = status.busyServer(server);
+    const a = busy.execute('handoff.prepare', {});
+    const b = busy.execute('handoff.prepare', {});
+    await new Promise((resolve) => setImmediate(resolve));
+    releases[0]();
+    await a;
+    assert.ok(sink.last.text.startsWith(SPIN));
+    releases[1]();
+    await b;
+    assert.ok(sink.last.text.startsWith('$(arrow-swap) main'));
+  });
+});
