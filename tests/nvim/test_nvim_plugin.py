@@ -369,7 +369,7 @@ def test_generate_opens_a_draft_that_starts_a_session_prepares_and_commits(
     # comes next.
     assert "newSession" not in gen and "started" not in gen
     generated = [n["msg"] for n in r["generate_notes"] if n["level"] == INFO][-1]
-    assert "edit it, then :Handoff start (or :Handoff prepare)" in generated
+    assert generated == "Handoff: draft ready; edit it, then :Handoff start."
     assert "New agent session" not in generated
 
     # :Handoff start in the draft: its edited text became a new pi session beside the
@@ -388,7 +388,10 @@ def test_generate_opens_a_draft_that_starts_a_session_prepares_and_commits(
     assert edit in text
     header = json.loads(text.splitlines()[0])
     assert header["parentSession"] == str(session)
-    assert started["command"] == f"cd {shlex.quote(str(workspace))} && pi --session {shlex.quote(str(new))}"
+    assert (
+        started["command"]
+        == f"cd {shlex.quote(str(workspace))} && pi --session {shlex.quote(str(new))}"
+    )
     assert r["terminal"] == {
         "buftype": "terminal",
         "windows": 1,
@@ -469,3 +472,32 @@ def test_help_file_has_the_tags_of_every_subcommand(nvim_bin, tmp_path):
     assert len(subcommands) == 13
     assert {f":Handoff-{name}" for name in subcommands} <= tags
     assert {"handoff", ":Handoff", "g:handoff", "handoff-health"} <= tags
+
+
+def test_confirmations_stay_in_the_message_area(run_nvim, workspace):
+    run = run_nvim("messages", workspace, env={"HANDOFF_REAL_NOTIFY": "1"})
+    r = run.results
+
+    # A visible preview re-rendered quietly: the confirmation is what the UI shows.
+    visible = r["visible"]
+    assert visible["note"].startswith("Work state recorded as source/")
+    assert visible["refreshed"] is True
+    assert visible["area"] == visible["note"], r["events"]
+
+    # Closed with `q`, the preview is not re-rendered (no request, no progress echo, no
+    # empty echo): the confirmation stays; the preview is marked stale.
+    hidden = r["hidden"]
+    assert hidden["note"].startswith("Work Contract recorded as source/")
+    assert hidden["closed"] is True and hidden["renders"] == 0 and hidden["stale"] is True
+    assert hidden["area"] == hidden["note"], r["events2"]
+    # Shown again, it re-renders (the second contract is in it).
+    assert r["reshown"]["stale"] is False
+
+    committed = r["committed"]
+    assert re.match(r"^Committed handoff/[0-9a-z]+@1\.$", committed["note"])
+    assert committed["area"] == committed["note"]
+
+    # Every notification is one line that fits the command line (no "Press ENTER").
+    assert run.notes and all(
+        "\n" not in n["msg"] and len(n["msg"]) <= r["echospace"] for n in run.notes
+    ), run.notes

@@ -36,16 +36,18 @@ vim.api.nvim_create_autocmd("LspProgress", {
       return
     end
     local value = (ev.data.params or {}).value or {}
-    local text
-    if value.kind == "end" then
-      text = ""
-    else
-      text = ("%s%s%s"):format(
-        value.title or "handoff",
-        value.message and (": " .. value.message) or "",
-        value.cancellable and "  (:Handoff cancel)" or ""
-      )
+    if require("handoff.client").is_quiet(ev.data.params.token, value.kind) then
+      return -- a preview refreshing in the background
     end
-    vim.api.nvim_echo({ { text } }, false, {})
+    if value.kind == "end" then
+      -- Nothing on end: an empty echo would wipe the confirmation that follows.
+      return
+    end
+    local text = ("%s%s%s"):format(
+      value.title or "handoff",
+      value.message and (": " .. value.message) or "",
+      value.cancellable and "  (:Handoff cancel)" or ""
+    )
+    vim.api.nvim_echo({ { require("handoff.msg").one_line(text) } }, false, {})
   end,
 })

@@ -3,6 +3,7 @@
 
 local async = require("handoff.async")
 local client_mod = require("handoff.client")
+local msg = require("handoff.msg")
 local preview = require("handoff.preview")
 
 local M = {}
@@ -35,8 +36,12 @@ M.memory = {}
 --- [bufnr] = { draft, scope, root, generation, sourceSession, draftPath }.
 M.drafts = {}
 
-local function info(msg)
-  vim.notify(msg, vim.log.levels.INFO)
+local function info(text)
+  msg.notify(text, vim.log.levels.INFO)
+end
+
+local function warn(text)
+  msg.notify(text, vim.log.levels.WARN)
 end
 
 local function remember(ctx)
@@ -182,7 +187,7 @@ local function show_view(ctx, title, command, params, render)
   local client = ctx.client
   local result = client_mod.call(client, command, params)
   if type(result.warnings) == "table" and #result.warnings > 0 then
-    vim.notify("Handoff " .. title .. ": " .. table.concat(result.warnings, "\n"), vim.log.levels.WARN)
+    warn("Handoff " .. title .. ": " .. table.concat(result.warnings, "; "))
   end
   local text = render(result)
   preview.show(text, {
@@ -191,7 +196,7 @@ local function show_view(ctx, title, command, params, render)
     refresh = function(done)
       client_mod.exec(client, command, params, function(err, result)
         done(not err and render(result) or nil)
-      end)
+      end, { quiet = true })
     end,
   })
 end
@@ -257,20 +262,15 @@ S.generate = {
       return client_mod.call(ctx.client, "handoff.generate", params)
     end)
     local buf = M.open_draft(ctx, result)
-    local source = (result.sourceSession or {}).path or session
-    local lines = {
-      ("Handoff draft from %s (%s): edit it, then :Handoff start (or :Handoff prepare)."):format(
-        vim.fs.basename(source),
-        result.provider or "?"
-      ),
-    }
+    -- One line (no "Press ENTER"); the details are in the draft and b:handoff_draft.
     local missing = result.missingSections or {}
-    if #missing > 0 then
-      lines[#lines + 1] = "Missing sections: " .. table.concat(missing, ", ")
-    end
-    info(table.concat(lines, "\n"))
+    msg.notify_parts(
+      "Handoff: draft ready",
+      #missing > 0 and (" (missing " .. table.concat(missing, ", ") .. ")") or "",
+      "; edit it, then :Handoff start."
+    )
     if type(result.warnings) == "table" and #result.warnings > 0 then
-      vim.notify("Handoff generate: " .. table.concat(result.warnings, "\n"), vim.log.levels.WARN)
+      warn("Handoff generate: " .. table.concat(result.warnings, "; "))
     end
     if type(result.started) == "table" and result.started.command then
       -- generation.startSession = true: the one-step flow started a session already.
@@ -313,17 +313,6 @@ local function start_options()
   return type(ui.start) == "table" and ui.start or {}
 end
 
---- `s` cut to `width` display cells, the middle replaced by "…".
-local function fit(s, width)
-  if vim.fn.strdisplaywidth(s) <= width then
-    return s
-  end
-  local keep = math.max(width - 1, 2)
-  local head = math.floor(keep / 2)
-  local tail = keep - head
-  return vim.fn.strcharpart(s, 0, head) .. "…" .. vim.fn.strcharpart(s, vim.fn.strchars(s) - tail)
-end
-
 --- The command as the user would type it here: without `cd <workspace> &&` when the
 --- workspace is the current directory, home as ~.
 local function display_command(command, root)
@@ -345,12 +334,7 @@ end
 
 --- One line that fits the command line (no "Press ENTER"): `prefix .. variable ..
 --- suffix`, only `variable` cut when it is too long.
-local function notify_line(prefix, variable, suffix)
-  suffix = suffix or ""
-  local width = math.max(vim.v.echospace or (vim.o.columns - 12), 20)
-  local room = width - vim.fn.strdisplaywidth(prefix .. suffix)
-  vim.notify(prefix .. fit(variable, math.max(room, 8)) .. suffix, vim.log.levels.INFO)
-end
+local notify_line = msg.notify_parts
 
 --- Runs the started session's command in a :terminal in a split; returns the buffer.
 local function open_terminal(result, root)
@@ -718,8 +702,8 @@ S.continue = {
           end
           client_mod.exec(client, "handoff.report", report_params(again), function(err2, rep)
             done(not err2 and render_with(again, rep) or nil)
-          end)
-        end)
+          end, { quiet = true })
+        end, { quiet = true })
       end,
     })
     if result.found then

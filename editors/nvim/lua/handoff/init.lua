@@ -6,6 +6,7 @@ local args = require("handoff.args")
 local async = require("handoff.async")
 local client_mod = require("handoff.client")
 local commands = require("handoff.commands")
+local msg = require("handoff.msg")
 
 local M = {}
 
@@ -24,14 +25,14 @@ end
 local function report_failure(sub, err, trace)
   if async.is_failure(err) then
     if err.kind == "cancelled" then
-      vim.notify(("Handoff %s cancelled: %s"):format(sub, err.message), vim.log.levels.WARN)
+      msg.notify(("Handoff %s cancelled: %s"):format(sub, err.message), vim.log.levels.WARN)
     elseif err.kind == "refused" then
-      vim.notify(("Handoff %s: %s"):format(sub, err.message), vim.log.levels.ERROR)
+      msg.notify(("Handoff %s: %s"):format(sub, err.message), vim.log.levels.ERROR)
     end
     return { subcommand = sub, ok = false, kind = err.kind, code = err.code, message = err.message }
   end
   local message = tostring(err)
-  vim.notify(("Handoff %s failed: %s"):format(sub, message), vim.log.levels.ERROR)
+  msg.notify(("Handoff %s failed: %s"):format(sub, message), vim.log.levels.ERROR)
   vim.lsp.log.error("handoff", trace or message)
   return { subcommand = sub, ok = false, kind = "error", message = message }
 end

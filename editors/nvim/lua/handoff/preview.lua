@@ -23,6 +23,15 @@ local function buffer()
   vim.keymap.set("n", "q", function()
     M.close()
   end, { buffer = buf, nowait = true, silent = true, desc = "Close the handoff preview" })
+  vim.api.nvim_create_autocmd("BufWinEnter", {
+    buffer = buf,
+    desc = "Re-render a handoff preview that went stale while hidden",
+    callback = function()
+      if M.stale then
+        vim.schedule(M.refresh)
+      end
+    end,
+  })
   return buf
 end
 
@@ -97,6 +106,7 @@ end
 function M.show(text, view)
   local buf = buffer()
   M.view = view or {}
+  M.stale = false
   vim.b[buf].handoff_title = M.view.title
   set_text(buf, text)
   local win = open_window(buf)
@@ -117,12 +127,21 @@ end
 
 local pending = false
 
---- Re-renders the current view; called after handoff/didChange (debounced).
+--- Whether the view changed while the preview was hidden (re-rendered when shown).
+M.stale = false
+
+--- Re-renders the current view while it is visible; called after handoff/didChange
+--- (debounced). A hidden preview is only marked stale: no request, no message.
 function M.refresh()
   local view, buf = M.view, M.bufnr()
   if not (view and view.refresh and buf) then
     return
   end
+  if not M.window() then
+    M.stale = true
+    return
+  end
+  M.stale = false
   view.refresh(function(text)
     if text and M.view == view and vim.api.nvim_buf_is_valid(buf) then
       set_text(buf, text)
