@@ -369,7 +369,8 @@ def test_generate_opens_a_draft_that_starts_a_session_prepares_and_commits(
     # comes next.
     assert "newSession" not in gen and "started" not in gen
     generated = [n["msg"] for n in r["generate_notes"] if n["level"] == INFO][-1]
-    assert generated == "Handoff: draft ready; edit it, then :Handoff start."
+    assert generated == "Handoff: draft ready in a split; edit it, then :Handoff start."
+    assert r["generate_focus_kept"] is True
     assert "New agent session" not in generated
 
     # :Handoff start in the draft: its edited text became a new pi session beside the
@@ -501,3 +502,36 @@ def test_confirmations_stay_in_the_message_area(run_nvim, workspace):
     assert run.notes and all(
         "\n" not in n["msg"] and len(n["msg"]) <= r["echospace"] for n in run.notes
     ), run.notes
+
+
+def test_a_finished_generation_never_steals_focus(run_nvim, workspace, tmp_path):
+    session = write_pi_session(tmp_path / "sessions" / "s.jsonl", workspace)
+    pi_out = tmp_path / "fake-pi.out"
+    fake_pi(tmp_path / "bin", pi_out)
+    run = run_nvim(
+        "focus",
+        workspace,
+        {"generation": {"provider": "extractive"}},
+        env={
+            "HANDOFF_SESSION": str(session),
+            "PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+        },
+    )
+    r = run.results
+    before = r["before"]
+    assert before["mode"] == "n" and before["buf"].endswith("notes.md")
+    assert r["generate"]["ok"] and r["generate_started"]["ok"], r
+
+    # When each generation ended and after it: still typing in notes.md, in the same
+    # window, in insert mode; the draft got a split of its own.
+    first, second = r["at_done"]
+    for seen in (first, r["after"]):
+        assert (seen["win"], seen["buf"], seen["mode"]) == (before["win"], before["buf"], "i")
+        assert seen["windows"] == before["windows"] + 1 and seen["draft_windows"] == 1
+    # With generation.startSession the agent's terminal also opened beside, unfocused.
+    for seen in (second, r["after_started"]):
+        assert (seen["win"], seen["buf"], seen["mode"]) == (before["win"], before["buf"], "i")
+    assert r["after_started"]["draft_windows"] == 2
+    assert r["after_started"]["terminal_windows"] == 1
+    assert r["typed"] == ["Typing in notes"]
+    assert run.notes_at(ERROR) == []

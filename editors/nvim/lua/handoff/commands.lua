@@ -265,7 +265,7 @@ S.generate = {
     -- One line (no "Press ENTER"); the details are in the draft and b:handoff_draft.
     local missing = result.missingSections or {}
     msg.notify_parts(
-      "Handoff: draft ready",
+      "Handoff: draft ready in a split",
       #missing > 0 and (" (missing " .. table.concat(missing, ", ") .. ")") or "",
       "; edit it, then :Handoff start."
     )
@@ -274,7 +274,7 @@ S.generate = {
     end
     if type(result.started) == "table" and result.started.command then
       -- generation.startSession = true: the one-step flow started a session already.
-      M.open_started(ctx, result.started, buf)
+      M.open_started(ctx, result.started, buf, true)
     end
     return result
   end,
@@ -303,8 +303,21 @@ function M.open_draft(ctx, result)
       M.drafts[buf] = nil
     end,
   })
-  vim.api.nvim_set_current_buf(buf)
+  -- A split of its own, never entered: a generation can end while you type elsewhere
+  -- (the current window and the mode stay as they are).
+  M.open_window(buf, false)
   return buf
+end
+
+--- Shows `buf` in a new split (g:handoff_ui.split) beside the current window;
+--- `enter` false keeps the focus (and the mode) where it is.
+function M.open_window(buf, enter, split)
+  local ui = vim.g.handoff_ui or {}
+  split = split or ui.split or "auto"
+  if split == "auto" then
+    split = vim.o.columns >= 120 and "vertical" or "horizontal"
+  end
+  return vim.api.nvim_open_win(buf, enter, { split = split == "vertical" and "right" or "below", win = 0 })
 end
 
 --- g:handoff_ui.start: { open = "terminal" | "none", split = ..., register = ... }.
@@ -337,15 +350,14 @@ end
 local notify_line = msg.notify_parts
 
 --- Runs the started session's command in a :terminal in a split; returns the buffer.
-local function open_terminal(result, root)
-  local ui = vim.g.handoff_ui or {}
-  local split = start_options().split or ui.split or "auto"
-  if split == "auto" then
-    split = vim.o.columns >= 120 and "vertical" or "horizontal"
-  end
-  vim.cmd((split == "vertical" and "vertical " or "") .. "belowright new")
-  local buf = vim.api.nvim_get_current_buf()
-  local job = vim.fn.jobstart(result.command, { term = true, cwd = root })
+--- `enter` false (a generation that started a session itself): the focus stays.
+local function open_terminal(result, root, enter)
+  local buf = vim.api.nvim_create_buf(true, false)
+  local win = M.open_window(buf, enter, start_options().split)
+  local job
+  vim.api.nvim_win_call(win, function()
+    job = vim.fn.jobstart(result.command, { term = true, cwd = root })
+  end)
   if job <= 0 then
     vim.api.nvim_buf_delete(buf, { force = true })
     async.fail("refused", ("The terminal did not start (%s): %s"):format(job, result.command))
@@ -355,7 +367,7 @@ local function open_terminal(result, root)
 end
 
 --- Shows (or runs) what handoff.startSession returned, as g:handoff_ui.start says.
-function M.open_started(ctx, result, draft_buf)
+function M.open_started(ctx, result, draft_buf, keep_focus)
   local opts = start_options()
   local open = opts.open or "terminal"
   local label = M.AGENT_LABELS[result.agent] or tostring(result.agent)
@@ -366,7 +378,7 @@ function M.open_started(ctx, result, draft_buf)
     vim.fn.setreg(opts.register, result.command)
   end
   if open == "terminal" then
-    open_terminal(result, ctx.client.root_dir)
+    open_terminal(result, ctx.client.root_dir, not keep_focus)
     notify_line(
       ("Handoff: started %s in a terminal split: "):format(label),
       display_command(result.command, ctx.client.root_dir)
