@@ -266,6 +266,21 @@ def test_settings_refusals_and_checkhealth(run_nvim, workspace, tmp_path):
     assert 'unknown subcommand "frobnicate"' in r["usage_notes"][0]["msg"]
     assert r["usage_notes"][1]["msg"] == "Handoff report: unknown option --bogus."
 
+    # Extra words are refused (before any prompt or request), naming them.
+    assert [(d["ok"], d["kind"]) for d in r["extra_words"]] == [(False, "refused")] * 5
+    assert [n["msg"] for n in r["extra_notes"]] == [
+        'Handoff current: unexpected "|" "Handoff" "commit": current takes no words '
+        "(| does not chain :Handoff commands: run each on a line of its own).",
+        'Handoff sessions: unexpected "now": sessions takes no words.',
+        'Handoff continue: unexpected "please": continue takes one word.',
+        'Handoff ack: unexpected "twice": ack takes at most 3 words.',
+        f'Handoff report: unexpected "{r["back_to_back"][3]["result"]["revision"]}": '
+        "report takes one word.",
+    ]
+    assert [n["level"] for n in r["extra_notes"]] == [ERROR] * 5
+    # `ack` completes the exact targets only (latest is refused by the server).
+    assert r["complete_ack_modes"] == ["exact", "prepared"]
+
     # A dismissed prompt ends quietly: no notification, nothing recorded.
     assert (r["dismissed"]["ok"], r["dismissed"]["kind"]) == (False, "aborted")
     assert r["dismissed_notes"] == []

@@ -213,6 +213,31 @@ local function show_prepared(ctx, prepared)
   }, report_markdown)
 end
 
+--- The refusal of words a subcommand does not take (nil when there are none):
+--- `spec.nargs` is the most positional words it takes (a number, or a function of
+--- the parsed arguments); nil takes any number.
+function M.extra_words(sub, spec, a)
+  local most = spec.nargs
+  if type(most) == "function" then
+    most = most(a)
+  end
+  if most == nil or #a.positional <= most then
+    return nil
+  end
+  local words = vim.list_slice(a.positional, most + 1)
+  local text = ("unexpected %s: %s takes %s"):format(
+    table.concat(vim.tbl_map(function(w)
+      return ("%q"):format(w)
+    end, words), " "),
+    sub,
+    most == 0 and "no words" or (most == 1 and "one word" or ("at most %d words"):format(most))
+  )
+  if vim.tbl_contains(words, "|") then
+    text = text .. " (| does not chain :Handoff commands: run each on a line of its own)"
+  end
+  return text .. "."
+end
+
 -- Subcommands ------------------------------------------------------------------
 
 M.subcommands = {}
@@ -389,6 +414,7 @@ function M.open_started(ctx, result, draft_buf, keep_focus)
 end
 
 S.start = {
+  nargs = 1,
   desc = "start an agent session from the draft buffer you are in (or --revision REV)",
   flags = { revision = "value", scope = "value" },
   run = function(ctx, a)
@@ -423,6 +449,7 @@ S.start = {
 }
 
 S.sessions = {
+  nargs = 0,
   desc = "list this workspace's agent sessions, newest first",
   flags = {},
   run = function(ctx)
@@ -454,6 +481,7 @@ S.sessions = {
 }
 
 S.contract = {
+  nargs = 0,
   desc = "record a Work Contract",
   flags = { objective = "value", ["in-scope"] = "list", ["out-of-scope"] = "list", acceptance = "list", scope = "value" },
   run = function(ctx, a)
@@ -479,6 +507,7 @@ S.contract = {
 }
 
 S.work = {
+  nargs = 0,
   desc = "record the work state ('text :: evidence' facts)",
   flags = { state = "value", disposition = "value", ["next"] = "list", scope = "value" },
   run = function(ctx, a)
@@ -528,6 +557,7 @@ S.work = {
 }
 
 S.prepare = {
+  nargs = 1,
   desc = "prepare a handoff from the current draft buffer (or a draft JSON file); writes nothing",
   flags = { scope = "value" },
   run = function(ctx, a)
@@ -559,6 +589,7 @@ S.prepare = {
 }
 
 S.current = {
+  nargs = 0,
   desc = "hand off current work: boundary Source + prepared handoff",
   flags = { document = "value", scope = "value" },
   run = function(ctx, a)
@@ -586,6 +617,7 @@ S.current = {
 }
 
 S.commit = {
+  nargs = 1,
   desc = "commit the prepared handoff (or a prepared JSON file) as the next revision",
   flags = { scope = "value" },
   run = function(ctx, a)
@@ -662,10 +694,18 @@ local function target(ctx, a, modes, verb)
 end
 
 S.continue = {
+  nargs = function(a)
+    local mode = a.positional[1]
+    return (mode == "latest" or mode == nil) and 1 or 2
+  end,
   desc = "continue from prepared, exact REV, or latest (untrusted history)",
   flags = { scope = "value" },
   run = function(ctx, a)
-    local params = target(ctx, a, M.MODES, "Continue")
+    local params, rest = target(ctx, a, M.MODES, "Continue")
+    local extra = M.extra_words("continue", { nargs = rest - 1 }, a)
+    if extra then
+      async.fail("refused", extra)
+    end
     local client = ctx.client
     local function render_with(result, report)
       if not result.found then
@@ -738,11 +778,16 @@ local function ack_flags()
 end
 
 S.ack = {
+  nargs = 3,
   desc = "acknowledge an exact target: exact REV or prepared (never latest)",
   flags = ack_flags(),
   run = function(ctx, a)
     local params, rest = target(ctx, a, { "exact", "prepared" }, "Acknowledge")
     local status = a.status or a.positional[rest]
+    local extra = M.extra_words("ack", { nargs = a.status and rest - 1 or rest }, a)
+    if extra then
+      async.fail("refused", extra)
+    end
     if not status then
       status = async.select(M.ACK_STATUSES, { prompt = "Acknowledgement" })
     end
@@ -814,6 +859,9 @@ S.outcome = {
 }
 
 S.report = {
+  nargs = function(a)
+    return a.positional[1] == "handoff" and 2 or 1
+  end,
   desc = "show continuity, history or one handoff in the preview",
   flags = { revision = "value", scope = "value" },
   run = function(ctx, a)
@@ -838,6 +886,7 @@ S.report = {
 }
 
 S.cancel = {
+  nargs = 0,
   desc = "cancel a running generation (or report)",
   flags = {},
   local_only = true,

@@ -71,6 +71,12 @@ function M.run(line)
     done_event({ subcommand = sub, ok = false, kind = "refused", message = err })
     return
   end
+  local extra = commands.extra_words(sub, spec, parsed)
+  if extra then
+    vim.notify(("Handoff %s: %s"):format(sub, extra), vim.log.levels.ERROR)
+    done_event({ subcommand = sub, ok = false, kind = "refused", message = extra })
+    return
+  end
   parsed.empty = #words == 0
   async.run(function()
     local ctx = {}
@@ -161,7 +167,7 @@ local function positional_values(sub, index, positional, lead, scope)
   if sub == "continue" or sub == "ack" then
     local mode = positional[1]
     if index == 1 then
-      return sub == "ack" and { "exact", "prepared", "latest" } or commands.MODES
+      return sub == "ack" and { "exact", "prepared" } or commands.MODES
     end
     if mode == "exact" and index == 2 then
       return revisions_of(scope)
