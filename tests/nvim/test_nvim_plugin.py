@@ -594,3 +594,21 @@ def test_a_finished_generation_never_steals_focus(run_nvim, workspace, tmp_path)
     assert r["after_started"]["terminal_windows"] == 1
     assert r["typed"] == ["Typing in notes"]
     assert run.notes_at(ERROR) == []
+
+
+def test_previews_recheck_evidence_on_write_and_on_R(run_nvim, workspace):
+    run = run_nvim("evidence", workspace)
+    r = run.results
+    fresh = "Every cited file and Source could be read just now, with the recorded hashes."
+    assert r["current"]["ok"], r["current"]
+    assert fresh in r["before"] and "- changed:" not in r["before"]
+    # :w of the cited file: the open preview says it changed.
+    assert "- changed: client/pets_client.py" in r["after_write"]
+    assert fresh not in r["after_write"]
+    assert r["uncited_renders"] == 0
+    # Restored outside Neovim (no BufWritePost): `R` re-checks.
+    assert fresh in r["after_R"] and "- changed:" not in r["after_R"]
+    [keys] = r["keys"]
+    assert keys["level"] == INFO
+    assert keys["msg"] == "Handoff preview: q close · R re-check evidence · g? these keys"
+    assert run.notes_at(ERROR) == []
