@@ -1,6 +1,7 @@
 """The Neovim plugin in a real headless Neovim, attached to the real server: the OpenAPI
 walkthrough through :Handoff subcommands, the refused acknowledgement of latest,
-:Handoff cancel of a slow generation, drafts, completion and :checkhealth."""
+:Handoff cancel of a slow generation, drafts, completion and :checkhealth; messages that
+stay, focus that stays, :help handoff, refused extra words, previews that re-check."""
 
 from __future__ import annotations
 
