@@ -17,12 +17,22 @@ H.main(function()
   H.answer(function(item)
     return item.path == SESSION
   end, "keep the client API stable")
+  local here = vim.api.nvim_get_current_win()
   local generated = H.handoff("generate")
   R("generate", generated)
   R("generate_notes", vim.deepcopy(H.notes))
 
+  -- The draft is in a split of its own; the focus stayed where it was. Go there.
+  R("generate_focus_kept", vim.api.nvim_get_current_win() == here)
+  local draft_win
+  for _, win in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+    if vim.b[vim.api.nvim_win_get_buf(win)].handoff_draft then
+      draft_win = win
+    end
+  end
+  assert(draft_win, "no window shows the draft")
+  vim.api.nvim_set_current_win(draft_win)
   local buf = vim.api.nvim_get_current_buf()
-  local draft_win = vim.api.nvim_get_current_win()
   R("draft", {
     text = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n"),
     buftype = vim.bo[buf].buftype,

@@ -13,8 +13,35 @@ local H = {
 local OUT = assert(os.getenv("HANDOFF_TEST_OUT"), "HANDOFF_TEST_OUT is not set")
 local TIMEOUT = tonumber(os.getenv("HANDOFF_TEST_TIMEOUT_MS") or "20000")
 
-vim.notify = function(msg, level)
+local real_notify = vim.notify
+local show_notes = os.getenv("HANDOFF_REAL_NOTIFY") == "1"
+vim.notify = function(msg, level, opts)
   table.insert(H.notes, { msg = tostring(msg), level = level or vim.log.levels.INFO })
+  if show_notes then
+    real_notify(msg, level, opts)
+  end
+end
+
+--- The message area as a UI sees it (vim.ui_attach with ext_messages): the text of
+--- the last message shown, "" after the area was cleared.
+H.area = nil
+H.area_events = {}
+function H.track_messages()
+  H.area = ""
+  local ns = vim.api.nvim_create_namespace("handoff.test.messages")
+  vim.ui_attach(ns, { ext_messages = true }, function(event, kind, content)
+    if event == "msg_show" then
+      local text = {}
+      for _, chunk in ipairs(content or {}) do
+        text[#text + 1] = chunk[2]
+      end
+      H.area = vim.trim(table.concat(text))
+      table.insert(H.area_events, { kind = kind, text = H.area })
+    elseif event == "msg_clear" then
+      H.area = ""
+      table.insert(H.area_events, { kind = "clear", text = "" })
+    end
+  end)
 end
 
 local function next_answer(prompt)
@@ -161,14 +188,68 @@ local function write(status, err)
   file:close()
 end
 
---- Runs the scenario, writes the results, and quits Neovim.
-function H.main(scenario)
-  local ok, err = xpcall(scenario, debug.traceback)
+--- Writes the results and quits Neovim.
+function H.finish(ok, err)
   write(ok and "ok" or "error", not ok and tostring(err) or nil)
   for _, client in ipairs(vim.lsp.get_clients()) do
     client:stop(true)
   end
   vim.cmd(ok and "qall!" or "cquit! 3")
+end
+
+--- Runs the scenario, writes the results, and quits Neovim.
+function H.main(scenario)
+  local ok, err = xpcall(scenario, debug.traceback)
+  H.finish(ok, err)
+end
+
+-- Asynchronous scenarios: each step returns to Neovim's main loop, as a user's
+-- commands do (messages, modes and focus then behave as they do for a user).
+
+local function resume(co, ...)
+  local ok, err = coroutine.resume(co, ...)
+  if not ok then
+    H.finish(false, debug.traceback(co, tostring(err)))
+  end
+end
+
+--- Runs `scenario` in a coroutine that may H.sleep / H.until / H.run; quits at its end.
+function H.async(scenario)
+  resume(coroutine.create(function()
+    local ok, err = xpcall(scenario, debug.traceback)
+    H.finish(ok, err)
+  end))
+end
+
+--- Gives the main loop `ms` milliseconds (inside H.async).
+function H.sleep(ms)
+  local co = coroutine.running()
+  vim.defer_fn(function()
+    resume(co)
+  end, ms)
+  coroutine.yield()
+end
+
+--- Sleeps until `pred()` holds (inside H.async).
+function H.until_(pred, timeout, what)
+  local waited = 0
+  while not pred() do
+    if waited >= (timeout or TIMEOUT) then
+      error("timed out waiting for " .. (what or "a condition"))
+    end
+    H.sleep(20)
+    waited = waited + 20
+  end
+end
+
+--- :Handoff {line} from the main loop, waited for (inside H.async).
+function H.run(line, timeout)
+  local before = #done
+  vim.cmd("Handoff " .. line)
+  H.until_(function()
+    return #done > before
+  end, timeout, ":Handoff " .. line)
+  return done[before + 1]
 end
 
 return H

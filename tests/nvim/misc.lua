@@ -28,6 +28,23 @@ H.main(function()
   vim.cmd("Handoff report --bogus")
   R("usage_notes", vim.list_slice(H.notes, n + 1))
 
+  -- Words a subcommand does not take are refused, never ignored ("|" does not chain).
+  local revision = ordered[4].result.revision
+  n = #H.notes
+  local extra = {}
+  for _, line in ipairs({
+    "current | Handoff commit",
+    "sessions now",
+    "continue latest please",
+    "ack exact " .. revision .. " accepted twice --all-checks",
+    "report continuity " .. revision,
+  }) do
+    extra[#extra + 1] = H.handoff(line)
+  end
+  R("extra_words", extra)
+  R("extra_notes", vim.list_slice(H.notes, n + 1))
+  R("complete_ack_modes", vim.fn.getcompletion("Handoff ack ", "cmdline"))
+
   -- A dismissed prompt ends the subcommand quietly.
   n = #H.notes
   H.answer(vim.NIL)

@@ -1,6 +1,7 @@
 """The Neovim plugin in a real headless Neovim, attached to the real server: the OpenAPI
 walkthrough through :Handoff subcommands, the refused acknowledgement of latest,
-:Handoff cancel of a slow generation, drafts, completion and :checkhealth."""
+:Handoff cancel of a slow generation, drafts, completion and :checkhealth; messages that
+stay, focus that stays, :help handoff, refused extra words, previews that re-check."""
 
 from __future__ import annotations
 
@@ -266,6 +267,21 @@ def test_settings_refusals_and_checkhealth(run_nvim, workspace, tmp_path):
     assert 'unknown subcommand "frobnicate"' in r["usage_notes"][0]["msg"]
     assert r["usage_notes"][1]["msg"] == "Handoff report: unknown option --bogus."
 
+    # Extra words are refused (before any prompt or request), naming them.
+    assert [(d["ok"], d["kind"]) for d in r["extra_words"]] == [(False, "refused")] * 5
+    assert [n["msg"] for n in r["extra_notes"]] == [
+        'Handoff current: unexpected "|" "Handoff" "commit": current takes no words '
+        "(| does not chain :Handoff commands: run each on a line of its own).",
+        'Handoff sessions: unexpected "now": sessions takes no words.',
+        'Handoff continue: unexpected "please": continue takes one word.',
+        'Handoff ack: unexpected "twice": ack takes at most 3 words.',
+        f'Handoff report: unexpected "{r["back_to_back"][3]["result"]["revision"]}": '
+        "report takes one word.",
+    ]
+    assert [n["level"] for n in r["extra_notes"]] == [ERROR] * 5
+    # `ack` completes the exact targets only (latest is refused by the server).
+    assert r["complete_ack_modes"] == ["exact", "prepared"]
+
     # A dismissed prompt ends quietly: no notification, nothing recorded.
     assert (r["dismissed"]["ok"], r["dismissed"]["kind"]) == (False, "aborted")
     assert r["dismissed_notes"] == []
@@ -369,7 +385,8 @@ def test_generate_opens_a_draft_that_starts_a_session_prepares_and_commits(
     # comes next.
     assert "newSession" not in gen and "started" not in gen
     generated = [n["msg"] for n in r["generate_notes"] if n["level"] == INFO][-1]
-    assert "edit it, then :Handoff start (or :Handoff prepare)" in generated
+    assert generated == "Handoff: draft ready in a split; edit it, then :Handoff start."
+    assert r["generate_focus_kept"] is True
     assert "New agent session" not in generated
 
     # :Handoff start in the draft: its edited text became a new pi session beside the
@@ -388,7 +405,10 @@ def test_generate_opens_a_draft_that_starts_a_session_prepares_and_commits(
     assert edit in text
     header = json.loads(text.splitlines()[0])
     assert header["parentSession"] == str(session)
-    assert started["command"] == f"cd {shlex.quote(str(workspace))} && pi --session {shlex.quote(str(new))}"
+    assert (
+        started["command"]
+        == f"cd {shlex.quote(str(workspace))} && pi --session {shlex.quote(str(new))}"
+    )
     assert r["terminal"] == {
         "buftype": "terminal",
         "windows": 1,
@@ -469,3 +489,127 @@ def test_help_file_has_the_tags_of_every_subcommand(nvim_bin, tmp_path):
     assert len(subcommands) == 13
     assert {f":Handoff-{name}" for name in subcommands} <= tags
     assert {"handoff", ":Handoff", "g:handoff", "handoff-health"} <= tags
+    # The shipped doc/tags is what :helptags makes of the help file (regenerate it with
+    # `nvim --headless -c "helptags editors/nvim/doc" -c q` after editing handoff.txt).
+    assert (PLUGIN / "doc" / "tags").read_text() == (doc / "tags").read_text()
+
+
+def help_in(nvim_bin: str, tmp_path: Path, plugin: Path, topic: str) -> dict:
+    """`:help {topic}` in a clean Neovim with `plugin` installed by hand (rtp:append)."""
+    init = tmp_path / "help-init.lua"
+    init.write_text(f"vim.opt.rtp:append({json.dumps(str(plugin))})\n", encoding="utf-8")
+    out = tmp_path / "help.json"
+    probe = (
+        "lua vim.fn.writefile({vim.json.encode({filetype = vim.bo.filetype, "
+        "file = vim.fn.expand('%:t'), line = vim.api.nvim_get_current_line(), "
+        f"errmsg = vim.v.errmsg}})}}, {json.dumps(str(out))})"
+    )
+    proc = subprocess.run(
+        [nvim_bin, "--headless", "--clean", "-u", str(init)]
+        + ["-c", f"silent! help {topic}", "-c", probe, "-c", "qa!"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path / "data")},
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(out.read_text(encoding="utf-8"))
+
+
+def test_help_handoff_works_after_the_documented_install(nvim_bin, tmp_path):
+    # By hand, from the repository (doc/tags ships): no E149.
+    seen = help_in(nvim_bin, tmp_path, PLUGIN, "handoff")
+    assert (seen["filetype"], seen["file"], seen["errmsg"]) == ("help", "handoff.txt", "")
+    assert "*handoff*" in seen["line"]
+    seen = help_in(nvim_bin, tmp_path, PLUGIN, ":Handoff-ack")
+    assert (seen["file"], seen["errmsg"]) == ("handoff.txt", "") and "*:Handoff-ack*" in seen[
+        "line"
+    ]
+
+    # A copy without doc/tags (a plugin manager that drops it): the plugin makes it.
+    copy = tmp_path / "copy" / "handoff.nvim"
+    shutil.copytree(PLUGIN, copy)
+    (copy / "doc" / "tags").unlink()
+    seen = help_in(nvim_bin, tmp_path, copy, "handoff")
+    assert (seen["filetype"], seen["file"], seen["errmsg"]) == ("help", "handoff.txt", "")
+    assert (copy / "doc" / "tags").read_text() == (PLUGIN / "doc" / "tags").read_text()
+
+
+def test_confirmations_stay_in_the_message_area(run_nvim, workspace):
+    run = run_nvim("messages", workspace, env={"HANDOFF_REAL_NOTIFY": "1"})
+    r = run.results
+
+    # A visible preview re-rendered quietly: the confirmation is what the UI shows.
+    visible = r["visible"]
+    assert visible["note"].startswith("Work state recorded as source/")
+    assert visible["refreshed"] is True
+    assert visible["area"] == visible["note"], r["events"]
+
+    # Closed with `q`, the preview is not re-rendered (no request, no progress echo, no
+    # empty echo): the confirmation stays; the preview is marked stale.
+    hidden = r["hidden"]
+    assert hidden["note"].startswith("Work Contract recorded as source/")
+    assert hidden["closed"] is True and hidden["renders"] == 0 and hidden["stale"] is True
+    assert hidden["area"] == hidden["note"], r["events2"]
+    # Shown again, it re-renders (the second contract is in it).
+    assert r["reshown"]["stale"] is False
+
+    committed = r["committed"]
+    assert re.match(r"^Committed handoff/[0-9a-z]+@1\.$", committed["note"])
+    assert committed["area"] == committed["note"]
+
+    # Every notification is one line that fits the command line (no "Press ENTER").
+    assert run.notes and all(
+        "\n" not in n["msg"] and len(n["msg"]) <= r["echospace"] for n in run.notes
+    ), run.notes
+
+
+def test_a_finished_generation_never_steals_focus(run_nvim, workspace, tmp_path):
+    session = write_pi_session(tmp_path / "sessions" / "s.jsonl", workspace)
+    pi_out = tmp_path / "fake-pi.out"
+    fake_pi(tmp_path / "bin", pi_out)
+    run = run_nvim(
+        "focus",
+        workspace,
+        {"generation": {"provider": "extractive"}},
+        env={
+            "HANDOFF_SESSION": str(session),
+            "PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+        },
+    )
+    r = run.results
+    before = r["before"]
+    assert before["mode"] == "n" and before["buf"].endswith("notes.md")
+    assert r["generate"]["ok"] and r["generate_started"]["ok"], r
+
+    # When each generation ended and after it: still typing in notes.md, in the same
+    # window, in insert mode; the draft got a split of its own.
+    first, second = r["at_done"]
+    for seen in (first, r["after"]):
+        assert (seen["win"], seen["buf"], seen["mode"]) == (before["win"], before["buf"], "i")
+        assert seen["windows"] == before["windows"] + 1 and seen["draft_windows"] == 1
+    # With generation.startSession the agent's terminal also opened beside, unfocused.
+    for seen in (second, r["after_started"]):
+        assert (seen["win"], seen["buf"], seen["mode"]) == (before["win"], before["buf"], "i")
+    assert r["after_started"]["draft_windows"] == 2
+    assert r["after_started"]["terminal_windows"] == 1
+    assert r["typed"] == ["Typing in notes"]
+    assert run.notes_at(ERROR) == []
+
+
+def test_previews_recheck_evidence_on_write_and_on_R(run_nvim, workspace):
+    run = run_nvim("evidence", workspace)
+    r = run.results
+    fresh = "Every cited file and Source could be read just now, with the recorded hashes."
+    assert r["current"]["ok"], r["current"]
+    assert fresh in r["before"] and "- changed:" not in r["before"]
+    # :w of the cited file: the open preview says it changed.
+    assert "- changed: client/pets_client.py" in r["after_write"]
+    assert fresh not in r["after_write"]
+    assert r["uncited_renders"] == 0
+    # Restored outside Neovim (no BufWritePost): `R` re-checks.
+    assert fresh in r["after_R"] and "- changed:" not in r["after_R"]
+    [keys] = r["keys"]
+    assert keys["level"] == INFO
+    assert keys["msg"] == "Handoff preview: q close · R re-check evidence · g? these keys"
+    assert run.notes_at(ERROR) == []

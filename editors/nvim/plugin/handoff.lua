@@ -10,6 +10,16 @@ if vim.fn.has("nvim-0.11") == 0 then
   return
 end
 
+-- :help handoff with any install: doc/tags ships with the plugin; should it be missing
+-- (a copy without it), generate it once where the folder is writable.
+do
+  local source = debug.getinfo(1, "S").source:gsub("^@", "")
+  local doc = vim.fs.joinpath(vim.fs.dirname(vim.fs.dirname(vim.fn.fnamemodify(source, ":p"))), "doc")
+  if vim.fn.filereadable(doc .. "/tags") == 0 and vim.fn.filewritable(doc) == 2 then
+    pcall(vim.cmd.helptags, vim.fn.fnameescape(doc))
+  end
+end
+
 vim.api.nvim_create_user_command("Handoff", function(opts)
   require("handoff").run(opts.args)
 end, {
@@ -36,16 +46,18 @@ vim.api.nvim_create_autocmd("LspProgress", {
       return
     end
     local value = (ev.data.params or {}).value or {}
-    local text
-    if value.kind == "end" then
-      text = ""
-    else
-      text = ("%s%s%s"):format(
-        value.title or "handoff",
-        value.message and (": " .. value.message) or "",
-        value.cancellable and "  (:Handoff cancel)" or ""
-      )
+    if require("handoff.client").is_quiet(ev.data.params.token, value.kind) then
+      return -- a preview refreshing in the background
     end
-    vim.api.nvim_echo({ { text } }, false, {})
+    if value.kind == "end" then
+      -- Nothing on end: an empty echo would wipe the confirmation that follows.
+      return
+    end
+    local text = ("%s%s%s"):format(
+      value.title or "handoff",
+      value.message and (": " .. value.message) or "",
+      value.cancellable and "  (:Handoff cancel)" or ""
+    )
+    vim.api.nvim_echo({ { require("handoff.msg").one_line(text) } }, false, {})
   end,
 })

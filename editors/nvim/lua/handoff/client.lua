@@ -182,7 +182,11 @@ local function for_terminal(command, params)
   return params
 end
 
-function M.exec(client, command, params, on_done)
+--- Work-done tokens of background refreshes: their progress is not echoed.
+M.quiet_tokens = {}
+
+--- `opts.quiet`: a background refresh (its progress is not echoed).
+function M.exec(client, command, params, on_done, opts)
   params = for_terminal(command, params)
   if not M.supports(client, command) then
     on_done({
@@ -215,6 +219,9 @@ function M.exec(client, command, params, on_done)
     -- the client chose (it reaches vim.lsp.status() and :Handoff cancel all the same).
     M._tokens = (M._tokens or 0) + 1
     request.workDoneToken = ("handoff.nvim/%d"):format(M._tokens)
+    if opts and opts.quiet then
+      M.quiet_tokens[request.workDoneToken] = true
+    end
   end
   -- client:request, not client:exec_cmd: exec_cmd drops the workDoneToken.
   local ok, id = client:request(EXECUTE, request, function(err, result)
@@ -284,6 +291,15 @@ function M.on_progress(ev)
   elseif value.kind == "end" then
     tokens[params.token] = nil
   end
+end
+
+--- Whether progress on `token` belongs to a background refresh (not echoed).
+function M.is_quiet(token, kind)
+  local quiet = M.quiet_tokens[token] == true
+  if quiet and kind == "end" then
+    M.quiet_tokens[token] = nil
+  end
+  return quiet
 end
 
 --- Commands worth cancelling (the others are short and atomic).

@@ -3,6 +3,7 @@
 
 local async = require("handoff.async")
 local client_mod = require("handoff.client")
+local msg = require("handoff.msg")
 local preview = require("handoff.preview")
 
 local M = {}
@@ -35,8 +36,12 @@ M.memory = {}
 --- [bufnr] = { draft, scope, root, generation, sourceSession, draftPath }.
 M.drafts = {}
 
-local function info(msg)
-  vim.notify(msg, vim.log.levels.INFO)
+local function info(text)
+  msg.notify(text, vim.log.levels.INFO)
+end
+
+local function warn(text)
+  msg.notify(text, vim.log.levels.WARN)
 end
 
 local function remember(ctx)
@@ -182,7 +187,7 @@ local function show_view(ctx, title, command, params, render)
   local client = ctx.client
   local result = client_mod.call(client, command, params)
   if type(result.warnings) == "table" and #result.warnings > 0 then
-    vim.notify("Handoff " .. title .. ": " .. table.concat(result.warnings, "\n"), vim.log.levels.WARN)
+    warn("Handoff " .. title .. ": " .. table.concat(result.warnings, "; "))
   end
   local text = render(result)
   preview.show(text, {
@@ -191,7 +196,7 @@ local function show_view(ctx, title, command, params, render)
     refresh = function(done)
       client_mod.exec(client, command, params, function(err, result)
         done(not err and render(result) or nil)
-      end)
+      end, { quiet = true })
     end,
   })
 end
@@ -206,6 +211,31 @@ local function show_prepared(ctx, prepared)
     kind = "handoff",
     prepared = prepared,
   }, report_markdown)
+end
+
+--- The refusal of words a subcommand does not take (nil when there are none):
+--- `spec.nargs` is the most positional words it takes (a number, or a function of
+--- the parsed arguments); nil takes any number.
+function M.extra_words(sub, spec, a)
+  local most = spec.nargs
+  if type(most) == "function" then
+    most = most(a)
+  end
+  if most == nil or #a.positional <= most then
+    return nil
+  end
+  local words = vim.list_slice(a.positional, most + 1)
+  local text = ("unexpected %s: %s takes %s"):format(
+    table.concat(vim.tbl_map(function(w)
+      return ("%q"):format(w)
+    end, words), " "),
+    sub,
+    most == 0 and "no words" or (most == 1 and "one word" or ("at most %d words"):format(most))
+  )
+  if vim.tbl_contains(words, "|") then
+    text = text .. " (| does not chain :Handoff commands: run each on a line of its own)"
+  end
+  return text .. "."
 end
 
 -- Subcommands ------------------------------------------------------------------
@@ -257,24 +287,19 @@ S.generate = {
       return client_mod.call(ctx.client, "handoff.generate", params)
     end)
     local buf = M.open_draft(ctx, result)
-    local source = (result.sourceSession or {}).path or session
-    local lines = {
-      ("Handoff draft from %s (%s): edit it, then :Handoff start (or :Handoff prepare)."):format(
-        vim.fs.basename(source),
-        result.provider or "?"
-      ),
-    }
+    -- One line (no "Press ENTER"); the details are in the draft and b:handoff_draft.
     local missing = result.missingSections or {}
-    if #missing > 0 then
-      lines[#lines + 1] = "Missing sections: " .. table.concat(missing, ", ")
-    end
-    info(table.concat(lines, "\n"))
+    msg.notify_parts(
+      "Handoff: draft ready in a split",
+      #missing > 0 and (" (missing " .. table.concat(missing, ", ") .. ")") or "",
+      "; edit it, then :Handoff start."
+    )
     if type(result.warnings) == "table" and #result.warnings > 0 then
-      vim.notify("Handoff generate: " .. table.concat(result.warnings, "\n"), vim.log.levels.WARN)
+      warn("Handoff generate: " .. table.concat(result.warnings, "; "))
     end
     if type(result.started) == "table" and result.started.command then
       -- generation.startSession = true: the one-step flow started a session already.
-      M.open_started(ctx, result.started, buf)
+      M.open_started(ctx, result.started, buf, true)
     end
     return result
   end,
@@ -303,25 +328,27 @@ function M.open_draft(ctx, result)
       M.drafts[buf] = nil
     end,
   })
-  vim.api.nvim_set_current_buf(buf)
+  -- A split of its own, never entered: a generation can end while you type elsewhere
+  -- (the current window and the mode stay as they are).
+  M.open_window(buf, false)
   return buf
+end
+
+--- Shows `buf` in a new split (g:handoff_ui.split) beside the current window;
+--- `enter` false keeps the focus (and the mode) where it is.
+function M.open_window(buf, enter, split)
+  local ui = vim.g.handoff_ui or {}
+  split = split or ui.split or "auto"
+  if split == "auto" then
+    split = vim.o.columns >= 120 and "vertical" or "horizontal"
+  end
+  return vim.api.nvim_open_win(buf, enter, { split = split == "vertical" and "right" or "below", win = 0 })
 end
 
 --- g:handoff_ui.start: { open = "terminal" | "none", split = ..., register = ... }.
 local function start_options()
   local ui = vim.g.handoff_ui or {}
   return type(ui.start) == "table" and ui.start or {}
-end
-
---- `s` cut to `width` display cells, the middle replaced by "…".
-local function fit(s, width)
-  if vim.fn.strdisplaywidth(s) <= width then
-    return s
-  end
-  local keep = math.max(width - 1, 2)
-  local head = math.floor(keep / 2)
-  local tail = keep - head
-  return vim.fn.strcharpart(s, 0, head) .. "…" .. vim.fn.strcharpart(s, vim.fn.strchars(s) - tail)
 end
 
 --- The command as the user would type it here: without `cd <workspace> &&` when the
@@ -345,23 +372,17 @@ end
 
 --- One line that fits the command line (no "Press ENTER"): `prefix .. variable ..
 --- suffix`, only `variable` cut when it is too long.
-local function notify_line(prefix, variable, suffix)
-  suffix = suffix or ""
-  local width = math.max(vim.v.echospace or (vim.o.columns - 12), 20)
-  local room = width - vim.fn.strdisplaywidth(prefix .. suffix)
-  vim.notify(prefix .. fit(variable, math.max(room, 8)) .. suffix, vim.log.levels.INFO)
-end
+local notify_line = msg.notify_parts
 
 --- Runs the started session's command in a :terminal in a split; returns the buffer.
-local function open_terminal(result, root)
-  local ui = vim.g.handoff_ui or {}
-  local split = start_options().split or ui.split or "auto"
-  if split == "auto" then
-    split = vim.o.columns >= 120 and "vertical" or "horizontal"
-  end
-  vim.cmd((split == "vertical" and "vertical " or "") .. "belowright new")
-  local buf = vim.api.nvim_get_current_buf()
-  local job = vim.fn.jobstart(result.command, { term = true, cwd = root })
+--- `enter` false (a generation that started a session itself): the focus stays.
+local function open_terminal(result, root, enter)
+  local buf = vim.api.nvim_create_buf(true, false)
+  local win = M.open_window(buf, enter, start_options().split)
+  local job
+  vim.api.nvim_win_call(win, function()
+    job = vim.fn.jobstart(result.command, { term = true, cwd = root })
+  end)
   if job <= 0 then
     vim.api.nvim_buf_delete(buf, { force = true })
     async.fail("refused", ("The terminal did not start (%s): %s"):format(job, result.command))
@@ -371,7 +392,7 @@ local function open_terminal(result, root)
 end
 
 --- Shows (or runs) what handoff.startSession returned, as g:handoff_ui.start says.
-function M.open_started(ctx, result, draft_buf)
+function M.open_started(ctx, result, draft_buf, keep_focus)
   local opts = start_options()
   local open = opts.open or "terminal"
   local label = M.AGENT_LABELS[result.agent] or tostring(result.agent)
@@ -382,7 +403,7 @@ function M.open_started(ctx, result, draft_buf)
     vim.fn.setreg(opts.register, result.command)
   end
   if open == "terminal" then
-    open_terminal(result, ctx.client.root_dir)
+    open_terminal(result, ctx.client.root_dir, not keep_focus)
     notify_line(
       ("Handoff: started %s in a terminal split: "):format(label),
       display_command(result.command, ctx.client.root_dir)
@@ -393,6 +414,7 @@ function M.open_started(ctx, result, draft_buf)
 end
 
 S.start = {
+  nargs = 1,
   desc = "start an agent session from the draft buffer you are in (or --revision REV)",
   flags = { revision = "value", scope = "value" },
   run = function(ctx, a)
@@ -427,6 +449,7 @@ S.start = {
 }
 
 S.sessions = {
+  nargs = 0,
   desc = "list this workspace's agent sessions, newest first",
   flags = {},
   run = function(ctx)
@@ -458,6 +481,7 @@ S.sessions = {
 }
 
 S.contract = {
+  nargs = 0,
   desc = "record a Work Contract",
   flags = { objective = "value", ["in-scope"] = "list", ["out-of-scope"] = "list", acceptance = "list", scope = "value" },
   run = function(ctx, a)
@@ -483,6 +507,7 @@ S.contract = {
 }
 
 S.work = {
+  nargs = 0,
   desc = "record the work state ('text :: evidence' facts)",
   flags = { state = "value", disposition = "value", ["next"] = "list", scope = "value" },
   run = function(ctx, a)
@@ -532,6 +557,7 @@ S.work = {
 }
 
 S.prepare = {
+  nargs = 1,
   desc = "prepare a handoff from the current draft buffer (or a draft JSON file); writes nothing",
   flags = { scope = "value" },
   run = function(ctx, a)
@@ -563,6 +589,7 @@ S.prepare = {
 }
 
 S.current = {
+  nargs = 0,
   desc = "hand off current work: boundary Source + prepared handoff",
   flags = { document = "value", scope = "value" },
   run = function(ctx, a)
@@ -590,6 +617,7 @@ S.current = {
 }
 
 S.commit = {
+  nargs = 1,
   desc = "commit the prepared handoff (or a prepared JSON file) as the next revision",
   flags = { scope = "value" },
   run = function(ctx, a)
@@ -666,10 +694,18 @@ local function target(ctx, a, modes, verb)
 end
 
 S.continue = {
+  nargs = function(a)
+    local mode = a.positional[1]
+    return (mode == "latest" or mode == nil) and 1 or 2
+  end,
   desc = "continue from prepared, exact REV, or latest (untrusted history)",
   flags = { scope = "value" },
   run = function(ctx, a)
-    local params = target(ctx, a, M.MODES, "Continue")
+    local params, rest = target(ctx, a, M.MODES, "Continue")
+    local extra = M.extra_words("continue", { nargs = rest - 1 }, a)
+    if extra then
+      async.fail("refused", extra)
+    end
     local client = ctx.client
     local function render_with(result, report)
       if not result.found then
@@ -718,8 +754,8 @@ S.continue = {
           end
           client_mod.exec(client, "handoff.report", report_params(again), function(err2, rep)
             done(not err2 and render_with(again, rep) or nil)
-          end)
-        end)
+          end, { quiet = true })
+        end, { quiet = true })
       end,
     })
     if result.found then
@@ -742,11 +778,16 @@ local function ack_flags()
 end
 
 S.ack = {
+  nargs = 3,
   desc = "acknowledge an exact target: exact REV or prepared (never latest)",
   flags = ack_flags(),
   run = function(ctx, a)
     local params, rest = target(ctx, a, { "exact", "prepared" }, "Acknowledge")
     local status = a.status or a.positional[rest]
+    local extra = M.extra_words("ack", { nargs = a.status and rest - 1 or rest }, a)
+    if extra then
+      async.fail("refused", extra)
+    end
     if not status then
       status = async.select(M.ACK_STATUSES, { prompt = "Acknowledgement" })
     end
@@ -818,6 +859,9 @@ S.outcome = {
 }
 
 S.report = {
+  nargs = function(a)
+    return a.positional[1] == "handoff" and 2 or 1
+  end,
   desc = "show continuity, history or one handoff in the preview",
   flags = { revision = "value", scope = "value" },
   run = function(ctx, a)
@@ -842,6 +886,7 @@ S.report = {
 }
 
 S.cancel = {
+  nargs = 0,
   desc = "cancel a running generation (or report)",
   flags = {},
   local_only = true,

@@ -6,6 +6,7 @@ local args = require("handoff.args")
 local async = require("handoff.async")
 local client_mod = require("handoff.client")
 local commands = require("handoff.commands")
+local msg = require("handoff.msg")
 
 local M = {}
 
@@ -24,14 +25,14 @@ end
 local function report_failure(sub, err, trace)
   if async.is_failure(err) then
     if err.kind == "cancelled" then
-      vim.notify(("Handoff %s cancelled: %s"):format(sub, err.message), vim.log.levels.WARN)
+      msg.notify(("Handoff %s cancelled: %s"):format(sub, err.message), vim.log.levels.WARN)
     elseif err.kind == "refused" then
-      vim.notify(("Handoff %s: %s"):format(sub, err.message), vim.log.levels.ERROR)
+      msg.notify(("Handoff %s: %s"):format(sub, err.message), vim.log.levels.ERROR)
     end
     return { subcommand = sub, ok = false, kind = err.kind, code = err.code, message = err.message }
   end
   local message = tostring(err)
-  vim.notify(("Handoff %s failed: %s"):format(sub, message), vim.log.levels.ERROR)
+  msg.notify(("Handoff %s failed: %s"):format(sub, message), vim.log.levels.ERROR)
   vim.lsp.log.error("handoff", trace or message)
   return { subcommand = sub, ok = false, kind = "error", message = message }
 end
@@ -68,6 +69,12 @@ function M.run(line)
   if not parsed then
     vim.notify(("Handoff %s: %s."):format(sub, err), vim.log.levels.ERROR)
     done_event({ subcommand = sub, ok = false, kind = "refused", message = err })
+    return
+  end
+  local extra = commands.extra_words(sub, spec, parsed)
+  if extra then
+    vim.notify(("Handoff %s: %s"):format(sub, extra), vim.log.levels.ERROR)
+    done_event({ subcommand = sub, ok = false, kind = "refused", message = extra })
     return
   end
   parsed.empty = #words == 0
@@ -160,7 +167,7 @@ local function positional_values(sub, index, positional, lead, scope)
   if sub == "continue" or sub == "ack" then
     local mode = positional[1]
     if index == 1 then
-      return sub == "ack" and { "exact", "prepared", "latest" } or commands.MODES
+      return sub == "ack" and { "exact", "prepared" } or commands.MODES
     end
     if mode == "exact" and index == 2 then
       return revisions_of(scope)

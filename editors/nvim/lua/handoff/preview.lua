@@ -3,6 +3,8 @@
 
 local M = {}
 
+local pending = false
+
 local BUFNAME = "handoff://preview"
 
 --- What the preview shows: { title, client_id, refresh = fun(done: fun(text?)) }.
@@ -23,7 +25,38 @@ local function buffer()
   vim.keymap.set("n", "q", function()
     M.close()
   end, { buffer = buf, nowait = true, silent = true, desc = "Close the handoff preview" })
+  vim.keymap.set("n", "R", function()
+    M.refresh()
+  end, { buffer = buf, nowait = true, silent = true, desc = "Re-check the evidence and re-render" })
+  vim.keymap.set("n", "g?", function()
+    M.help()
+  end, { buffer = buf, nowait = true, silent = true, desc = "List the keys of the handoff preview" })
+  vim.api.nvim_create_autocmd("BufWinEnter", {
+    buffer = buf,
+    desc = "Re-render a handoff preview that went stale while hidden",
+    callback = function()
+      if M.stale then
+        vim.schedule(M.refresh)
+      end
+    end,
+  })
   return buf
+end
+
+--- The keys of the preview buffer, as `g?` lists them.
+M.KEYS = {
+  { "q", "close" },
+  { "R", "re-check evidence" },
+  { "g?", "these keys" },
+}
+
+--- `g?`: the preview's keys, on one line.
+function M.help()
+  local parts = {}
+  for _, key in ipairs(M.KEYS) do
+    parts[#parts + 1] = key[1] .. " " .. key[2]
+  end
+  require("handoff.msg").notify("Handoff preview: " .. table.concat(parts, " · "), vim.log.levels.INFO)
 end
 
 --- The preview buffer, if it exists.
@@ -97,6 +130,7 @@ end
 function M.show(text, view)
   local buf = buffer()
   M.view = view or {}
+  M.stale = false
   vim.b[buf].handoff_title = M.view.title
   set_text(buf, text)
   local win = open_window(buf)
@@ -115,14 +149,21 @@ function M.close()
   end
 end
 
-local pending = false
+--- Whether the view changed while the preview was hidden (re-rendered when shown).
+M.stale = false
 
---- Re-renders the current view; called after handoff/didChange (debounced).
+--- Re-renders the current view while it is visible; called after handoff/didChange
+--- (debounced). A hidden preview is only marked stale: no request, no message.
 function M.refresh()
   local view, buf = M.view, M.bufnr()
   if not (view and view.refresh and buf) then
     return
   end
+  if not M.window() then
+    M.stale = true
+    return
+  end
+  M.stale = false
   view.refresh(function(text)
     if text and M.view == view and vim.api.nvim_buf_is_valid(buf) then
       set_text(buf, text)
@@ -130,6 +171,53 @@ function M.refresh()
     end
   end)
 end
+
+local function schedule_refresh()
+  if pending then
+    return
+  end
+  pending = true
+  vim.defer_fn(function()
+    pending = false
+    M.refresh()
+  end, 30)
+end
+
+--- The workspace-relative path of `file` when the preview cites it, else nil.
+local function cited(file)
+  local view, buf = M.view, M.bufnr()
+  local client = view and view.client_id and vim.lsp.get_client_by_id(view.client_id)
+  local root = client and client.root_dir
+  if not (buf and root and file ~= "") then
+    return nil
+  end
+  file, root = vim.fs.normalize(vim.fn.fnamemodify(file, ":p")), vim.fs.normalize(root)
+  if not vim.startswith(file, root .. "/") then
+    return nil
+  end
+  local rel = file:sub(#root + 2)
+  for _, line in ipairs(vim.api.nvim_buf_get_lines(buf, 0, -1, false)) do
+    if line:find(rel, 1, true) then
+      return rel
+    end
+  end
+  return nil
+end
+
+--- BufWritePost: a written file the preview cites makes it re-check the evidence.
+function M.on_write(file)
+  if M.view and M.view.refresh and cited(file) then
+    schedule_refresh()
+  end
+end
+
+vim.api.nvim_create_autocmd("BufWritePost", {
+  group = vim.api.nvim_create_augroup("handoff.preview", { clear = true }),
+  desc = "Re-check the handoff preview's evidence when a cited file is written",
+  callback = function(ev)
+    M.on_write(ev.match)
+  end,
+})
 
 --- handoff/didChange from client `client_id`: refresh the preview when it shows that
 --- client's state.
@@ -143,14 +231,7 @@ function M.on_did_change(params, client_id)
   if not view or not view.refresh or (view.client_id and view.client_id ~= client_id) then
     return
   end
-  if pending then
-    return
-  end
-  pending = true
-  vim.defer_fn(function()
-    pending = false
-    M.refresh()
-  end, 30)
+  schedule_refresh()
 end
 
 return M
