@@ -61,7 +61,10 @@ def pytest_collection_modifyitems(config, items):
         return
     left, kept = [], []
     for item in items:
-        (left if "fixtures_dir" in getattr(item, "fixturenames", ()) else kept).append(item)
+        third = "fixtures_dir" in getattr(item, "fixturenames", ()) or item.get_closest_marker(
+            "third_party"
+        )
+        (left if third else kept).append(item)
     if left:
         config.hook.pytest_deselected(items=left)
         items[:] = kept

@@ -93,6 +93,7 @@ async def test_generate_over_lsp_starts_a_pi_session(connect, sessions, homes, w
     assert [s["path"] for s in listed["sessions"]] == [str(new), str(session)]
 
 
+@pytest.mark.third_party  # asserts a third-party session's own contents
 async def test_guard_over_lsp(connect, sessions, homes, workspace, tmp_path) -> None:
     lines = (sessions / "pi/kvsankar__agent-history__session-01.jsonl").read_text().splitlines()
     short = tmp_path / "short.jsonl"
