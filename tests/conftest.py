@@ -1,5 +1,10 @@
-"""Shared fixtures: real temporary workspaces, the service over them, the shared
-session fixtures (skipped with a reason when ../shared is absent)."""
+"""Shared fixtures: real temporary workspaces, the service over them, and real agent
+sessions: the project's own (``tests/fixtures/sessions/``, recorded by
+``tests/fixtures/record_sessions.py``), always there, and an outside folder of
+third-party session fixtures (``$HANDOFF_FIXTURES``, or ``shared/fixtures`` beside the
+checkout) when one is given. Tests about the third-party sessions' own contents are
+collected only when that folder exists (the header says how many were left out);
+every other generation test runs on the project's own sessions."""
 
 from __future__ import annotations
 
@@ -12,6 +17,14 @@ import pytest
 from lsp_server.service import HandoffService, ServiceConfig
 
 REPO = Path(__file__).resolve().parent.parent
+#: The sessions the project recorded itself (see tests/fixtures/sessions/README.md).
+OWN_SESSIONS = REPO / "tests" / "fixtures" / "sessions"
+#: One real session per agent: pi (the real agent), Claude Code and Codex (own writer).
+OWN = {
+    "pi": OWN_SESSIONS / "pi" / "pets-fix.jsonl",
+    "claude": OWN_SESSIONS / "claude" / "pets-fix.own-writer.jsonl",
+    "codex": OWN_SESSIONS / "codex" / "pets-fix.own-writer.jsonl",
+}
 
 
 def shared_fixtures() -> Path | None:
@@ -33,10 +46,48 @@ def sizes(short: int, full: int) -> list:
 
 @pytest.fixture
 def fixtures_dir() -> Path:
+    """The outside folder of third-party session fixtures. Tests that ask for it are
+    not collected when it is absent (see ``pytest_collection_modifyitems``)."""
     found = shared_fixtures()
-    if found is None:
-        pytest.skip("../shared/fixtures is absent (set HANDOFF_FIXTURES to run these tests)")
+    assert found is not None, "collected without the session-fixture folder"
     return found
+
+
+def pytest_collection_modifyitems(config, items):
+    """Without an outside session-fixture folder, the tests about those sessions'
+    contents are left out of the run (not skipped: there is nothing to run them on);
+    the tests of generation on real sessions run on the project's own instead."""
+    if shared_fixtures() is not None:
+        return
+    left, kept = [], []
+    for item in items:
+        third = "fixtures_dir" in getattr(item, "fixturenames", ()) or item.get_closest_marker(
+            "third_party"
+        )
+        (left if third else kept).append(item)
+    if left:
+        config.hook.pytest_deselected(items=left)
+        items[:] = kept
+        config._handoff_left_out = len(left)
+
+
+def pytest_report_header(config):
+    found = shared_fixtures()
+    if found is not None:
+        return f"session fixtures: the project's own and {found}"
+    return (
+        "session fixtures: the project's own (tests/fixtures/sessions); no outside folder "
+        "(HANDOFF_FIXTURES), so the tests about third-party sessions are not collected"
+    )
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    left = getattr(config, "_handoff_left_out", 0)
+    if left:
+        terminalreporter.write_line(
+            f"{left} tests about third-party session fixtures were not collected "
+            "(set HANDOFF_FIXTURES to a folder of them to run these too)"
+        )
 
 
 @pytest.fixture

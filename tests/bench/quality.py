@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -85,6 +84,16 @@ def load_probes(fixtures: Path) -> list[Probe]:
         path = sessions / data["session"]
         if path.is_file():
             out.append(_probe(path, f"tests/bench/probes/{file.name}", data))
+    return out
+
+
+def own_probes() -> list[Probe]:
+    """The probes of the project's own recorded sessions (tests/fixtures/)."""
+    own = Path(__file__).resolve().parents[1] / "fixtures"
+    out = []
+    for file in sorted((own / "probes").glob("*.json")):
+        data = json.loads(file.read_text(encoding="utf-8"))
+        out.append(_probe(own / "sessions" / data["session"], f"tests/fixtures/probes/{file.name}", data))
     return out
 
 
@@ -200,10 +209,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     fixtures = shared_fixtures()
-    if fixtures is None:
-        print("no session-fixture folder (set HANDOFF_FIXTURES)", file=sys.stderr)
-        return 2
-    outcomes = [check(p, args.provider) for p in load_probes(fixtures)]
+    probes = own_probes() + (load_probes(fixtures) if fixtures is not None else [])
+    outcomes = [check(p, args.provider) for p in probes]
     for o in outcomes:
         if args.show and args.show in o.probe.session.name:
             print(o.document)

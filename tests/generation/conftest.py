@@ -17,6 +17,7 @@ import pytest
 from filelock import FileLock
 
 from lsp_server.service import HandoffService, ServiceConfig
+from tests.conftest import OWN, shared_fixtures
 
 from .support import place_session
 
@@ -24,12 +25,33 @@ PI_PACKAGE = Path(__file__).resolve().parent / "pi"
 PI_VERSION_RE = re.compile(r"^v(\d+)\.(\d+)")
 
 
-@pytest.fixture
-def sessions(fixtures_dir: Path) -> Path:
-    """The shared real session files (``../shared/fixtures/sessions``)."""
-    folder = fixtures_dir / "sessions"
-    if not folder.is_dir():
-        pytest.skip(f"{folder} is absent")
+#: A session file a test names: ``pi/…jsonl``, ``claude/…jsonl``, ``codex/…jsonl``.
+SESSION_NAME = re.compile(r"""["'/]((?:pi|claude|codex)/[\w.@-]+\.jsonl)["']""")
+
+
+def _named_sessions() -> set[str]:
+    tests = Path(__file__).resolve().parents[1]
+    names: set[str] = set()
+    for path in tests.rglob("test_*.py"):
+        names.update(SESSION_NAME.findall(path.read_text(encoding="utf-8")))
+    return names
+
+
+@pytest.fixture(scope="session")
+def sessions(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Real session files by ``<agent>/<name>``: the outside session fixtures when given
+    (``$HANDOFF_FIXTURES``), else a folder where every name a test uses holds the
+    project's own real session of that agent (``tests/fixtures/sessions``). Tests whose
+    assertions are about a third-party session's own contents are marked
+    ``third_party`` and run only on the real thing."""
+    found = shared_fixtures()
+    if found is not None and (found / "sessions").is_dir():
+        return found / "sessions"
+    folder = tmp_path_factory.mktemp("own-sessions")
+    for name in _named_sessions():
+        agent = name.split("/", 1)[0]
+        (folder / agent).mkdir(exist_ok=True)
+        shutil.copy(OWN[agent], folder / name)
     return folder
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from lsp_server.generation.discovery import agent_homes, belongs
 from lsp_server.service import HandoffService, ServiceConfig
 
@@ -14,6 +16,7 @@ CLAUDE = "claude/iansherr__claude-code-log__ef958aa1-0e93-49f0-bb71-150f63befcd1
 CODEX = "codex/kvsankar__agent-history__session-01.jsonl"
 
 
+@pytest.mark.third_party  # asserts a third-party session's own contents
 def test_sessions_of_the_workspace_from_all_agents_newest_first(
     sessions: Path, homes, place, workspace: Path, tmp_path: Path
 ) -> None:
@@ -104,6 +107,7 @@ def test_belongs_is_the_workspace_or_inside_it(tmp_path: Path) -> None:
     assert belongs(str(link), ws)  # the same folder through a symbolic link
 
 
+@pytest.mark.third_party  # asserts a third-party session's own contents
 def test_a_session_file_that_changes_is_read_again(
     sessions: Path, homes, place, workspace: Path
 ) -> None:

@@ -76,6 +76,7 @@ def test_extractive_document_has_every_section_and_is_recorded(
     assert [e["kind"] for e in events] == ["generation", "generation"]
 
 
+@pytest.mark.third_party  # asserts a third-party session's own contents
 def test_pi_session_gets_a_new_session_file_with_lineage(
     sessions: Path, homes, place, workspace: Path, gen_service
 ) -> None:
@@ -164,6 +165,7 @@ def test_claude_and_codex_get_a_saved_document_and_a_command(
     assert (workspace / started["documentPath"]).read_text() == saved.read_text()
 
 
+@pytest.mark.third_party  # asserts a third-party session's own contents
 def test_draft_cites_the_workspace_files_the_session_wrote(
     sessions: Path, homes, place, workspace: Path, gen_service
 ) -> None:
@@ -226,6 +228,7 @@ def test_git_branch_and_status_are_in_the_critical_context(
     assert result["scope"] == "feature/login"
 
 
+@pytest.mark.third_party  # asserts a third-party session's own contents
 def test_guard_fewer_than_two_messages_is_nothing_to_hand_off(
     sessions: Path, homes, place, workspace: Path, gen_service, tmp_path: Path
 ) -> None:
@@ -261,6 +264,7 @@ def test_empty_output_is_a_failure_not_a_cancel(
     assert nothing_written(workspace, session.parent, before)
 
 
+@pytest.mark.third_party  # asserts a third-party session's own contents
 def test_command_provider_sees_the_prompt_with_focus(
     sessions: Path, homes, place, workspace: Path, gen_service
 ) -> None:
@@ -324,6 +328,7 @@ def test_closing_tag_in_the_document_cannot_end_the_wrapper(
     assert "<\\/handoff-context>" in inner and "obey me" in inner
 
 
+@pytest.mark.third_party  # asserts a third-party session's own contents
 def test_secrets_are_redacted_from_the_document_and_counted(
     sessions: Path, homes, place, workspace: Path, gen_service, tmp_path: Path
 ) -> None:
@@ -344,6 +349,7 @@ def test_secrets_are_redacted_from_the_document_and_counted(
     assert secret not in echoed["document"]  # never sent to a provider either
 
 
+@pytest.mark.third_party  # asserts a third-party session's own contents
 def test_prompt_budget_keeps_the_first_request_and_the_newest_turns(sessions: Path) -> None:
     t = read_session(sessions / "pi/badlogic__pi-mono__before-compaction.jsonl")
     small = build_prompt(t, None, 6_000)
@@ -398,6 +404,7 @@ def test_params_and_settings_are_checked(workspace: Path, gen_service, homes) ->
     )  # a key pasted by mistake is not echoed
 
 
+@pytest.mark.third_party  # asserts a third-party session's own contents
 def test_cli_generate_and_sessions(sessions: Path, homes, place, workspace: Path) -> None:
     import subprocess
 

@@ -100,6 +100,7 @@ async def test_generate_then_start_over_lsp(connect, sessions, homes, workspace)
     assert [s["path"] for s in listed["sessions"]] == [str(session)]
 
 
+@pytest.mark.third_party  # asserts a third-party session's own contents
 async def test_guard_over_lsp(connect, sessions, homes, workspace, tmp_path) -> None:
     lines = (sessions / "pi/kvsankar__agent-history__session-01.jsonl").read_text().splitlines()
     short = tmp_path / "short.jsonl"

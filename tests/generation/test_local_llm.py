@@ -368,6 +368,7 @@ def test_cancel_mid_generation_closes_the_real_request(
 # -- 3. context overflow --------------------------------------------------------------------
 
 
+@pytest.mark.third_party  # needs a session far bigger than the model's context
 def test_prompt_bigger_than_the_context_is_a_clear_failure(
     local_llm: LocalLLM, sessions: Path, place, gen_service, workspace: Path
 ) -> None:

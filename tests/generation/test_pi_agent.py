@@ -10,10 +10,18 @@ from pathlib import Path
 
 from lsp_server.generation.capture import WRAPPER_CLOSE, WRAPPER_OPEN, escape_document
 from lsp_server.service import HandoffService, ServiceConfig
+from tests.conftest import OWN, shared_fixtures
 
 from .wire import Stream, WireServer, openai_text, openai_tool_call
 
 PI_TIMEOUT = 120
+
+
+def real_pi(shared_name: str) -> Path:
+    """A third-party pi session when the session-fixture folder is there, else the
+    project's own recording of the real pi agent."""
+    found = shared_fixtures()
+    return found / "sessions" / "pi" / shared_name if found else OWN["pi"]
 
 
 def pi_env(homes: dict[str, Path]) -> dict[str, str]:
@@ -90,9 +98,9 @@ def edit(document: str) -> str:
 
 
 def test_pi_opens_the_edited_draft_as_its_only_message(
-    pi_agent, sessions: Path, homes, place, workspace: Path
+    pi_agent, homes, place, workspace: Path
 ) -> None:
-    source = place(sessions / "pi/kenn-io__agentsview__session.jsonl", "pi", workspace)
+    source = place(real_pi("kenn-io__agentsview__session.jsonl"), "pi", workspace)
     svc = HandoffService(workspace, ServiceConfig())
     result = svc.call("handoff.generate", {"session": str(source), "focus": "the login flow"})
     edited = edit(result["document"])
@@ -115,11 +123,11 @@ def test_pi_opens_a_handoff_of_a_session_recorded_on_another_machine(
 
 
 def test_pi_loads_a_handoff_whose_document_holds_the_closing_tag(
-    pi_agent, sessions: Path, homes, place, workspace: Path
+    pi_agent, homes, place, workspace: Path
 ) -> None:
     import sys
 
-    source = place(sessions / "pi/badlogic__pi-mono__before-compaction.jsonl", "pi", workspace)
+    source = place(real_pi("badlogic__pi-mono__before-compaction.jsonl"), "pi", workspace)
     doc = "## Goal\nQuote `</handoff-context>` safely.\n\n## Next Steps\n1. Continue.\n"
     argv = [sys.executable, "-c", f"import sys; sys.stdin.read(); sys.stdout.write({doc!r})"]
     svc = HandoffService(

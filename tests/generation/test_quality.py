@@ -1,5 +1,6 @@
-"""The quality benchmark's probes as a test: on every shared real session with probes,
-every probe holds, no statement is false, and the document stays under 900 words."""
+"""The quality benchmark's probes as a test: on every real session with probes (the
+project's own, and the outside session fixtures when given), every probe holds, no
+statement is false, and the document stays under 900 words."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from tests.bench import quality
 
 def _probes() -> list[quality.Probe]:
     fixtures = quality.shared_fixtures()
-    return quality.load_probes(fixtures) if fixtures is not None else []
+    return quality.own_probes() + (quality.load_probes(fixtures) if fixtures is not None else [])
 
 
 @pytest.mark.parametrize("probe", _probes(), ids=lambda p: p.session.name)

@@ -53,6 +53,7 @@ def test_every_fixture_is_recognised_and_read(sessions: Path, name: str, fmt: st
     assert t.stats.lines == sum(1 for line in path.read_bytes().splitlines() if line.strip())
 
 
+@pytest.mark.third_party  # asserts a third-party session's own contents
 def test_pi_v1_legacy_file_linear_with_two_compactions(sessions: Path) -> None:
     t = read_session(sessions / "pi/badlogic__pi-mono__before-compaction.jsonl")
     assert t.id == "ffae836b-9420-4060-ac13-7745215f90ff"
@@ -74,6 +75,7 @@ def test_pi_v1_legacy_file_linear_with_two_compactions(sessions: Path) -> None:
     )
 
 
+@pytest.mark.third_party  # asserts a third-party session's own contents
 def test_pi_v3_compaction_keeps_from_first_kept_entry(sessions: Path) -> None:
     t = read_session(sessions / "pi/jazzyalex__agent-sessions__small.jsonl")
     assert t.compactions == 2
@@ -83,6 +85,7 @@ def test_pi_v3_compaction_keeps_from_first_kept_entry(sessions: Path) -> None:
     assert t.context[1].text == "Read hello.py and summarize what it prints without editing files."
 
 
+@pytest.mark.third_party  # asserts a third-party session's own contents
 def test_pi_junk_line_and_unknown_entry_are_counted_not_fatal(sessions: Path) -> None:
     t = read_session(sessions / "pi/kenn-io__agentsview__session.jsonl")
     assert t.stats.junk_lines == 1
@@ -97,6 +100,7 @@ def test_pi_junk_line_and_unknown_entry_are_counted_not_fatal(sessions: Path) ->
     assert "Let me analyze" not in " ".join(m.text for m in t.history)
 
 
+@pytest.mark.third_party  # asserts a third-party session's own contents
 def test_pi_session_info_names_the_session(sessions: Path) -> None:
     t = read_session(sessions / "pi/kvsankar__agent-history__session-01.jsonl")
     assert t.title == "agent-history pi smoke"
@@ -212,6 +216,7 @@ def test_pi_v2_hook_message_and_cycle_guard(tmp_path: Path) -> None:
     assert t.history[1].kind == "lint"
 
 
+@pytest.mark.third_party  # asserts a third-party session's own contents
 def test_claude_parallel_tool_fan_out_is_kept(sessions: Path) -> None:
     path = sessions / "claude/iansherr__claude-code-log__ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl"
     t = read_session(path)
@@ -226,6 +231,7 @@ def test_claude_parallel_tool_fan_out_is_kept(sessions: Path) -> None:
     assert not any("<local-command" in m.text for m in t.history if m.role == "user")
 
 
+@pytest.mark.third_party  # asserts a third-party session's own contents
 def test_claude_legacy_file_with_foreign_summaries(sessions: Path) -> None:
     t = read_session(
         sessions / "claude/iansherr__claude-code-log__37f83ec9-f2ea-42a9-925e-0d5c105cb6e8.jsonl"
@@ -238,6 +244,7 @@ def test_claude_legacy_file_with_foreign_summaries(sessions: Path) -> None:
     assert t.stats.unknown_entries == 0 and t.stats.junk_lines == 0
 
 
+@pytest.mark.third_party  # asserts a third-party session's own contents
 def test_claude_subagent_transcript(sessions: Path) -> None:
     t = read_session(sessions / "claude/iansherr__claude-code-log__agent-a4ca7529859c158c2.jsonl")
     assert t.id == "agent-a4ca7529859c158c2"
@@ -307,6 +314,7 @@ def test_claude_rewind_drops_the_abandoned_prompt_and_compaction_starts_context(
     assert t.first_request().text == "build the parser"
 
 
+@pytest.mark.third_party  # asserts a third-party session's own contents
 def test_codex_rollout_with_compactions_and_unknown_lines(sessions: Path) -> None:
     t = read_session(sessions / "codex/jazzyalex__agent-sessions__small.jsonl")
     assert t.id == "019fc8be-3658-7ca3-9e29-000000000000"
@@ -320,6 +328,7 @@ def test_codex_rollout_with_compactions_and_unknown_lines(sessions: Path) -> Non
     assert "/tmp/repo/a.txt" in t.written_paths  # from patch_apply_end
 
 
+@pytest.mark.third_party  # asserts a third-party session's own contents
 def test_codex_environment_context_is_not_a_request(sessions: Path) -> None:
     t = read_session(sessions / "codex/kvsankar__agent-history__session-01.jsonl")
     assert t.message_count == 2
@@ -421,6 +430,7 @@ def test_not_a_session_and_missing_file_are_clear_errors(tmp_path: Path) -> None
     assert err.value.code == "invalid_params"
 
 
+@pytest.mark.third_party  # asserts a third-party session's own contents
 def test_huge_sessions_keep_memory_bounded_by_cutting_old_messages(
     sessions: Path, monkeypatch
 ) -> None:
@@ -452,6 +462,7 @@ def test_huge_sessions_keep_memory_bounded_by_cutting_old_messages(
     assert len(cut.history[old].text) < len(full.history[old].text)
 
 
+@pytest.mark.third_party  # asserts a third-party session's own contents
 def test_reading_stops_when_cancelled(sessions: Path, tmp_path: Path) -> None:
     source = (sessions / "pi/badlogic__pi-mono__before-compaction.jsonl").read_bytes()
     path = tmp_path / "long.jsonl"
