@@ -25,6 +25,8 @@ OWN = {
     "claude": OWN_SESSIONS / "claude" / "pets-fix.own-writer.jsonl",
     "codex": OWN_SESSIONS / "codex" / "pets-fix.own-writer.jsonl",
 }
+#: A small real pi session (one read, one answer): a short prompt for a slow real model.
+OWN_SMALL_PI = OWN_SESSIONS / "pi" / "pets-read.jsonl"
 
 
 def shared_fixtures() -> Path | None:

@@ -39,7 +39,7 @@ from lsp_server.errors import HandoffError
 from lsp_server.generation.capture import missing_sections
 from lsp_server.generation.prompt import SECTIONS
 from lsp_server.service import CallContext, CancelToken
-from tests.conftest import REPO
+from tests.conftest import OWN_SMALL_PI, REPO, shared_fixtures
 
 from .support import alive, context, kept_in_order, nothing_written
 from .wire import Stream, WireServer, openai_chunk
@@ -188,8 +188,11 @@ def generate(svc, session: Path, ctx: CallContext | None = None) -> dict[str, An
 
 
 @pytest.fixture
-def small_session(sessions: Path, place, workspace: Path) -> Path:
-    return place(sessions / SMALL, "pi", workspace)
+def small_session(place, workspace: Path) -> Path:
+    """A short real pi session: a third-party one when the session-fixture folder is
+    given, else the project's own small recording (one read, one answer)."""
+    found = shared_fixtures()
+    return place(found / "sessions" / SMALL if found else OWN_SMALL_PI, "pi", workspace)
 
 
 # -- a proxy that fixes the shape of the real model's answer ----------------------------
