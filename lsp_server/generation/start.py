@@ -130,7 +130,10 @@ def _handed_text(
             "handoff.continue", {"scope": scope, "mode": "prepared", "prepared": p.prepared}, ctx
         )
         report = service.call(
-            "handoff.report", {"kind": "handoff", "scope": scope, "prepared": p.prepared}, ctx
+            "handoff.report",
+            # An agent reads the Markdown as text: no HTML entities or backslash escapes.
+            {"kind": "handoff", "scope": scope, "prepared": p.prepared, "render": "terminal"},
+            ctx,
         )
         return report["markdown"], scope, {"kind": "prepared", "digest": checked["digest"]}
     ref = p.revision or ""
@@ -144,7 +147,9 @@ def _handed_text(
     scope = service.resolve_scope(p.scope if p.scope is not None else rec["scope"])
     service.call("handoff.continue", {"scope": scope, "mode": "exact", "revision": ref}, ctx)
     report = service.call(
-        "handoff.report", {"kind": "handoff", "scope": scope, "revision": ref}, ctx
+        "handoff.report",
+        {"kind": "handoff", "scope": scope, "revision": ref, "render": "terminal"},
+        ctx,
     )
     return report["markdown"], scope, {"kind": "revision", "revision": ref}
 

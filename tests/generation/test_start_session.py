@@ -187,6 +187,26 @@ def test_start_from_prepared_and_from_revision(homes, workspace):
     assert [s["revision"] for s in lineage["starts"]] == [rev["revision"], rev["revision"]]
 
 
+def test_a_prepared_handoff_reaches_the_agent_as_text_not_escaped_markdown(homes, workspace):
+    svc = HandoffService(workspace)
+    objective = "run `make gen` && pytest 2>&1 <fast>"
+    contract = svc.call(
+        "handoff.contract", {"objective": objective, "inScope": ["client"], "acceptance": ["ok"]}
+    )
+    svc.call(
+        "handoff.recordWork",
+        {
+            "state": {"text": "client regenerated", "citations": [{"kind": "artifact", "path": "client/pets_client.py"}]},
+            "disposition": "continuable",
+            "nextActions": [{"text": "run tests", "citations": [{"kind": "source", "ref": contract["source"]}]}],
+        },
+    )
+    prepared = svc.call("handoff.handoffCurrentWork", {})["prepared"]
+    started = svc.call("handoff.startSession", {"prepared": prepared, "agent": "claude"})
+    text = (workspace / started["documentPath"]).read_text()
+    assert objective in text and "&amp;" not in text
+
+
 @pytest.mark.parametrize(
     "params, why",
     [
