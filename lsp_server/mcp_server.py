@@ -36,6 +36,7 @@ from mcp.shared.exceptions import MCPError
 from . import __version__
 from . import lifecycle as lc
 from . import params as params_module
+from .commands import PARAMS_OF
 from .errors import HandoffError
 from .mcp_schema import params_schema
 from .service import CallContext, CancelToken, HandoffService, ServiceConfig
@@ -325,22 +326,8 @@ _UNTRUSTED_COMMANDS = frozenset({"handoff.continue", "handoff.report"})
 _UNSERIALISED = frozenset({"handoff.generate"})
 
 
-#: The params class of each command (as ``server.SERVICE_COMMANDS``; a test keeps them in
-#: step, and this module does not import the language server).
-PARAMS_CLASSES: dict[str, str] = {
-    "handoff.contract": "ContractParams",
-    "handoff.recordWork": "RecordWorkParams",
-    "handoff.prepare": "PrepareParams",
-    "handoff.handoffCurrentWork": "HandoffCurrentWorkParams",
-    "handoff.commit": "CommitParams",
-    "handoff.continue": "ContinueParams",
-    "handoff.acknowledge": "AcknowledgeParams",
-    "handoff.recordOutcome": "OutcomeParams",
-    "handoff.report": "ReportParams",
-    "handoff.generate": "GenerateParams",
-    "handoff.startSession": "StartSessionParams",
-    "handoff.sessions": "SessionsParams",
-}
+#: The params class of each command: the adapters' one table.
+PARAMS_CLASSES: dict[str, str] = PARAMS_OF
 
 
 def _params_class(command: str) -> type:

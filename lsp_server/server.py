@@ -31,6 +31,7 @@ from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.uris import to_fs_path, uri_scheme
 
 from . import __version__
+from .commands import PARAMS_OF
 from .config import (
     DEFAULT_LOG_LEVEL,
     LOG_LEVELS,
@@ -56,22 +57,7 @@ DID_CHANGE = "handoff/didChange"
 PING = "handoff.ping"
 
 #: The commands of ``docs/commands.md`` and the params class that checks each one.
-#: Kept in step with ``HandoffService.COMMANDS`` by a test; listed here so that
-#: ``initialize`` does not have to import the service.
-SERVICE_COMMANDS: dict[str, str] = {
-    "handoff.contract": "ContractParams",
-    "handoff.recordWork": "RecordWorkParams",
-    "handoff.prepare": "PrepareParams",
-    "handoff.handoffCurrentWork": "HandoffCurrentWorkParams",
-    "handoff.commit": "CommitParams",
-    "handoff.continue": "ContinueParams",
-    "handoff.acknowledge": "AcknowledgeParams",
-    "handoff.recordOutcome": "OutcomeParams",
-    "handoff.report": "ReportParams",
-    "handoff.generate": "GenerateParams",
-    "handoff.startSession": "StartSessionParams",
-    "handoff.sessions": "SessionsParams",
-}
+SERVICE_COMMANDS: dict[str, str] = PARAMS_OF
 
 #: Every command advertised in ``executeCommandProvider``.
 COMMANDS: tuple[str, ...] = (*SERVICE_COMMANDS, PING)

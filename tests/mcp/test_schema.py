@@ -26,10 +26,11 @@ def validator(command: str) -> Draft202012Validator:
     return Draft202012Validator(schema)
 
 
-def test_one_tool_per_service_command_and_the_params_map_matches_the_server():
-    from lsp_server.server import SERVICE_COMMANDS
+def test_one_tool_per_service_command_and_every_params_class_exists():
+    from lsp_server import params
 
-    assert PARAMS_CLASSES == SERVICE_COMMANDS
+    assert set(PARAMS_CLASSES) == set(HandoffService.COMMANDS)
+    assert all(isinstance(getattr(params, name, None), type) for name in PARAMS_CLASSES.values())
     assert set(TOOL_OF) == set(HandoffService.COMMANDS)
     names = [t.name for t in TOOLS]
     assert len(set(names)) == len(names)
