@@ -4,7 +4,6 @@ service's workspace and store."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import time
@@ -23,7 +22,7 @@ from .capture import capture_text, missing_sections, wrap
 from .check import check_answer
 from .draft import build_draft
 from .facts import gather
-from .newsession import save_document, save_text
+from .newsession import kept_if_recorded, save_document, save_text
 from .prompt import build_prompt
 from .readers import read_session
 from .settings import PROVIDERS, GenerationSettings
@@ -272,8 +271,7 @@ def run_generate(service: HandoffService, params: Any, ctx: CallContext) -> dict
     ctx.report("Writing the handoff…", 90)
     generation_id = lc.new_id()
     content = wrap(document, str(transcript.path))
-    written: list[Path] = []
-    try:
+    with kept_if_recorded("The handoff", provider=provider_name) as written:
         service.store.ensure_folder()  # refuses a state folder that is a symbolic link
         saved = save_document(service.store.folder, generation_id, content)
         written.append(saved)
@@ -303,17 +301,6 @@ def run_generate(service: HandoffService, params: Any, ctx: CallContext) -> dict
             ctx.cancel.raise_if_cancelled()
             record["seq"] = tx.next_seq()
             tx.table("generations").insert(record)
-    except BaseException as exc:
-        for path_written in written:
-            with contextlib.suppress(OSError):
-                path_written.unlink()
-        if isinstance(exc, OSError):
-            raise HandoffError(
-                "generation_failed",
-                f"The handoff could not be written ({exc.strerror or exc}); nothing was kept.",
-                provider=provider_name,
-            ) from None
-        raise
 
     saved_rel = record["document"]
     result: dict[str, Any] = {

@@ -8,6 +8,7 @@ import os
 import re
 import secrets
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,29 @@ def uuid7() -> str:
 def iso_now() -> str:
     """UTC time as JavaScript's ``toISOString`` writes it."""
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@contextlib.contextmanager
+def kept_if_recorded(what: str, **data: Any) -> Iterator[list[Path]]:
+    """Collects the files an operation writes before its record; if the block fails
+    (a cancel, a refusal, a full disk) they are removed, and an ``OSError`` becomes
+    ``generation_failed`` saying that ``what`` could not be written."""
+    written: list[Path] = []
+    try:
+        yield written
+    except BaseException as exc:
+        for path in written:
+            with contextlib.suppress(OSError):
+                path.unlink()
+        if isinstance(exc, OSError):
+            from ..errors import HandoffError
+
+            raise HandoffError(
+                "generation_failed",
+                f"{what} could not be written ({exc.strerror or exc}); nothing was kept.",
+                **data,
+            ) from None
+        raise
 
 
 def write_new_file(path: Path, data: bytes, mode: int = 0o600) -> None:

@@ -19,7 +19,7 @@ from ..projections import table
 from ..redaction import redact
 from . import discovery
 from .capture import wrap
-from .newsession import save_text, write_pi_session
+from .newsession import kept_if_recorded, save_text, write_pi_session
 from .readers import SUMMARIES, sniff_format
 
 if TYPE_CHECKING:
@@ -212,8 +212,7 @@ def run_start_session(service: HandoffService, params: Any, ctx: CallContext) ->
     ctx.cancel.raise_if_cancelled()
 
     start_id = lc.new_id()
-    written: list[Path] = []
-    try:
+    with kept_if_recorded("The new session") as written:
         service.store.ensure_folder()  # refuses a state folder that is a symbolic link
         saved = save_text(service.store.folder, STARTED_FOLDER, start_id, content)
         written.append(saved)
@@ -253,16 +252,6 @@ def run_start_session(service: HandoffService, params: Any, ctx: CallContext) ->
             ctx.cancel.raise_if_cancelled()
             record["seq"] = tx.next_seq()
             tx.table("generations").insert(record)
-    except BaseException as exc:
-        for path in written:
-            with contextlib.suppress(OSError):
-                path.unlink()
-        if isinstance(exc, OSError):
-            raise HandoffError(
-                "generation_failed",
-                f"The new session could not be written ({exc.strerror or exc}); nothing was kept.",
-            ) from None
-        raise
     lineage = {k: v for k, v in record.items() if k != "command"}
     return {
         "scope": scope,
