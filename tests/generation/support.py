@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -111,3 +112,13 @@ def alive(pid: int) -> bool:
             return fh.read().split(")")[-1].split()[0] != "Z"
     except OSError:
         return True
+
+
+def run_cli(workspace: Path, *args: str) -> subprocess.CompletedProcess:
+    """``handoff ARGS -w WORKSPACE`` in a real process."""
+    return subprocess.run(
+        [sys.executable, "-m", "lsp_server.cli", *args, "-w", str(workspace)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )

@@ -16,7 +16,7 @@ from lsp_server.generation.prompt import SECTIONS, build_prompt, estimate_tokens
 from lsp_server.generation.readers import read_session
 from lsp_server.generation.settings import GenerationSettings
 
-from .support import context, echo_command, nothing_written, printing_command
+from .support import context, echo_command, nothing_written, printing_command, run_cli
 
 FIXTURES = [
     ("pi/badlogic__pi-mono__before-compaction.jsonl", "pi"),
@@ -406,17 +406,10 @@ def test_params_and_settings_are_checked(workspace: Path, gen_service, homes) ->
 
 @pytest.mark.third_party  # asserts a third-party session's own contents
 def test_cli_generate_and_sessions(sessions: Path, homes, place, workspace: Path) -> None:
-    import subprocess
-
     session = place(sessions / "pi/kenn-io__agentsview__session.jsonl", "pi", workspace)
 
     def run(*a):
-        return subprocess.run(
-            [sys.executable, "-m", "lsp_server.cli", *a, "-w", str(workspace)],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        return run_cli(workspace, *a)
 
     listed = run("sessions")
     assert (
@@ -449,17 +442,11 @@ def test_cli_generate_and_sessions(sessions: Path, homes, place, workspace: Path
 
 def test_cli_start_takes_the_edited_draft(sessions: Path, homes, place, workspace: Path) -> None:
     import re
-    import subprocess
 
     session = place(sessions / "pi/kenn-io__agentsview__session.jsonl", "pi", workspace)
 
     def run(*a):
-        return subprocess.run(
-            [sys.executable, "-m", "lsp_server.cli", *a, "-w", str(workspace)],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        return run_cli(workspace, *a)
 
     out = run("generate")
     assert out.returncode == 0, out.stderr
