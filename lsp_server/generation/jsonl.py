@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,8 +15,41 @@ from .transcript import ReadStats
 READ_BUFFER = 1 << 20
 #: Lines read between two polls of the stop callback.
 STOP_EVERY = 1024
-#: A line longer than this is skipped (and counted): a session's memory stays bounded.
+#: A line longer than this is not parsed (and counted): a session's memory stays bounded.
 MAX_LINE_BYTES = 64 * 1024 * 1024
+#: How much of an oversized line's start and end is searched for its links.
+LINK_WINDOW = 64 * 1024
+#: The keys that link an entry into a session's chain, with their scalar values.
+_LINK_KEYS = re.compile(
+    rb'"(type|id|parentId|uuid|parentUuid|logicalParentUuid|timestamp|sessionId|isSidechain)"'
+    rb'\s*:\s*("(?:[^"\\\n]|\\.){0,200}"|true|false|null)'
+)
+
+
+def oversized_entry(head: bytes, tail: bytes, size: int) -> dict[str, Any]:
+    """The chain links of a line too long to parse: its ids, parent and type, no content.
+
+    A reader that walks parent links (pi, Claude Code) keeps everything before the entry
+    instead of losing the chain at it. A key's first match in the head wins (the entry's
+    own keys come before its payload in every format read here); keys not in the head are
+    taken from the tail's last match (Claude Code writes ``uuid`` after the message).
+    """
+    found: dict[str, Any] = {}
+    for match in _LINK_KEYS.finditer(head):
+        found.setdefault(match.group(1).decode(), match.group(2))
+    late: dict[str, Any] = {}
+    for match in _LINK_KEYS.finditer(tail):
+        late[match.group(1).decode()] = match.group(2)
+    for key, raw in late.items():
+        found.setdefault(key, raw)
+    entry: dict[str, Any] = {}
+    for key, raw in found.items():
+        try:
+            entry[key] = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            continue
+    entry["oversizedBytes"] = size
+    return entry
 
 
 def iter_objects(
@@ -44,10 +78,17 @@ def iter_objects(
                 if len(line) >= max_line and not line.endswith(b"\n"):
                     lines += 1
                     junk += 1
-                    while True:  # drain the rest of the oversized line
+                    head, tail, size = line[:LINK_WINDOW], line[-LINK_WINDOW:], len(line)
+                    del line
+                    while True:  # drain the rest of the oversized line, keeping its end
                         rest = readline(max_line)
+                        size += len(rest)
+                        if rest:
+                            tail = (tail + rest)[-LINK_WINDOW:]
                         if not rest or rest.endswith(b"\n"):
                             break
+                    stats.oversized += 1
+                    yield oversized_entry(head, tail, size)
                     continue
                 try:
                     obj = loads(line)

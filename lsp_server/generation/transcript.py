@@ -189,6 +189,8 @@ class ReadStats:
     unknown_entries: int = 0
     #: Old messages cut down to keep the reader's memory bounded (huge sessions only).
     shortened: int = 0
+    #: Lines over the reader's line cap: kept only as their chain links (also in junk_lines).
+    oversized: int = 0
     #: Polled while reading; when it returns true the read stops with ``cancelled``.
     stop: Callable[[], bool] | None = field(default=None, repr=False, compare=False)
 
@@ -198,6 +200,7 @@ class ReadStats:
             "junkLines": self.junk_lines,
             "unknownEntries": self.unknown_entries,
             "shortenedMessages": self.shortened,
+            "oversizedLines": self.oversized,
         }
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from lsp_server.errors import HandoffError
-from lsp_server.generation.jsonl import iter_objects
+from lsp_server.generation.jsonl import MAX_LINE_BYTES, iter_objects
 from lsp_server.generation.readers import read_session, sniff_format
 from lsp_server.generation.transcript import ReadStats
 
@@ -404,13 +404,75 @@ def test_junk_lines_anywhere_are_counted_and_change_nothing_else(
     assert dirty.message_count == clean.message_count
 
 
-def test_oversized_line_is_skipped_with_bounded_reads(tmp_path: Path) -> None:
+def test_oversized_line_keeps_only_its_chain_links_with_bounded_reads(tmp_path: Path) -> None:
     path = tmp_path / "big.jsonl"
-    path.write_bytes(b'{"a": 1}\n' + b'{"b": "' + b"x" * 5000 + b'"}\n' + b'{"c": 3}\n')
+    big = b'{"type": "message", "id": "b1", "parentId": "a1", "text": "' + b"x" * 5000 + b'"}\n'
+    path.write_bytes(b'{"a": 1}\n' + big + b'{"c": 3}\n')
     stats = ReadStats()
     got = list(iter_objects(path, stats, max_line=1024))
-    assert got == [{"a": 1}, {"c": 3}]
-    assert stats.junk_lines == 1 and stats.lines == 3
+    assert got == [
+        {"a": 1},
+        {"type": "message", "id": "b1", "parentId": "a1", "oversizedBytes": len(big)},
+        {"c": 3},
+    ]
+    assert stats.junk_lines == 1 and stats.lines == 3 and stats.oversized == 1
+
+
+def _write_with_giant_line(path: Path, before: list[dict], giant: dict, after: list[dict]) -> None:
+    """Write JSONL where ``giant`` carries a string that makes its line over 64 MiB."""
+    filler = "y" * (MAX_LINE_BYTES + 1024)
+    with open(path, "w", encoding="utf-8") as fh:
+        for obj in before:
+            fh.write(json.dumps(obj) + "\n")
+        fh.write(json.dumps(giant).replace("@FILLER@", filler) + "\n")
+        for obj in after:
+            fh.write(json.dumps(obj) + "\n")
+
+
+def test_pi_line_over_64_mib_does_not_cut_the_chain(tmp_path: Path) -> None:
+    def msg(eid: str, parent: str | None, role: str, text: str) -> dict:
+        return {
+            "type": "message",
+            "id": eid,
+            "parentId": parent,
+            "timestamp": "2026-01-01T00:00:01Z",
+            "message": {"role": role, "content": [{"type": "text", "text": text}]},
+        }
+
+    header = {"type": "session", "version": 3, "id": "s1", "timestamp": "2026-01-01T00:00:00Z"}
+    giant = msg("g", "b", "toolResult", "@FILLER@")
+    path = tmp_path / "giant.jsonl"
+    _write_with_giant_line(
+        path,
+        [header, msg("a", None, "user", "fix the flaky test"), msg("b", "a", "assistant", "on it")],
+        giant,
+        [msg("c", "g", "assistant", "the test passes now")],
+    )
+    t = read_session(path)
+    texts = [m.text for m in t.history]
+    assert texts[0] == "fix the flaky test" and "on it" in texts
+    assert texts[-1] == "the test passes now"
+    assert t.stats.junk_lines == 1
+    assert all("yyyy" not in text for text in texts)
+
+
+def test_claude_line_over_64_mib_does_not_cut_the_chain(tmp_path: Path) -> None:
+    giant = _claude_line("ggg", "bb", "user", [{"type": "text", "text": "@FILLER@"}])
+    path = tmp_path / "giant.jsonl"
+    _write_with_giant_line(
+        path,
+        [
+            _claude_line("a", None, "user", "rename the config key"),
+            _claude_line("bb", "a", "assistant", [{"type": "text", "text": "renaming it"}]),
+        ],
+        giant,
+        [_claude_line("cccc", "ggg", "assistant", [{"type": "text", "text": "renamed and tested"}])],
+    )
+    t = read_session(path, "claude")
+    texts = [m.text for m in t.history]
+    assert texts[0] == "rename the config key"
+    assert texts[-1] == "renamed and tested"
+    assert t.stats.junk_lines == 1
 
 
 def test_not_a_session_and_missing_file_are_clear_errors(tmp_path: Path) -> None:

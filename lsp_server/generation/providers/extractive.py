@@ -642,6 +642,12 @@ class Writer:
             items.append(
                 f"While reading the session, {t.stats.junk_lines} unreadable line(s) and "
                 f"{t.stats.unknown_entries} entry(ies) of unknown type were skipped."
+                + (
+                    f" {t.stats.oversized} of those lines were over 64 MiB: only their links "
+                    "to the entries around them were kept."
+                    if t.stats.oversized
+                    else ""
+                )
             )
         return items
 
