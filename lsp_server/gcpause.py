@@ -1,10 +1,14 @@
-"""Pausing the cyclic garbage collector around work that builds many acyclic objects."""
+"""Memory housekeeping around big one-off work: pausing the cyclic garbage collector
+while many acyclic objects are built, and handing freed memory back to the system."""
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
 import gc
 from collections.abc import Iterator
+from functools import cache
 
 
 @contextlib.contextmanager
@@ -29,3 +33,23 @@ def gc_paused(*, promote: bool = False) -> Iterator[None]:
                 gc.freeze()
                 gc.unfreeze()
             gc.enable()
+
+
+@cache
+def _malloc_trim():
+    """glibc's ``malloc_trim``, or None where the C library has none (musl, macOS)."""
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+def return_freed_memory() -> bool:
+    """Give the C allocator's free pages back to the system after a big one-off job (a
+    generation frees tens of MB that glibc would otherwise keep for the process's
+    life). True when the allocator could be asked."""
+    trim = _malloc_trim()
+    if trim is None:
+        return False
+    trim(0)
+    return True

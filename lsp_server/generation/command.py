@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from .. import lifecycle as lc
 from ..errors import HandoffError
 from ..faults import pause_point
-from ..gcpause import gc_paused
+from ..gcpause import gc_paused, return_freed_memory
 from ..params import GenerateParams, SessionsParams, structure
 from ..projections import table
 from ..redaction import redact
@@ -197,7 +197,15 @@ def _parent_file(t: Transcript) -> str | None:
 def run_generate(service: HandoffService, params: Any, ctx: CallContext) -> dict[str, Any]:
     """Turn one agent session into a handoff document and its draft; no agent session
     is written (``handoff.startSession`` starts one from the edited text), except with
-    ``startSession: true``, the one-step flow for scripts."""
+    ``startSession: true``, the one-step flow for scripts. The transcript is gone when
+    this returns, and the memory it took is handed back to the system."""
+    try:
+        return _generate(service, params, ctx)
+    finally:
+        return_freed_memory()  # the transcript's frames are freed by now
+
+
+def _generate(service: HandoffService, params: Any, ctx: CallContext) -> dict[str, Any]:
     p: GenerateParams = structure(params, GenerateParams, "handoff.generate")
     _check_params(p)
     settings = _settings(service)

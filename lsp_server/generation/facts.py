@@ -9,6 +9,7 @@ import functools
 import os
 import re
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -256,6 +257,24 @@ class Change:
         self.position = position
 
 
+def _clean_tree(v: Any, clean_text: Callable[[str], str | None], memo: dict[str, str]) -> Any:
+    """``v`` with every string cleaned once (``entries`` lists kept as they are).
+
+    A plain function, not a closure that calls itself: such a closure is a reference
+    cycle that keeps a whole transcript alive until the next full collection.
+    """
+    if isinstance(v, str):
+        done = memo.get(v)
+        if done is None:
+            done = memo[v] = clean_text(v) or ""
+        return done
+    if isinstance(v, dict):
+        return {k: (w if k == "entries" else _clean_tree(w, clean_text, memo)) for k, w in v.items()}
+    if isinstance(v, list):
+        return [_clean_tree(w, clean_text, memo) for w in v]
+    return v
+
+
 @dataclass(slots=True)
 class Run:
     """One step the agent ran (a shell command line, or a tool call that can fail)."""
@@ -405,21 +424,7 @@ class SessionFacts:
     def _cleaned(self, value: Any) -> Any:
         """``value`` with the secrets of every string replaced (commands, errors and
         paths come from the raw transcript)."""
-        memo: dict[str, str] = {}
-
-        def clean(v: Any) -> Any:
-            if isinstance(v, str):
-                done = memo.get(v)
-                if done is None:
-                    done = memo[v] = self.transcript.clean_text(v) or ""
-                return done
-            if isinstance(v, dict):
-                return {k: (w if k == "entries" else clean(w)) for k, w in v.items()}
-            if isinstance(v, list):
-                return [clean(w) for w in v]
-            return v
-
-        return clean(value)
+        return _clean_tree(value, self.transcript.clean_text, {})
 
     def to_json(self) -> dict[str, Any]:
         """The facts with their entries, for an editor or a successor to open the turns
