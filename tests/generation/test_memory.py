@@ -13,9 +13,8 @@ import pytest
 
 from lsp_server.generation import command
 from lsp_server.generation.readers import read_session
-from tests.lsp.rawclient import RawClient
-
 from tests.conftest import OWN_SESSIONS as OWN
+from tests.lsp.rawclient import RawClient
 
 
 def test_a_generation_frees_its_transcript_without_a_garbage_collection(
