@@ -51,14 +51,17 @@ export function viewFromPath(
   return undefined;
 }
 
-/** The `handoff.report` params for a view. */
+/** The `handoff.report` params for a view. Rendered for VS Code: cited files link to
+ * `/path#L60`, which the Markdown preview resolves against the workspace folder and
+ * opens at the line (it renders no anchor for a `file:` link). */
 export function reportParams(view: ReportView): Record<string, unknown> {
+  const render = 'vscode';
   if (view.kind !== 'handoff') {
-    return { kind: view.kind };
+    return { kind: view.kind, render };
   }
   return 'revision' in view
-    ? { kind: 'handoff', revision: view.revision }
-    : { kind: 'handoff', prepared: view.prepared, scope: view.prepared.scope };
+    ? { kind: 'handoff', revision: view.revision, render }
+    : { kind: 'handoff', prepared: view.prepared, scope: view.prepared.scope, render };
 }
 
 /** A refusal rendered into the pane instead of the report. */

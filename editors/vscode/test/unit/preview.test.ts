@@ -26,12 +26,13 @@ describe('preview pane documents', () => {
     assert.deepEqual(viewFromPath(`/prepared/${hex}.md`, lookup), { kind: 'handoff', prepared });
   });
 
-  it('asks the server for the report of the view', () => {
+  it('asks the server for the report of the view, rendered for VS Code (links the preview opens)', () => {
     const prepared = preparedFixture();
-    assert.deepEqual(reportParams({ kind: 'continuity' }), { kind: 'continuity' });
-    assert.deepEqual(reportParams({ kind: 'lineage' }), { kind: 'lineage' });
-    assert.deepEqual(reportParams({ kind: 'handoff', revision: REVISION }), { kind: 'handoff', revision: REVISION });
-    assert.deepEqual(reportParams({ kind: 'handoff', prepared }), { kind: 'handoff', prepared, scope: 'openapi-client' });
+    const render = 'vscode';
+    assert.deepEqual(reportParams({ kind: 'continuity' }), { kind: 'continuity', render });
+    assert.deepEqual(reportParams({ kind: 'lineage' }), { kind: 'lineage', render });
+    assert.deepEqual(reportParams({ kind: 'handoff', revision: REVISION }), { kind: 'handoff', revision: REVISION, render });
+    assert.deepEqual(reportParams({ kind: 'handoff', prepared }), { kind: 'handoff', prepared, scope: 'openapi-client', render });
   });
 
   it('renders the server Markdown, and a refusal as Markdown instead of failing', async () => {
