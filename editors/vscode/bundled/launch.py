@@ -31,9 +31,10 @@ if not os.path.isdir(native):
 sys.path[0:0] = [os.path.join(here, "libs"), native]
 
 if sys.argv[1:] == ["--probe"]:
+    import orjson  # noqa: F401  (native)
+
     import lsp_server
     import lsp_server.server  # noqa: F401  (pygls, lsprotocol, cattrs)
-    import orjson  # noqa: F401  (native)
 
     sys.stdout.write(getattr(lsp_server, "__version__", "unknown"))
 else:
