@@ -2,7 +2,7 @@
  * the result (a preview, a draft, a notification). Free of `vscode`: it talks to the
  * editor through `Ui` and `Views`, and to the server through `HandoffServer`. */
 
-import { showCommandError } from './errors';
+import { inUserWords, showCommandError, toCommandError } from './errors';
 import {
   collectAcknowledgement,
   collectContract,
@@ -14,6 +14,8 @@ import {
   pickTarget,
   shortDigest,
   targetParams,
+  EvidenceCheck,
+  WorkStateInput,
 } from './inputs';
 import { PreparedShelf, readPreparedFile, writePreparedFile } from './prepared';
 import {
@@ -94,7 +96,17 @@ export const START_SESSION_ACTIONS: readonly StartSessionAction[] = ['terminal',
 export interface CommandOptions {
   /** The `handoff.startSession.action` setting (read at each use). */
   startSessionAction?: () => StartSessionAction | string | undefined;
+  /** Looks a typed citation up in the workspace (the file, its lines). */
+  checkEvidence?: EvidenceCheck;
 }
+
+/** The button of a refusal that runs the steps again with every value kept. */
+export const EDIT_AND_RETRY = 'Edit and Retry';
+/** The button that records a refused `accepted` as `needs_clarification` instead. */
+export const RECORD_NEEDS_CLARIFICATION = 'Record as Needs Clarification';
+
+/** Failures a retry with other values cannot fix. */
+const NOT_RETRYABLE = new Set(['no_workspace', 'server_not_found', 'server_unavailable', 'server_error', 'server_outdated', 'client_error']);
 
 /** The palette command ids (separate from the server's own `handoff.*` ids). */
 export const PaletteCommand = {
@@ -122,6 +134,8 @@ const COMMIT = 'Commit';
 const SAVE = 'Save…';
 const ACKNOWLEDGE = 'Acknowledge…';
 const SHOW = 'Show';
+const PREPARE_AGAIN = 'Prepare Again';
+const SHOW_HEAD = 'Show Head';
 const START_SESSION = 'Start Session';
 const COPY_COMMAND = 'Copy Command';
 
@@ -426,14 +440,34 @@ export class HandoffCommands {
 
   async recordWork(): Promise<SourceResult | undefined> {
     return this.guarded(async () => {
-      const input = await collectWorkState(this.ui);
-      if (!input) {
-        return undefined;
+      let initial: WorkStateInput | undefined;
+      for (;;) {
+        const input = await collectWorkState(this.ui, { check: this.options.checkEvidence, initial });
+        if (!input) {
+          return undefined;
+        }
+        try {
+          const result = await this.call<SourceResult>(ServerCommand.recordWork, input);
+          void this.ui.info(`Work state (${input.disposition}) recorded as ${result.source} in ${result.scope}.`);
+          return result;
+        } catch (error) {
+          if (!(await this.offerRetry(error))) {
+            return undefined;
+          }
+          initial = input;
+        }
       }
-      const result = await this.call<SourceResult>(ServerCommand.recordWork, input);
-      void this.ui.info(`Work state (${input.disposition}) recorded as ${result.source} in ${result.scope}.`);
-      return result;
     });
+  }
+
+  /** A refusal the user can fix: its message with "Edit and Retry"; true when chosen.
+   * Other failures are thrown on. */
+  private async offerRetry(error: unknown): Promise<boolean> {
+    const failure = toCommandError(error);
+    if (failure.cancelled || NOT_RETRYABLE.has(failure.code)) {
+      throw error;
+    }
+    return (await this.ui.error(`${inUserWords(failure.message)} Nothing was recorded.`, EDIT_AND_RETRY)) === EDIT_AND_RETRY;
   }
 
   async recordOutcome(): Promise<SourceResult | undefined> {
@@ -506,13 +540,36 @@ export class HandoffCommands {
     return this.guarded(async () => {
       let chosen = prepared;
       if (!chosen) {
-        const target = await this.pickPrepared('Commit');
+        const head = this.shelf.size ? await this.history().then((h) => h.head, () => undefined) : undefined;
+        const target = await this.pickPrepared('Commit', head);
         if (!target) {
           return undefined;
         }
         chosen = target;
       }
-      const result = await this.call<CommitResult>(ServerCommand.commit, { scope: chosen.scope, prepared: chosen });
+      let result: CommitResult;
+      try {
+        result = await this.call<CommitResult>(ServerCommand.commit, { scope: chosen.scope, prepared: chosen });
+      } catch (error) {
+        const failure = toCommandError(error);
+        if (failure.code !== 'revision_conflict') {
+          throw error;
+        }
+        // The head moved since it was prepared: offer what to do next.
+        const current = typeof failure.data.current === 'string' ? failure.data.current : undefined;
+        const from = chosen;
+        void this.ui.error(failure.message, PREPARE_AGAIN, ...(current ? [SHOW_HEAD] : [])).then(async (action): Promise<void> => {
+          if (action === PREPARE_AGAIN) {
+            await this.guarded(async () => {
+              const again = await this.call<PrepareResult>(ServerCommand.prepare, { scope: from.scope, draft: from.content });
+              await this.offerPrepared(again.prepared, 'Handoff');
+            });
+          } else if (action === SHOW_HEAD && current) {
+            await this.views.showReport({ kind: 'handoff', revision: current });
+          }
+        });
+        return undefined;
+      }
       this.shelf.markCommitted(chosen.digest, result.revision);
       void this.ui
         .info(result.idempotent ? `Already committed as ${result.revision}.` : `Committed ${result.revision} in ${result.scope}.`, SHOW)
@@ -521,13 +578,20 @@ export class HandoffCommands {
     });
   }
 
-  private async pickPrepared(title: string): Promise<PreparedHandoff | undefined> {
-    const items: PickItem<PreparedHandoff | null>[] = this.shelf.list().map((p) => ({
-      label: `$(file-text) Prepared ${shortDigest(p.digest)}`,
-      description: `${p.scope} · prepared ${p.preparedAt}`,
-      detail: p.content?.objective,
-      value: p,
-    }));
+  /** The kept prepared handoffs; with ``head`` known, one prepared on another head is
+   * marked stale (its commit would be refused). */
+  private async pickPrepared(title: string, head?: string | null): Promise<PreparedHandoff | undefined> {
+    const items: PickItem<PreparedHandoff | null>[] = this.shelf.list().map((p) => {
+      const stale = head !== undefined && p.base !== head;
+      return {
+        label: stale ? `$(warning) Prepared ${shortDigest(p.digest)} · stale` : `$(file-text) Prepared ${shortDigest(p.digest)}`,
+        description: stale
+          ? `${p.scope} · prepared on ${p.base ?? 'no revision'}, the head is now ${head ?? 'no revision'}: prepare again`
+          : `${p.scope} · prepared ${p.preparedAt}`,
+        detail: p.content?.objective,
+        value: p,
+      };
+    });
     items.push({ label: '$(folder-opened) Load prepared handoff from file…', value: null });
     const choice = await this.ui.pick(items, {
       title,

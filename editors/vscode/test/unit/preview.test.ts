@@ -51,6 +51,20 @@ describe('preview pane documents', () => {
     assert.match(refused, /There is no committed revision handoff\/gone@9\./);
   });
 
+  it('a prepared preview committed since it opened shows the revision, not "not committed"', async () => {
+    const prepared = preparedFixture();
+    const server = new RecordingServer({
+      'handoff.report': (p) =>
+        p.revision ? { markdown: `# Handoff ${p.revision}\n\nbody\n` } : { markdown: '# Handoff (prepared, not committed)\n\nbody\n' },
+    });
+    const path = previewPath({ kind: 'handoff', prepared });
+    const lookup = () => prepared;
+    assert.match(await renderPreview(server, path, lookup, undefined, () => undefined), /^# Handoff \(prepared, not committed\)/);
+    const after = await renderPreview(server, path, lookup, undefined, (d) => (d === prepared.digest ? REVISION : undefined));
+    assert.equal(after, `# Handoff ${REVISION}\n\n> Prepared 5b370b11276f was committed as ${REVISION}; this is that revision.\n\nbody\n`);
+    assert.deepEqual(server.calls.at(-1)?.params, { kind: 'handoff', revision: REVISION, render: 'vscode' });
+  });
+
   it('explains a prepared preview that is no longer kept', async () => {
     const server = new RecordingServer({});
     const text = await renderPreview(server, `/prepared/${'a'.repeat(64)}.md`, () => undefined);
