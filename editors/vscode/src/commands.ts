@@ -87,6 +87,8 @@ export interface Views {
   activeDraft(): DraftDocument | undefined;
   /** The open draft ``id`` (as openDraft returned it), with its current text; undefined once closed. */
   draftById(id: string): DraftDocument | undefined;
+  /** Re-renders the open previews. */
+  refresh?(): Promise<void>;
 }
 
 /** What Start Session from Draft does with the command the server returns. */
@@ -571,6 +573,8 @@ export class HandoffCommands {
         return undefined;
       }
       this.shelf.markCommitted(chosen.digest, result.revision);
+      // Its open preview now shows the revision it became.
+      void this.views.refresh?.();
       void this.ui
         .info(result.idempotent ? `Already committed as ${result.revision}.` : `Committed ${result.revision} in ${result.scope}.`, SHOW)
         .then((action) => (action === SHOW ? this.views.showReport({ kind: 'handoff', revision: result.revision }) : undefined));

@@ -143,6 +143,10 @@ export class VscodeViews implements Views {
     return this.preview.show(view);
   }
 
+  refresh(): Promise<void> {
+    return this.preview.refresh();
+  }
+
   async openDraft(document: string, draft: HandoffDraft, origin: DraftOrigin = {}): Promise<string> {
     const doc = await vscode.workspace.openTextDocument({ language: 'markdown', content: document });
     const id = doc.uri.toString();
