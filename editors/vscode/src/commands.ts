@@ -527,7 +527,7 @@ export class HandoffCommands {
       if (active?.draft) {
         draft = { ...active.draft, document: active.text };
       } else {
-        draft = await collectDraft(this.ui, active?.text);
+        draft = await collectDraft(this.ui, active?.text, { check: this.options.checkEvidence });
       }
       if (!draft) {
         return undefined;

@@ -358,6 +358,10 @@ describe('VS Code extension end to end', function () {
   });
   it('a server that cannot start shows a failed item whose click opens the log; fixing the setting makes it ready again', async () => {
     const page = session!.page;
+    // A quieter window for the screenshot (cosmetic: never fails the test).
+    await runFromPalette(page, 'Notifications: Clear All Notifications').catch(() => undefined);
+    await runFromPalette(page, 'View: Hide Panel').catch(() => undefined);
+    await page.keyboard.press('Escape');
     const missing = path.join(session!.root, 'no-such-python');
     writeWorkspaceSettings(session!.workspace, { 'handoff.server.python': missing });
     const failed = page.locator('.statusbar-item', { has: page.locator('.codicon-error') }).filter({ hasText: 'Handoff' });
