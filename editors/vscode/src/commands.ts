@@ -253,6 +253,33 @@ export class HandoffCommands {
     return this.server.execute<R>(command, params, options);
   }
 
+  private sources: { at: number; scope: string; refs: Set<string>; complete: boolean } | undefined;
+
+  /** A typed citation looked up: a file through ``checkEvidence`` (the editor's
+   * workspace), a source among the scope's records (the continuity report's events,
+   * read once a few seconds; a truncated report cannot say no). */
+  private readonly checkCitation: EvidenceCheck = async (citation) => {
+    if (citation.kind === 'artifact') {
+      return this.options.checkEvidence?.(citation);
+    }
+    if (!this.sources || Date.now() - this.sources.at > 5000) {
+      try {
+        const report = await this.call<ReportResult<{ events?: { refs?: Record<string, unknown> }[]; truncated?: boolean }>>(ServerCommand.report, { kind: 'continuity' });
+        // Every source an event names: the record itself, a boundary, a receipt.
+        const refs = new Set(
+          (report.data?.events ?? []).flatMap((e) => Object.values(e.refs ?? {})).filter((r): r is string => typeof r === 'string' && r.startsWith('source/')),
+        );
+        this.sources = { at: Date.now(), scope: report.scope ?? 'this scope', refs, complete: !report.data?.truncated };
+      } catch {
+        return undefined; // the server says so when the citation is sent
+      }
+    }
+    const known = this.sources;
+    return known.complete && !known.refs.has(citation.ref)
+      ? `${citation.ref} is not a record of ${known.scope}: cite a source/<id> from its continuity report.`
+      : undefined;
+  };
+
   /** Runs a long server command under a progress notification with a Cancel button;
    * the server's own progress messages replace ``firstMessage``. ``cancelled``: the user
    * pressed Cancel, yet the answer came (it crossed the cancel on its way). */
@@ -444,7 +471,7 @@ export class HandoffCommands {
     return this.guarded(async () => {
       let initial: WorkStateInput | undefined;
       for (;;) {
-        const input = await collectWorkState(this.ui, { check: this.options.checkEvidence, initial });
+        const input = await collectWorkState(this.ui, { check: this.checkCitation, initial });
         if (!input) {
           return undefined;
         }
@@ -527,7 +554,7 @@ export class HandoffCommands {
       if (active?.draft) {
         draft = { ...active.draft, document: active.text };
       } else {
-        draft = await collectDraft(this.ui, active?.text, { check: this.options.checkEvidence });
+        draft = await collectDraft(this.ui, active?.text, { check: this.checkCitation });
       }
       if (!draft) {
         return undefined;

@@ -133,6 +133,30 @@ describe('palette commands', () => {
       });
     });
 
+    it('a source that is not a record of the scope is refused as it is typed', async () => {
+      const server = new RecordingServer({
+        'handoff.report': () => ({
+          scope: 'openapi-client',
+          kind: 'continuity',
+          markdown: '',
+          data: { events: [{ refs: { source: 'source/contract1' } }], truncated: false },
+        }),
+        'handoff.recordWork': () => ({ scope: 'openapi-client', source: 'source/w3' }),
+      });
+      const ui = new ScriptedUi([
+        { type: 'client regenerated' },
+        { type: 'source/nosuch' },
+        { type: 'source/contract1, client/pets_client.py' },
+        { pick: 'done' },
+        { type: '' },
+      ]);
+      const commands = new HandoffCommands(ui, server, new RecordingViews(), { checkEvidence });
+      assert.equal((await commands.recordWork())?.source, 'source/w3');
+      assert.deepEqual(ui.validationErrors, ['source/nosuch is not a record of openapi-client: cite a source/<id> from its continuity report.']);
+      // The scope's records were read once for both checks.
+      assert.equal(server.calls.filter((c) => c.command === 'handoff.report').length, 1);
+    });
+
     it('a refusal offers Edit and Retry, in the words of the steps, and every value comes back filled in', async () => {
       let calls = 0;
       const server = new RecordingServer({
