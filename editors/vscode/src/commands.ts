@@ -11,6 +11,7 @@ import {
   collectWorkState,
   describeTarget,
   HandoffTarget,
+  inWords,
   pickTarget,
   shortDigest,
   targetParams,
@@ -733,8 +734,8 @@ export class HandoffCommands {
       }
       const scope = chosen.kind === 'prepared' ? { scope: chosen.prepared.scope } : {};
       const result = await this.call<AcknowledgeResult>(ServerCommand.acknowledge, { ...scope, ...targetParams(chosen), ...input });
-      this.receipts.unshift({ receipt: result.receipt, description: `${result.status} of ${result.target}` });
-      void this.ui.info(`Recorded ${result.status} of ${result.target} (receipt ${result.receipt}).`);
+      this.receipts.unshift({ receipt: result.receipt, description: `${inWords(result.status)} of ${result.target}` });
+      void this.ui.info(`Recorded ${inWords(result.status)} of ${result.target} (receipt ${result.receipt}).`);
       return result;
     });
   }

@@ -430,6 +430,11 @@ export async function pickTarget(
   return choice;
 }
 
+/** A status as the user reads it: `needs_clarification` → "needs clarification". */
+export function inWords(status: string): string {
+  return status.replace(/_/g, ' ');
+}
+
 export interface AcknowledgeInput {
   status: AckStatus;
   checks: AcceptanceChecks;
@@ -447,7 +452,7 @@ export async function collectAcknowledgement(ui: Ui, target: HandoffTarget): Pro
     declined: 'I will not take this work over.',
   };
   let status = await ui.pick(
-    ACK_STATUSES.map((s) => ({ label: s, detail: detail[s], value: s })),
+    ACK_STATUSES.map((s) => ({ label: inWords(s), detail: detail[s], value: s })),
     { title: `${title} (1/3): status`, placeholder: 'How do you receive this handoff?' },
   );
   if (!status) {
@@ -475,7 +480,7 @@ export async function collectAcknowledgement(ui: Ui, target: HandoffTarget): Pro
     const choice = await ui.pick<'again' | 'clarify'>(
       [
         { label: '$(checklist) Tick the checks again', description: `missing: ${names}`, value: 'again' },
-        { label: '$(question) Record needs_clarification instead', description: 'the note names the missing checks', value: 'clarify' },
+        { label: '$(question) Record as needs clarification instead', description: 'the note names the missing checks', value: 'clarify' },
       ],
       { title: `${title}: accepting needs all four checks`, placeholder: `Not confirmed: ${names}.` },
     );

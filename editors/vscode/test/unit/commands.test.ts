@@ -24,7 +24,7 @@ describe('palette commands', () => {
       });
       const ui = new ScriptedUi([
         { pick: REVISION },
-        { pick: 'needs_clarification' },
+        { pick: 'needs clarification' },
         { pickMany: ['Evidence available', 'Authorization confirmed'] },
         { type: '' },
       ]);
@@ -50,7 +50,7 @@ describe('palette commands', () => {
         { pick: REVISION },
         { pick: 'accepted' },
         { pickMany: ['Evidence available', 'Authorization confirmed'] },
-        { pick: 'Record needs_clarification instead' },
+        { pick: 'Record as needs clarification instead' },
         { enter: true },
       ]);
       const commands = new HandoffCommands(ui, server, new RecordingViews());
@@ -77,7 +77,7 @@ describe('palette commands', () => {
       });
       const ui = new ScriptedUi([
         { pick: REVISION },
-        { pick: 'needs_clarification' },
+        { pick: 'needs clarification' },
         { pickMany: [] },
         { type: 'which API version?' },
       ]);

@@ -98,13 +98,15 @@ describe('input collection', () => {
 
   describe('acknowledgement', () => {
     it('turns the multi-select into the four check booleans', async () => {
-      const ui = new ScriptedUi([{ pick: 'needs_clarification' }, { pickMany: ['Evidence available', 'Authorization confirmed'] }, { type: 'looks good' }]);
+      const ui = new ScriptedUi([{ pick: 'needs clarification' }, { pickMany: ['Evidence available', 'Authorization confirmed'] }, { type: 'looks good' }]);
       const input = await collectAcknowledgement(ui, { kind: 'revision', revision: REVISION });
       assert.deepEqual(input, {
         status: 'needs_clarification',
         checks: { evidenceAvailable: true, liveStateConfirmed: false, capabilityConfirmed: false, authorizationConfirmed: true },
         note: 'looks good',
       });
+      // The statuses in words, not their wire spelling.
+      assert.deepEqual(ui.steps[0].items, ['accepted', 'needs clarification', 'declined']);
       const checks = ui.steps.find((s) => s.kind === 'pickMany');
       assert.deepEqual(checks?.items, ['Evidence available', 'Live state confirmed', 'Capability confirmed', 'Authorization confirmed']);
       assert.match(checks?.title ?? '', new RegExp(REVISION.replace(/[/@]/g, '.')));
