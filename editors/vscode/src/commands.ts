@@ -551,18 +551,30 @@ export class HandoffCommands {
   async prepareFromDraft(): Promise<PrepareResult | undefined> {
     return this.guarded(async () => {
       const active = this.views.activeDraft();
-      let draft: HandoffDraft | undefined;
       if (active?.draft) {
-        draft = { ...active.draft, document: active.text };
-      } else {
-        draft = await collectDraft(this.ui, active?.text, { check: this.checkCitation });
+        const result = await this.call<PrepareResult>(ServerCommand.prepare, { draft: { ...active.draft, document: active.text } });
+        await this.offerPrepared(result.prepared, 'Handoff');
+        return result;
       }
-      if (!draft) {
-        return undefined;
+      // A document that did not come from Generate: the draft typed in, and typed in
+      // again with every value kept when the server refuses it.
+      let initial: HandoffDraft | undefined;
+      for (;;) {
+        const draft = await collectDraft(this.ui, active?.text, { check: this.checkCitation, initial });
+        if (!draft) {
+          return undefined;
+        }
+        try {
+          const result = await this.call<PrepareResult>(ServerCommand.prepare, { draft });
+          await this.offerPrepared(result.prepared, 'Handoff');
+          return result;
+        } catch (error) {
+          if (!(await this.offerRetry(error))) {
+            return undefined;
+          }
+          initial = draft;
+        }
       }
-      const result = await this.call<PrepareResult>(ServerCommand.prepare, { draft });
-      await this.offerPrepared(result.prepared, 'Handoff');
-      return result;
     });
   }
 

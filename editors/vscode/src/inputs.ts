@@ -318,21 +318,22 @@ export async function collectWorkState(ui: Ui, options: StepOptions & { initial?
 }
 
 /** A whole draft typed in (for a Markdown document that did not come from Generate). */
-export async function collectDraft(ui: Ui, document: string | undefined, options: StepOptions = {}): Promise<HandoffDraft | undefined> {
+export async function collectDraft(ui: Ui, document: string | undefined, options: StepOptions & { initial?: HandoffDraft } = {}): Promise<HandoffDraft | undefined> {
   const title = 'Prepare from Draft';
-  const objective = await ui.input({ title: `${title}: objective`, prompt: 'The objective this handoff serves.', validate: required('The objective') });
+  const initial = options.initial;
+  const objective = await ui.input({ title: `${title}: objective`, prompt: 'The objective this handoff serves.', value: initial?.objective, validate: required('The objective') });
   if (objective === undefined) {
     return undefined;
   }
-  const state = await collectFact(ui, `${title}: state`, 'Where does the work stand right now?', options);
+  const state = await collectFact(ui, `${title}: state`, 'Where does the work stand right now?', { check: options.check, initial: initial?.state });
   if (!state) {
     return undefined;
   }
-  const disposition = await pickDisposition(ui, `${title}: disposition`);
+  const disposition = await pickDisposition(ui, `${title}: disposition`, initial?.disposition as Disposition | undefined);
   if (!disposition) {
     return undefined;
   }
-  const nextActions = await collectNextActions(ui, title, options);
+  const nextActions = await collectNextActions(ui, title, { check: options.check, initial: initial?.nextActions });
   if (!nextActions) {
     return undefined;
   }

@@ -295,6 +295,49 @@ describe('palette commands', () => {
       assert.ok(commands.shelf.list().some((p) => p.digest === fresh.digest), 'the new prepared handoff is kept');
     });
 
+    it('a refused draft typed in for a plain document: Edit and Retry brings every value back', async () => {
+      const prepared = preparedFixture();
+      let calls = 0;
+      const server = new RecordingServer({
+        'handoff.prepare': () => {
+          calls += 1;
+          if (calls === 1) {
+            throw refusal('invalid_evidence', 'draft.nextActions[0].citations[0]: openapi.yaml changed while it was read.', {});
+          }
+          return { scope: 'openapi-client', prepared };
+        },
+      });
+      const ui = new ScriptedUi([
+        { type: 'ship v2' },
+        { type: 'v2 schema merged' },
+        { type: 'openapi.yaml:1-3' },
+        { pick: 'done' },
+        { type: 'tag the release :: openapi.yaml' },
+        { type: '' },
+      ]);
+      ui.clickAction = 'Edit and Retry';
+      ui.answer({ enter: true }, { enter: true }, { enter: true }, { pick: 'done' }, { enter: true }, { type: '' });
+      const views = new RecordingViews();
+      views.active = { name: 'notes.md', text: '# Notes' };
+      const result = await new HandoffCommands(ui, server, views).prepareFromDraft();
+      assert.equal(result?.prepared, prepared);
+      assert.deepEqual(ui.errors(), ['next action 1, evidence 1: openapi.yaml changed while it was read. Nothing was recorded.']);
+      assert.deepEqual(
+        ui.steps.slice(6).map((s) => s.value),
+        ['ship v2', 'v2 schema merged', 'openapi.yaml:1-3', undefined, 'tag the release :: openapi.yaml', undefined],
+      );
+      assert.equal(calls, 2);
+      assert.deepEqual(server.paramsOf('handoff.prepare'), {
+        draft: {
+          objective: 'ship v2',
+          state: { text: 'v2 schema merged', citations: [{ kind: 'artifact', path: 'openapi.yaml', lines: [1, 3] }] },
+          disposition: 'done',
+          nextActions: [{ text: 'tag the release', citations: [{ kind: 'artifact', path: 'openapi.yaml' }] }],
+          document: '# Notes',
+        },
+      });
+    });
+
     it('asks for the whole draft when the Markdown document did not come from Generate', async () => {
       const prepared = preparedFixture();
       const server = new RecordingServer({ 'handoff.prepare': () => ({ scope: 'openapi-client', prepared }) });
