@@ -252,12 +252,26 @@ export async function runFromPalette(page: Page, title: string, options: { keepF
   if (!options.keepFocus) {
     await page.locator('.monaco-workbench').click({ position: { x: 700, y: 400 } }).catch(() => undefined);
   }
-  await page.keyboard.press('F1');
   const input = page.locator('.quick-input-widget .quick-input-box input');
-  await input.waitFor({ state: 'visible', timeout: 30_000 });
-  await input.fill(`>${title}`);
   const row = page.locator('.quick-input-widget .monaco-list-row', { hasText: title }).first();
-  await row.waitFor({ state: 'visible', timeout: 30_000 });
+  // The palette lists the commands known when it opens: on a loaded machine an
+  // extension's contributions can arrive after the window, so open it again until
+  // the command is there.
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    await page.keyboard.press('F1');
+    await input.waitFor({ state: 'visible', timeout: 30_000 });
+    await input.fill(`>${title}`);
+    try {
+      await row.waitFor({ state: 'visible', timeout: 10_000 });
+      break;
+    } catch (error) {
+      if (Date.now() > deadline) {
+        throw error;
+      }
+      await page.keyboard.press('Escape');
+    }
+  }
   await input.press('Enter');
 }
 

@@ -193,6 +193,13 @@ describe('VS Code extension end to end', function () {
     const events = preview.locator('table').nth(1);
     await expect(events, 'the events table').toContainText('Acknowledgement accepted');
     await expect(events, 'the events table').toContainText('Task Outcome succeeded: contract tests pass against the regenerated client');
+    // The events table fits the pane (the extension's preview style wraps long cells).
+    // (The page's own globals: the test is compiled without the DOM types.)
+    const edges = await events.evaluate((table: { getBoundingClientRect(): { right: number }; ownerDocument: { documentElement: { clientWidth: number } } }) => ({
+      right: table.getBoundingClientRect().right,
+      pane: table.ownerDocument.documentElement.clientWidth,
+    }));
+    assert.ok(edges.right <= edges.pane + 1, `the events table runs past the preview's edge: ${JSON.stringify(edges)}`);
     const continuityTab = page.locator('.tab', { hasText: '[Preview] continuity.md' });
     await expect(continuityTab, 'the continuity tab').toHaveCount(1);
     await docsShot(page, 'vscode-continuity');
