@@ -2,8 +2,8 @@
 
     uv run --frozen python editors/vscode/scripts/bundle_server.py [--target linux-x64]
 
-The server's wheel and the dependencies the language server needs, at the versions in
-uv.lock (the MCP SDK and its tree are left out: the language server does not import
+The server's wheel and the dependencies the language server needs, at the versions and
+hashes in uv.lock (the MCP SDK and its tree are left out: the language server does not import
 them), are installed for each supported CPython version and the VS Code target's
 platform. Distributions without native code go to ``bundled/libs`` once; those with
 native code (orjson) go to ``bundled/native/cp3XY``, one folder per version, which
@@ -78,7 +78,7 @@ def main() -> int:
     platform = PLATFORMS[args.target]
 
     requirements = run(
-        "uv", "export", "--frozen", "--no-dev", "--no-hashes", "--no-emit-project",
+        "uv", "export", "--frozen", "--no-dev", "--no-emit-project",
         "--no-header", "--no-annotate", *[a for p in NOT_BUNDLED for a in ("--prune", p)],
     )
     for folder in ("libs", "native"):
@@ -91,12 +91,14 @@ def main() -> int:
         built: list[str] = []
         for python in PYTHONS:
             site = work / python
+            common = (
+                "--quiet", "--no-deps", "--only-binary", ":all:", "--target", str(site),
+                "--python-version", python, "--python-platform", platform,
+            )
             try:
-                run(
-                    "uv", "pip", "install", "--quiet", "--no-deps", "--only-binary", ":all:",
-                    "--target", str(site), "--python-version", python,
-                    "--python-platform", platform, "-r", str(work / "requirements.txt"), str(wheel),
-                )
+                # The dependencies exactly as locked (their hashes checked), then the server.
+                run("uv", "pip", "install", *common, "--require-hashes", "-r", str(work / "requirements.txt"))
+                run("uv", "pip", "install", *common, str(wheel))
             except subprocess.CalledProcessError as error:
                 print(f"no bundle for Python {python} on {args.target}: {error.stderr.strip()}", file=sys.stderr)
                 continue
