@@ -13,10 +13,11 @@ import sys
 
 MINIMUM = (3, 11)
 
+# (%-formatting up to here: an old Python must get this far to say it is too old.)
 if sys.version_info < MINIMUM:
     sys.exit(
-        f"Handoff needs Python {MINIMUM[0]}.{MINIMUM[1]} or newer; "
-        f"{sys.executable} is {sys.version.split()[0]}"
+        "Handoff needs Python %d.%d or newer; %s is %s"  # noqa: UP031
+        % (MINIMUM[0], MINIMUM[1], sys.executable, sys.version.split()[0])
     )
 
 here = os.path.dirname(os.path.abspath(__file__))
