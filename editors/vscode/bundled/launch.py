@@ -13,7 +13,7 @@ import sys
 
 MINIMUM = (3, 11)
 
-# (%-formatting up to here: an old Python must get this far to say it is too old.)
+# (No f-strings in this file: an old Python must parse it to say it is too old.)
 if sys.version_info < MINIMUM:
     sys.exit(
         "Handoff needs Python %d.%d or newer; %s is %s"  # noqa: UP031
@@ -21,13 +21,13 @@ if sys.version_info < MINIMUM:
     )
 
 here = os.path.dirname(os.path.abspath(__file__))
-tag = f"cp{sys.version_info[0]}{sys.version_info[1]}"
+tag = "cp%d%d" % sys.version_info[:2]  # noqa: UP031
 native = os.path.join(here, "native", tag)
 if not os.path.isdir(native):
     built = sorted(os.listdir(os.path.join(here, "native"))) if os.path.isdir(os.path.join(here, "native")) else []
     sys.exit(
-        f"this Handoff extension bundles its server for {', '.join(built) or 'no Python'}, "
-        f"not for {tag} ({sys.executable})"
+        "this Handoff extension bundles its server for %s, not for %s (%s)"  # noqa: UP031
+        % (", ".join(built) or "no Python", tag, sys.executable)
     )
 sys.path[0:0] = [os.path.join(here, "libs"), native]
 
