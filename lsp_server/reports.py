@@ -151,9 +151,11 @@ def text_link(path: Any, base: Any = "", lines: Any = None) -> Markup:
 
 
 #: How a report is rendered: ``preview`` escapes record text for a Markdown renderer
-#: that also renders HTML (VS Code's preview); ``terminal`` is Markdown read as text
+#: that also renders HTML, cited files as ``file:`` links; ``vscode`` is ``preview`` with
+#: cited files as workspace-rooted links (``/path#L60``), the only kind VS Code's Markdown
+#: preview both renders and opens at the line; ``terminal`` is Markdown read as text
 #: (Neovim): no entities and no backslash escapes.
-RENDER_MODES = ("preview", "terminal")
+RENDER_MODES = ("preview", "terminal", "vscode")
 
 
 def short(value: Any, n: int = 12) -> str:
@@ -441,7 +443,9 @@ def run_report(
     else:
         data = _projection(p.kind, service.store.read(), scope)
     ctx.cancel.raise_if_cancelled()
-    context = {"view": data, "kind": p.kind, "workspaceUri": service.workspace.as_uri()}
+    # VS Code's preview resolves a link that starts with "/" against the workspace folder.
+    base = "/" if p.render == "vscode" else service.workspace.as_uri()
+    context = {"view": data, "kind": p.kind, "workspaceUri": base}
     markdown, warnings = render(p.kind, context, overrides, p.render)
     result: dict[str, Any] = {"scope": scope, "kind": p.kind, "markdown": markdown, "data": data}
     if warnings:

@@ -458,4 +458,32 @@ def test_terminal_render_shows_record_text_without_entities_or_escapes(svc: Hand
 def test_render_mode_must_be_known(svc: HandoffService):
     with pytest.raises(HandoffError) as err:
         report(svc, "continuity", render="html")
-    assert err.value.code == "invalid_params" and "preview, terminal" in err.value.message
+    assert err.value.code == "invalid_params" and "preview, terminal, vscode" in err.value.message
+
+
+def test_vscode_render_links_cited_files_from_the_workspace_root_at_their_line(
+    svc: HandoffService,
+):
+    contract = record_contract(svc)
+    text = "retry && <b>keep</b>"
+    svc.call(
+        "handoff.recordWork",
+        {
+            "scope": SCOPE,
+            "state": {"text": text, "citations": [{**artifact(), "lines": [1, 2]}]},
+            "disposition": "continuable",
+            "nextActions": [{"text": "go on", "citations": [source(contract)]}],
+        },
+    )
+    prepared = svc.call("handoff.handoffCurrentWork", {"scope": SCOPE})["prepared"]
+    vscode = report(svc, "handoff", prepared=prepared, render="vscode")["markdown"]
+    preview = report(svc, "handoff", prepared=prepared)["markdown"]
+    # VS Code's preview opens "/path#L1" in the workspace folder at line 1; it renders
+    # no file: link at all.
+    assert "[client/pets_client.py](/client/pets_client.py#L1)" in vscode
+    assert "file://" not in vscode
+    assert "(file://" in preview and "/client/pets_client.py#L1)" in preview
+    # Otherwise the same escaping as the preview mode.
+    assert "&amp;&amp;" in vscode and "<b>" not in vscode
+    for kind in ("continuity", "history", "lineage"):
+        assert "file://" not in report(svc, kind, render="vscode")["markdown"]

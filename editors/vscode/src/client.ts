@@ -21,7 +21,7 @@ import type { ExecuteOptions, HandoffServer } from './commands';
 import { HandoffCommandError, toCommandError } from './errors';
 import { failureLevel, LevelledLog, LevelRouter } from './log';
 import { DID_CHANGE_NOTIFICATION, DidChangeParams, ServerCommand, ServerCommandId } from './protocol';
-import { expandPythonSetting, findCheckout, resolveServerLaunch, ServerLaunch, ServerNotFoundError } from './python';
+import { expandPythonSetting, findBundle, findCheckout, resolveServerLaunch, ServerLaunch, ServerNotFoundError } from './python';
 import { SETTINGS_SECTION, serverSettings } from './settings';
 
 /** The Python extension's active interpreter for ``resource``, when that extension is installed. */
@@ -108,6 +108,7 @@ export class HandoffClient implements HandoffServer, vscode.Disposable {
       const launch = await resolveServerLaunch({
         settingPython: expandPythonSetting(config.get<string>('server.python') ?? '', folder.uri.fsPath),
         pythonExtension: () => pythonExtensionInterpreter(folder.uri),
+        bundle: findBundle(this.extensionPath),
         checkout: findCheckout(this.extensionPath),
       });
       this.launch = launch;

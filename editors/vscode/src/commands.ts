@@ -2,7 +2,7 @@
  * the result (a preview, a draft, a notification). Free of `vscode`: it talks to the
  * editor through `Ui` and `Views`, and to the server through `HandoffServer`. */
 
-import { showCommandError } from './errors';
+import { inUserWords, showCommandError, toCommandError } from './errors';
 import {
   collectAcknowledgement,
   collectContract,
@@ -11,9 +11,12 @@ import {
   collectWorkState,
   describeTarget,
   HandoffTarget,
+  inWords,
   pickTarget,
   shortDigest,
   targetParams,
+  EvidenceCheck,
+  WorkStateInput,
 } from './inputs';
 import { PreparedShelf, readPreparedFile, writePreparedFile } from './prepared';
 import {
@@ -85,6 +88,8 @@ export interface Views {
   activeDraft(): DraftDocument | undefined;
   /** The open draft ``id`` (as openDraft returned it), with its current text; undefined once closed. */
   draftById(id: string): DraftDocument | undefined;
+  /** Re-renders the open previews. */
+  refresh?(): Promise<void>;
 }
 
 /** What Start Session from Draft does with the command the server returns. */
@@ -94,7 +99,17 @@ export const START_SESSION_ACTIONS: readonly StartSessionAction[] = ['terminal',
 export interface CommandOptions {
   /** The `handoff.startSession.action` setting (read at each use). */
   startSessionAction?: () => StartSessionAction | string | undefined;
+  /** Looks a typed citation up in the workspace (the file, its lines). */
+  checkEvidence?: EvidenceCheck;
 }
+
+/** The button of a refusal that runs the steps again with every value kept. */
+export const EDIT_AND_RETRY = 'Edit and Retry';
+/** The button that records a refused `accepted` as `needs_clarification` instead. */
+export const RECORD_NEEDS_CLARIFICATION = 'Record as Needs Clarification';
+
+/** Failures a retry with other values cannot fix. */
+const NOT_RETRYABLE = new Set(['no_workspace', 'server_not_found', 'server_unavailable', 'server_error', 'server_outdated', 'client_error']);
 
 /** The palette command ids (separate from the server's own `handoff.*` ids). */
 export const PaletteCommand = {
@@ -122,6 +137,8 @@ const COMMIT = 'Commit';
 const SAVE = 'Save…';
 const ACKNOWLEDGE = 'Acknowledge…';
 const SHOW = 'Show';
+const PREPARE_AGAIN = 'Prepare Again';
+const SHOW_HEAD = 'Show Head';
 const START_SESSION = 'Start Session';
 const COPY_COMMAND = 'Copy Command';
 
@@ -236,6 +253,33 @@ export class HandoffCommands {
   private call<R>(command: ServerCommandId, params: object, options?: ExecuteOptions): Promise<R> {
     return this.server.execute<R>(command, params, options);
   }
+
+  private sources: { at: number; scope: string; refs: Set<string>; complete: boolean } | undefined;
+
+  /** A typed citation looked up: a file through ``checkEvidence`` (the editor's
+   * workspace), a source among the scope's records (the continuity report's events,
+   * read once a few seconds; a truncated report cannot say no). */
+  private readonly checkCitation: EvidenceCheck = async (citation) => {
+    if (citation.kind === 'artifact') {
+      return this.options.checkEvidence?.(citation);
+    }
+    if (!this.sources || Date.now() - this.sources.at > 5000) {
+      try {
+        const report = await this.call<ReportResult<{ events?: { refs?: Record<string, unknown> }[]; truncated?: boolean }>>(ServerCommand.report, { kind: 'continuity' });
+        // Every source an event names: the record itself, a boundary, a receipt.
+        const refs = new Set(
+          (report.data?.events ?? []).flatMap((e) => Object.values(e.refs ?? {})).filter((r): r is string => typeof r === 'string' && r.startsWith('source/')),
+        );
+        this.sources = { at: Date.now(), scope: report.scope ?? 'this scope', refs, complete: !report.data?.truncated };
+      } catch {
+        return undefined; // the server says so when the citation is sent
+      }
+    }
+    const known = this.sources;
+    return known.complete && !known.refs.has(citation.ref)
+      ? `${citation.ref} is not a record of ${known.scope}: cite a source/<id> from its continuity report.`
+      : undefined;
+  };
 
   /** Runs a long server command under a progress notification with a Cancel button;
    * the server's own progress messages replace ``firstMessage``. ``cancelled``: the user
@@ -426,14 +470,34 @@ export class HandoffCommands {
 
   async recordWork(): Promise<SourceResult | undefined> {
     return this.guarded(async () => {
-      const input = await collectWorkState(this.ui);
-      if (!input) {
-        return undefined;
+      let initial: WorkStateInput | undefined;
+      for (;;) {
+        const input = await collectWorkState(this.ui, { check: this.checkCitation, initial });
+        if (!input) {
+          return undefined;
+        }
+        try {
+          const result = await this.call<SourceResult>(ServerCommand.recordWork, input);
+          void this.ui.info(`Work state (${input.disposition}) recorded as ${result.source} in ${result.scope}.`);
+          return result;
+        } catch (error) {
+          if (!(await this.offerRetry(error))) {
+            return undefined;
+          }
+          initial = input;
+        }
       }
-      const result = await this.call<SourceResult>(ServerCommand.recordWork, input);
-      void this.ui.info(`Work state (${input.disposition}) recorded as ${result.source} in ${result.scope}.`);
-      return result;
     });
+  }
+
+  /** A refusal the user can fix: its message with "Edit and Retry"; true when chosen.
+   * Other failures are thrown on. */
+  private async offerRetry(error: unknown): Promise<boolean> {
+    const failure = toCommandError(error);
+    if (failure.cancelled || NOT_RETRYABLE.has(failure.code)) {
+      throw error;
+    }
+    return (await this.ui.error(`${inUserWords(failure.message)} Nothing was recorded.`, EDIT_AND_RETRY)) === EDIT_AND_RETRY;
   }
 
   async recordOutcome(): Promise<SourceResult | undefined> {
@@ -487,18 +551,30 @@ export class HandoffCommands {
   async prepareFromDraft(): Promise<PrepareResult | undefined> {
     return this.guarded(async () => {
       const active = this.views.activeDraft();
-      let draft: HandoffDraft | undefined;
       if (active?.draft) {
-        draft = { ...active.draft, document: active.text };
-      } else {
-        draft = await collectDraft(this.ui, active?.text);
+        const result = await this.call<PrepareResult>(ServerCommand.prepare, { draft: { ...active.draft, document: active.text } });
+        await this.offerPrepared(result.prepared, 'Handoff');
+        return result;
       }
-      if (!draft) {
-        return undefined;
+      // A document that did not come from Generate: the draft typed in, and typed in
+      // again with every value kept when the server refuses it.
+      let initial: HandoffDraft | undefined;
+      for (;;) {
+        const draft = await collectDraft(this.ui, active?.text, { check: this.checkCitation, initial });
+        if (!draft) {
+          return undefined;
+        }
+        try {
+          const result = await this.call<PrepareResult>(ServerCommand.prepare, { draft });
+          await this.offerPrepared(result.prepared, 'Handoff');
+          return result;
+        } catch (error) {
+          if (!(await this.offerRetry(error))) {
+            return undefined;
+          }
+          initial = draft;
+        }
       }
-      const result = await this.call<PrepareResult>(ServerCommand.prepare, { draft });
-      await this.offerPrepared(result.prepared, 'Handoff');
-      return result;
     });
   }
 
@@ -506,14 +582,39 @@ export class HandoffCommands {
     return this.guarded(async () => {
       let chosen = prepared;
       if (!chosen) {
-        const target = await this.pickPrepared('Commit');
+        const head = this.shelf.size ? await this.history().then((h) => h.head, () => undefined) : undefined;
+        const target = await this.pickPrepared('Commit', head);
         if (!target) {
           return undefined;
         }
         chosen = target;
       }
-      const result = await this.call<CommitResult>(ServerCommand.commit, { scope: chosen.scope, prepared: chosen });
+      let result: CommitResult;
+      try {
+        result = await this.call<CommitResult>(ServerCommand.commit, { scope: chosen.scope, prepared: chosen });
+      } catch (error) {
+        const failure = toCommandError(error);
+        if (failure.code !== 'revision_conflict') {
+          throw error;
+        }
+        // The head moved since it was prepared: offer what to do next.
+        const current = typeof failure.data.current === 'string' ? failure.data.current : undefined;
+        const from = chosen;
+        void this.ui.error(failure.message, PREPARE_AGAIN, ...(current ? [SHOW_HEAD] : [])).then(async (action): Promise<void> => {
+          if (action === PREPARE_AGAIN) {
+            await this.guarded(async () => {
+              const again = await this.call<PrepareResult>(ServerCommand.prepare, { scope: from.scope, draft: from.content });
+              await this.offerPrepared(again.prepared, 'Handoff');
+            });
+          } else if (action === SHOW_HEAD && current) {
+            await this.views.showReport({ kind: 'handoff', revision: current });
+          }
+        });
+        return undefined;
+      }
       this.shelf.markCommitted(chosen.digest, result.revision);
+      // Its open preview now shows the revision it became.
+      void this.views.refresh?.();
       void this.ui
         .info(result.idempotent ? `Already committed as ${result.revision}.` : `Committed ${result.revision} in ${result.scope}.`, SHOW)
         .then((action) => (action === SHOW ? this.views.showReport({ kind: 'handoff', revision: result.revision }) : undefined));
@@ -521,13 +622,20 @@ export class HandoffCommands {
     });
   }
 
-  private async pickPrepared(title: string): Promise<PreparedHandoff | undefined> {
-    const items: PickItem<PreparedHandoff | null>[] = this.shelf.list().map((p) => ({
-      label: `$(file-text) Prepared ${shortDigest(p.digest)}`,
-      description: `${p.scope} · prepared ${p.preparedAt}`,
-      detail: p.content?.objective,
-      value: p,
-    }));
+  /** The kept prepared handoffs; with ``head`` known, one prepared on another head is
+   * marked stale (its commit would be refused). */
+  private async pickPrepared(title: string, head?: string | null): Promise<PreparedHandoff | undefined> {
+    const items: PickItem<PreparedHandoff | null>[] = this.shelf.list().map((p) => {
+      const stale = head !== undefined && p.base !== head;
+      return {
+        label: stale ? `$(warning) Prepared ${shortDigest(p.digest)} · stale` : `$(file-text) Prepared ${shortDigest(p.digest)}`,
+        description: stale
+          ? `${p.scope} · prepared on ${p.base ?? 'no revision'}, the head is now ${head ?? 'no revision'}: prepare again`
+          : `${p.scope} · prepared ${p.preparedAt}`,
+        detail: p.content?.objective,
+        value: p,
+      };
+    });
     items.push({ label: '$(folder-opened) Load prepared handoff from file…', value: null });
     const choice = await this.ui.pick(items, {
       title,
@@ -638,8 +746,8 @@ export class HandoffCommands {
       }
       const scope = chosen.kind === 'prepared' ? { scope: chosen.prepared.scope } : {};
       const result = await this.call<AcknowledgeResult>(ServerCommand.acknowledge, { ...scope, ...targetParams(chosen), ...input });
-      this.receipts.unshift({ receipt: result.receipt, description: `${result.status} of ${result.target}` });
-      void this.ui.info(`Recorded ${result.status} of ${result.target} (receipt ${result.receipt}).`);
+      this.receipts.unshift({ receipt: result.receipt, description: `${inWords(result.status)} of ${result.target}` });
+      void this.ui.info(`Recorded ${inWords(result.status)} of ${result.target} (receipt ${result.receipt}).`);
       return result;
     });
   }

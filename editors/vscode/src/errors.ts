@@ -72,6 +72,15 @@ export function toCommandError(error: unknown): HandoffCommandError {
   return new HandoffCommandError('client_error', String(error));
 }
 
+/** A server message with its field paths in the words of the input steps:
+ * ``draft.nextActions[1].citations[0]`` → "next action 2, evidence 1". */
+export function inUserWords(message: string): string {
+  return message
+    .replace(/\b(?:draft\.|content\.)?nextActions\[(\d+)\]\.citations\[(\d+)\]/g, (_m, a: string, c: string) => `next action ${Number(a) + 1}, evidence ${Number(c) + 1}`)
+    .replace(/\b(?:draft\.|content\.)?state\.citations\[(\d+)\]/g, (_m, c: string) => `the state's evidence ${Number(c) + 1}`)
+    .replace(/\b(?:draft\.|content\.)?nextActions\[(\d+)\]/g, (_m, a: string) => `next action ${Number(a) + 1}`);
+}
+
 export const SHOW_LOG = 'Show Log';
 export const OPEN_SETTINGS = 'Open Settings';
 
@@ -100,6 +109,6 @@ export async function showCommandError(ui: Ui, error: unknown): Promise<HandoffC
     );
     return failure;
   }
-  void ui.error(failure.message);
+  void ui.error(inUserWords(failure.message));
   return failure;
 }

@@ -7,6 +7,7 @@ import { HandoffCommands, PaletteCommand } from './commands';
 import { showCommandError, toCommandError } from './errors';
 import { RESTART_SETTINGS, SETTINGS_SECTION } from './settings';
 import { PREVIEW_SCHEME } from './preview';
+import type { Citation } from './protocol';
 import { VscodeUi } from './vscodeUi';
 import { HandoffStatus } from './status';
 import { HandoffPreviewProvider, HandoffStatusBar, VscodeViews } from './vscodeViews';
@@ -21,13 +22,18 @@ export function activate(context: vscode.ExtensionContext): HandoffExtensionApi 
   const ui = new VscodeUi();
   const client = new HandoffClient(context.extensionPath, log);
   let commands: HandoffCommands | undefined;
-  const preview = new HandoffPreviewProvider(client, (digest) => commands?.shelf.get(digest));
+  const preview = new HandoffPreviewProvider(
+    client,
+    (digest) => commands?.shelf.get(digest),
+    (digest) => commands?.shelf.committedAs(digest),
+  );
   const views = new VscodeViews(preview);
   const statusBar = new HandoffStatusBar();
   const status = new HandoffStatus(statusBar, client);
   // Palette commands show the item busy while their server command runs.
   commands = new HandoffCommands(ui, status.busyServer(client), views, {
     startSessionAction: () => vscode.workspace.getConfiguration(SETTINGS_SECTION).get<string>('startSession.action'),
+    checkEvidence: workspaceEvidence,
   });
   const palette = commands;
 
@@ -129,6 +135,33 @@ export function activate(context: vscode.ExtensionContext): HandoffExtensionApi 
     status.noFolder();
   }
   return { client, commands };
+}
+
+/** A typed citation looked up in the workspace folder: the file exists, and its cited
+ * lines are in it. Sources are left to the server (it knows the scope's records). */
+async function workspaceEvidence(citation: Citation): Promise<string | undefined> {
+  const folder = vscode.workspace.workspaceFolders?.[0];
+  if (citation.kind !== 'artifact' || !folder) {
+    return undefined;
+  }
+  const uri = vscode.Uri.joinPath(folder.uri, citation.path);
+  let stat: vscode.FileStat;
+  try {
+    stat = await vscode.workspace.fs.stat(uri);
+  } catch {
+    return `${citation.path} is not in the workspace folder ${folder.name}.`;
+  }
+  if (stat.type & vscode.FileType.Directory) {
+    return `${citation.path} is a folder: cite a file.`;
+  }
+  if (citation.lines) {
+    const text = new TextDecoder().decode(await vscode.workspace.fs.readFile(uri));
+    const count = text.split('\n').length - (text.endsWith('\n') ? 1 : 0);
+    if (citation.lines[1] > count) {
+      return `${citation.path} has ${count} line${count === 1 ? '' : 's'}: lines ${citation.lines[0]}–${citation.lines[1]} are not in it.`;
+    }
+  }
+  return undefined;
 }
 
 export function deactivate(): void {

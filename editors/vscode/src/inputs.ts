@@ -5,6 +5,7 @@ import {
   ACCEPTANCE_CHECKS,
   ACK_STATUSES,
   AckStatus,
+  AcceptanceCheckKey,
   AcceptanceChecks,
   CHECK_STATUSES,
   Citation,
@@ -18,7 +19,7 @@ import {
   REVISION_RE,
   SOURCE_RE,
 } from './protocol';
-import type { PickItem, Ui } from './ui';
+import type { PickItem, Ui, Validate } from './ui';
 
 /** What Continue / Acknowledge / Show Handoff point at. */
 export type HandoffTarget =
@@ -59,20 +60,29 @@ export function targetParams(target: HandoffTarget): {
 
 // -- facts and citations --------------------------------------------------------------
 
-/** ``source/<id>`` → a source citation; anything else → a workspace-relative artifact. */
+/** ``source/<id>`` → a source citation; anything else → a workspace-relative artifact,
+ * with ``:12`` or ``:12-20`` after the path for the cited lines. */
 export function parseCitation(spec: string): Citation {
   const text = spec.trim();
   if (text.startsWith('source/')) {
     return { kind: 'source', ref: text };
   }
-  return { kind: 'artifact', path: text.replace(/^\.\//, '') };
+  const m = LINES_RE.exec(text);
+  const path = (m ? m[1] : text).replace(/^\.\//, '');
+  if (!m) {
+    return { kind: 'artifact', path };
+  }
+  const start = Number(m[2]);
+  return { kind: 'artifact', path, lines: [start, m[3] ? Number(m[3]) : start] };
 }
+
+const LINES_RE = /^(.+?):(\d+)(?:-(\d+))?$/;
 
 /** Why a comma-separated evidence list is not acceptable, or undefined when it is. */
 export function validateCitations(value: string): string | undefined {
   const parts = value.split(',').map((p) => p.trim()).filter((p) => p.length > 0);
   if (parts.length === 0) {
-    return 'Cite at least one piece of evidence: a workspace path or source/<id>.';
+    return 'Cite at least one piece of evidence: a workspace path (path:line for lines) or source/<id>.';
   }
   for (const part of parts) {
     if (part.startsWith('source/') && !SOURCE_RE.test(part)) {
@@ -84,8 +94,34 @@ export function validateCitations(value: string): string | undefined {
     if (part.split(/[\\/]/).includes('..')) {
       return `${part} leaves the workspace: cite a path inside it.`;
     }
+    const m = LINES_RE.exec(part);
+    if (m && (Number(m[2]) < 1 || (m[3] !== undefined && Number(m[3]) < Number(m[2])))) {
+      return `${part}: lines run from 1, the first no later than the last (path:12 or path:12-20).`;
+    }
   }
   return undefined;
+}
+
+/** Looks a citation up where it points (the file in the workspace, its lines); says why
+ * it cannot be cited, or undefined. Supplied by the editor; the checks stop at syntax
+ * without one. */
+export type EvidenceCheck = (citation: Citation) => Promise<string | undefined>;
+
+/** ``validateCitations``, then each citation looked up with ``check`` as it is typed. */
+export function citationValidator(check?: EvidenceCheck): (value: string) => Promise<string | undefined> {
+  return async (value) => {
+    const syntax = validateCitations(value);
+    if (syntax !== undefined || !check) {
+      return syntax;
+    }
+    for (const citation of parseCitations(value)) {
+      const problem = await check(citation);
+      if (problem) {
+        return problem;
+      }
+    }
+    return undefined;
+  };
 }
 
 export function parseCitations(value: string): Citation[] {
@@ -126,17 +162,28 @@ const required = (what: string) => (value: string) =>
 
 // -- generic steps ----------------------------------------------------------------------
 
-/** Repeated input boxes until an empty entry; at least ``min`` items. */
+/** What a list step's title shows of the items entered so far. */
+export function soFar(items: string[]): string {
+  if (items.length === 0) {
+    return 'none yet';
+  }
+  const shown = items.map((i) => (i.length > 40 ? `${i.slice(0, 39)}…` : i)).join(' · ');
+  return `${items.length}: ${shown.length > 100 ? `${shown.slice(0, 99)}…` : shown}`;
+}
+
+/** Repeated input boxes until an empty entry; at least ``min`` items. ``initial`` (the
+ * values of a refused attempt) fills the boxes in turn. */
 export async function collectList(
   ui: Ui,
-  options: { title: string; prompt: string; min: number; validate?: (v: string) => string | undefined },
+  options: { title: string; prompt: string; min: number; validate?: Validate; initial?: string[] },
 ): Promise<string[] | undefined> {
   const items: string[] = [];
   for (;;) {
     const done = items.length >= options.min;
     const value = await ui.input({
-      title: `${options.title} (${items.length} so far)`,
+      title: `${options.title} (${soFar(items)})`,
       prompt: done ? `${options.prompt} Leave empty and press Enter to finish.` : options.prompt,
+      value: options.initial?.[items.length],
       validate: (v) => {
         if (!v.trim()) {
           return done ? undefined : `Enter at least ${options.min} item${options.min === 1 ? '' : 's'}.`;
@@ -154,17 +201,31 @@ export async function collectList(
   }
 }
 
+/** Citations back in the spelling they are typed in (``path:12-20``, ``source/<id>``). */
+export function formatCitations(citations: Citation[]): string {
+  return citations
+    .map((c) => (c.kind === 'source' ? c.ref : c.lines ? `${c.path}:${c.lines[0]}${c.lines[1] !== c.lines[0] ? `-${c.lines[1]}` : ''}` : c.path))
+    .join(', ');
+}
+
+/** How the typed-in steps check and what they start from. */
+export interface StepOptions {
+  /** Looks each citation up as it is typed. */
+  check?: EvidenceCheck;
+}
+
 /** A Fact as two steps: what is true, then the evidence for it. */
-export async function collectFact(ui: Ui, title: string, prompt: string): Promise<Fact | undefined> {
-  const text = await ui.input({ title, prompt, validate: required('The statement') });
+export async function collectFact(ui: Ui, title: string, prompt: string, options: StepOptions & { initial?: Fact } = {}): Promise<Fact | undefined> {
+  const text = await ui.input({ title, prompt, value: options.initial?.text, validate: required('The statement') });
   if (text === undefined) {
     return undefined;
   }
   const cites = await ui.input({
     title: `${title}: evidence`,
-    prompt: 'Evidence for it: workspace paths or source/<id>, comma-separated.',
-    placeholder: 'src/client.ts, source/6ea103d664ad4374bf75',
-    validate: validateCitations,
+    prompt: 'Evidence for it: workspace paths (path:12 or path:12-20 for lines) or source/<id>, comma-separated.',
+    placeholder: 'src/client.ts:40-52, source/6ea103d664ad4374bf75',
+    value: options.initial ? formatCitations(options.initial.citations) : undefined,
+    validate: citationValidator(options.check),
   });
   if (cites === undefined) {
     return undefined;
@@ -172,14 +233,16 @@ export async function collectFact(ui: Ui, title: string, prompt: string): Promis
   return { text: text.trim(), citations: parseCitations(cites) };
 }
 
-export async function pickDisposition(ui: Ui, title: string): Promise<Disposition | undefined> {
+export async function pickDisposition(ui: Ui, title: string, before?: Disposition): Promise<Disposition | undefined> {
   const detail: Record<Disposition, string> = {
     continuable: 'Another session can pick the work up and carry on.',
     blocked: 'The work cannot go on until something outside it changes.',
     done: 'The objective is met; only checking remains.',
   };
+  // A retry offers the value of the refused attempt first.
+  const order = before ? [before, ...DISPOSITIONS.filter((d) => d !== before)] : [...DISPOSITIONS];
   return ui.pick(
-    DISPOSITIONS.map((d) => ({ label: d, detail: detail[d], value: d })),
+    order.map((d) => ({ label: d, description: d === before ? 'as before' : undefined, detail: detail[d], value: d })),
     { title, placeholder: 'Where does the work stand?' },
   );
 }
@@ -224,27 +287,30 @@ export interface WorkStateInput {
   nextActions: Fact[];
 }
 
-async function collectNextActions(ui: Ui, title: string): Promise<Fact[] | undefined> {
+async function collectNextActions(ui: Ui, title: string, options: StepOptions & { initial?: Fact[] } = {}): Promise<Fact[] | undefined> {
+  const check = citationValidator(options.check);
   const specs = await collectList(ui, {
     title: `${title}: next actions`,
     prompt: "A next action and its evidence: 'text :: path/or/source-ref[, more]'.",
     min: 0,
-    validate: validateFactSpec,
+    initial: options.initial?.map((f) => `${f.text} :: ${formatCitations(f.citations)}`),
+    validate: async (v) => validateFactSpec(v) ?? (await check(v.slice(v.indexOf('::') + 2))),
   });
   return specs?.map((s) => parseFactSpec(s) as Fact);
 }
 
-export async function collectWorkState(ui: Ui): Promise<WorkStateInput | undefined> {
+/** The Record Work State steps; ``initial`` (a refused attempt) fills every step. */
+export async function collectWorkState(ui: Ui, options: StepOptions & { initial?: WorkStateInput } = {}): Promise<WorkStateInput | undefined> {
   const title = 'Record Work State';
-  const state = await collectFact(ui, `${title}: state`, 'Where does the work stand right now?');
+  const state = await collectFact(ui, `${title}: state`, 'Where does the work stand right now?', { check: options.check, initial: options.initial?.state });
   if (!state) {
     return undefined;
   }
-  const disposition = await pickDisposition(ui, `${title}: disposition`);
+  const disposition = await pickDisposition(ui, `${title}: disposition`, options.initial?.disposition);
   if (!disposition) {
     return undefined;
   }
-  const nextActions = await collectNextActions(ui, title);
+  const nextActions = await collectNextActions(ui, title, { check: options.check, initial: options.initial?.nextActions });
   if (!nextActions) {
     return undefined;
   }
@@ -252,21 +318,22 @@ export async function collectWorkState(ui: Ui): Promise<WorkStateInput | undefin
 }
 
 /** A whole draft typed in (for a Markdown document that did not come from Generate). */
-export async function collectDraft(ui: Ui, document: string | undefined): Promise<HandoffDraft | undefined> {
+export async function collectDraft(ui: Ui, document: string | undefined, options: StepOptions & { initial?: HandoffDraft } = {}): Promise<HandoffDraft | undefined> {
   const title = 'Prepare from Draft';
-  const objective = await ui.input({ title: `${title}: objective`, prompt: 'The objective this handoff serves.', validate: required('The objective') });
+  const initial = options.initial;
+  const objective = await ui.input({ title: `${title}: objective`, prompt: 'The objective this handoff serves.', value: initial?.objective, validate: required('The objective') });
   if (objective === undefined) {
     return undefined;
   }
-  const state = await collectFact(ui, `${title}: state`, 'Where does the work stand right now?');
+  const state = await collectFact(ui, `${title}: state`, 'Where does the work stand right now?', { check: options.check, initial: initial?.state });
   if (!state) {
     return undefined;
   }
-  const disposition = await pickDisposition(ui, `${title}: disposition`);
+  const disposition = await pickDisposition(ui, `${title}: disposition`, initial?.disposition as Disposition | undefined);
   if (!disposition) {
     return undefined;
   }
-  const nextActions = await collectNextActions(ui, title);
+  const nextActions = await collectNextActions(ui, title, { check: options.check, initial: initial?.nextActions });
   if (!nextActions) {
     return undefined;
   }
@@ -364,13 +431,20 @@ export async function pickTarget(
   return choice;
 }
 
+/** A status as the user reads it: `needs_clarification` → "needs clarification". */
+export function inWords(status: string): string {
+  return status.replace(/_/g, ' ');
+}
+
 export interface AcknowledgeInput {
   status: AckStatus;
   checks: AcceptanceChecks;
   note?: string;
 }
 
-/** Status, the four checks as a multi-select, and an optional note. */
+/** Status, the four checks as a multi-select, and an optional note. ``accepted`` with a
+ * check left unticked is caught here, before the note and before the server: tick them
+ * again, or record ``needs_clarification`` with the missing checks named in the note. */
 export async function collectAcknowledgement(ui: Ui, target: HandoffTarget): Promise<AcknowledgeInput | undefined> {
   const title = `Acknowledge ${describeTarget(target)}`;
   const detail: Record<AckStatus, string> = {
@@ -378,22 +452,54 @@ export async function collectAcknowledgement(ui: Ui, target: HandoffTarget): Pro
     needs_clarification: 'I need answers before I can take it over.',
     declined: 'I will not take this work over.',
   };
-  const status = await ui.pick(
-    ACK_STATUSES.map((s) => ({ label: s, detail: detail[s], value: s })),
+  let status = await ui.pick(
+    ACK_STATUSES.map((s) => ({ label: inWords(s), detail: detail[s], value: s })),
     { title: `${title} (1/3): status`, placeholder: 'How do you receive this handoff?' },
   );
   if (!status) {
     return undefined;
   }
-  const confirmed = await ui.pickMany(
-    ACCEPTANCE_CHECKS.map((c) => ({ label: c.label, description: c.name, detail: c.detail, value: c.key })),
-    { title: `${title} (2/3): checks`, placeholder: 'Tick each check you have confirmed, then press Enter.' },
-  );
-  if (!confirmed) {
-    return undefined;
+  let confirmed: AcceptanceCheckKey[] = [];
+  let missingNote = '';
+  for (;;) {
+    const ticked = await ui.pickMany(
+      ACCEPTANCE_CHECKS.map((c) => ({ label: c.label, description: c.name, detail: c.detail, picked: confirmed.includes(c.key), value: c.key })),
+      {
+        title: `${title} (2/3): checks`,
+        placeholder: status === 'accepted' ? 'Accepting needs all four: tick each one you have confirmed, then press Enter.' : 'Tick each check you have confirmed, then press Enter.',
+      },
+    );
+    if (!ticked) {
+      return undefined;
+    }
+    confirmed = ticked;
+    const missing = ACCEPTANCE_CHECKS.filter((c) => !confirmed.includes(c.key));
+    if (status !== 'accepted' || missing.length === 0) {
+      break;
+    }
+    const names = missing.map((c) => c.label.toLowerCase()).join(', ');
+    const choice = await ui.pick<'again' | 'clarify'>(
+      [
+        { label: '$(checklist) Tick the checks again', description: `missing: ${names}`, value: 'again' },
+        { label: '$(question) Record as needs clarification instead', description: 'the note names the missing checks', value: 'clarify' },
+      ],
+      { title: `${title}: accepting needs all four checks`, placeholder: `Not confirmed: ${names}.` },
+    );
+    if (!choice) {
+      return undefined;
+    }
+    if (choice === 'clarify') {
+      status = 'needs_clarification';
+      missingNote = `Not confirmed yet: ${names}.`;
+      break;
+    }
   }
   const checks = Object.fromEntries(ACCEPTANCE_CHECKS.map((c) => [c.key, confirmed.includes(c.key)])) as AcceptanceChecks;
-  const note = await ui.input({ title: `${title} (3/3): note`, prompt: 'A note for the record (optional). Press Enter to skip.' });
+  const note = await ui.input({
+    title: `${title} (3/3): note`,
+    prompt: 'A note for the record (optional). Press Enter to skip.',
+    value: missingNote || undefined,
+  });
   if (note === undefined) {
     return undefined;
   }

@@ -51,14 +51,17 @@ export function viewFromPath(
   return undefined;
 }
 
-/** The `handoff.report` params for a view. */
+/** The `handoff.report` params for a view. Rendered for VS Code: cited files link to
+ * `/path#L60`, which the Markdown preview resolves against the workspace folder and
+ * opens at the line (it renders no anchor for a `file:` link). */
 export function reportParams(view: ReportView): Record<string, unknown> {
+  const render = 'vscode';
   if (view.kind !== 'handoff') {
-    return { kind: view.kind };
+    return { kind: view.kind, render };
   }
   return 'revision' in view
-    ? { kind: 'handoff', revision: view.revision }
-    : { kind: 'handoff', prepared: view.prepared, scope: view.prepared.scope };
+    ? { kind: 'handoff', revision: view.revision, render }
+    : { kind: 'handoff', prepared: view.prepared, scope: view.prepared.scope, render };
 }
 
 /** A refusal rendered into the pane instead of the report. */
@@ -72,8 +75,12 @@ export async function renderPreview(
   p: string,
   lookupPrepared: (digest: string) => PreparedHandoff | undefined,
   token?: CancellationTokenLike,
+  committedAs?: (digest: string) => string | undefined,
 ): Promise<string> {
-  const view = viewFromPath(p, lookupPrepared);
+  const found = viewFromPath(p, lookupPrepared);
+  // A prepared handoff committed since its tab opened shows as the revision it became.
+  const revision = found && !('missingPrepared' in found) && found.kind === 'handoff' && 'prepared' in found ? committedAs?.(found.prepared.digest) : undefined;
+  const view: typeof found = revision ? { kind: 'handoff', revision } : found;
   if (view === undefined) {
     return failureMarkdown('Handoff', `There is no Handoff view at ${p}.`, 'invalid_params');
   }
@@ -86,6 +93,11 @@ export async function renderPreview(
   }
   try {
     const result = await server.execute<ReportResult>(ServerCommand.report, reportParams(view), { token });
+    if (revision && found && !('missingPrepared' in found) && found.kind === 'handoff' && 'prepared' in found) {
+      const [heading, ...rest] = result.markdown.split('\n');
+      const note = `> Prepared ${shortDigest(found.prepared.digest)} was committed as ${revision}; this is that revision.`;
+      return [heading, '', note, ...rest].join('\n');
+    }
     return result.markdown;
   } catch (error) {
     const failure = toCommandError(error);

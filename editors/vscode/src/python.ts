@@ -1,6 +1,7 @@
 /** Finds the Python that runs the server: the `handoff.server.python` setting, else the
- * Python extension's active environment, else `python3` on PATH; the `lsp_server` package
- * from that environment or, for development, from the repository checkout. */
+ * Python extension's active environment, else `python3` on PATH; the server from the
+ * extension's bundle (`bundled/launch.py`), that environment's own `lsp_server`, or, for
+ * development, the repository checkout. */
 
 import { execFile } from 'child_process';
 import { existsSync } from 'fs';
@@ -14,27 +15,30 @@ export interface Interpreter {
   origin: InterpreterOrigin;
 }
 
-/** How to start the server: `<command> -m lsp_server` with this environment. */
+/** How to start the server: `<command> <args>` with this environment. */
 export interface ServerLaunch {
   command: string;
   args: string[];
   env: NodeJS.ProcessEnv;
   origin: InterpreterOrigin;
-  /** Where `lsp_server` came from: the environment itself or the checkout (PYTHONPATH). */
-  packageFrom: 'environment' | 'checkout';
+  /** Where `lsp_server` came from: the extension's bundle, the environment itself or
+   * the checkout (PYTHONPATH). */
+  packageFrom: 'bundle' | 'environment' | 'checkout';
   version: string;
 }
 
-/** Runs `python -c <code>`; resolves to stdout, rejects with a one-line reason. */
-export type Probe = (python: string, env: NodeJS.ProcessEnv) => Promise<string>;
+/** Checks that ``python`` can run the server (from ``launcher``, the bundle's launch.py,
+ * when given); resolves to the server's version, rejects with a one-line reason. */
+export type Probe = (python: string, env: NodeJS.ProcessEnv, launcher?: string) => Promise<string>;
 
 // Imports the server module (and so pygls), not just the package, so a half-installed
 // environment is caught here with its reason rather than as a crash after start.
 const PROBE_CODE = 'import sys, lsp_server, lsp_server.server; sys.stdout.write(getattr(lsp_server, "__version__", "unknown"))';
 
-export const probeServerPackage: Probe = (python, env) =>
+export const probeServerPackage: Probe = (python, env, launcher) =>
   new Promise((resolve, reject) => {
-    execFile(python, ['-c', PROBE_CODE], { env, timeout: 30_000, windowsHide: true }, (error, stdout, stderr) => {
+    const args = launcher ? ['-I', launcher, '--probe'] : ['-c', PROBE_CODE];
+    execFile(python, args, { env, timeout: 30_000, windowsHide: true }, (error, stdout, stderr) => {
       if (!error) {
         resolve(stdout.trim());
         return;
@@ -44,6 +48,9 @@ export const probeServerPackage: Probe = (python, env) =>
         reject(new Error(`${python} was not found`));
       } else if (code === 'EACCES') {
         reject(new Error(`${python} is not executable`));
+      } else if (launcher && stderr.trim()) {
+        // launch.py says why in one line (too old a Python, no bundle for its version).
+        reject(new Error(`${python} cannot run the bundled server: ${stderr.trim().split('\n').pop()}`));
       } else if (/No module named '?lsp_server'?$/m.test(stderr)) {
         reject(new Error(`${python} cannot import lsp_server`));
       } else if (/No module named '?([\w.]+)/.test(stderr)) {
@@ -84,11 +91,20 @@ function venvPython(dir: string): string {
   return process.platform === 'win32' ? path.join(dir, '.venv', 'Scripts', 'python.exe') : path.join(dir, '.venv', 'bin', 'python');
 }
 
+/** The extension's bundled server (`bundled/launch.py`), when the extension was packaged
+ * with one (`npm run package`); absent in a development checkout. */
+export function findBundle(extensionPath: string): string | undefined {
+  const launcher = path.join(extensionPath, 'bundled', 'launch.py');
+  return existsSync(launcher) && existsSync(path.join(extensionPath, 'bundled', 'libs', 'lsp_server')) ? launcher : undefined;
+}
+
 export interface ResolveOptions {
   /** The `handoff.server.python` setting, already expanded; empty when unset. */
   settingPython?: string;
   /** The Python extension's active interpreter, if that extension is installed. */
   pythonExtension?: () => Promise<string | undefined>;
+  /** The bundled server's launch.py. */
+  bundle?: string;
   /** The repository checkout, for development. */
   checkout?: string;
   env?: NodeJS.ProcessEnv;
@@ -101,7 +117,7 @@ export class ServerNotFoundError extends Error {
     super(
       'Handoff cannot start its language server: ' +
         attempts.join('; ') +
-        '. Set "handoff.server.python" to a Python where handoff-lsp is installed (pip install handoff-lsp).',
+        '. Install Python 3.11 or newer, or set "handoff.server.python" to one.',
     );
     this.name = 'ServerNotFoundError';
   }
@@ -125,16 +141,24 @@ export async function chooseInterpreter(options: ResolveOptions, attempts: strin
   return { python: process.platform === 'win32' ? 'python' : 'python3', origin: 'path' };
 }
 
-/** Picks the first interpreter/package combination that imports `lsp_server`. */
+/** Picks the first interpreter/package combination that can run the server: the bundle
+ * first (its version is the extension's), except that an interpreter set in the settings
+ * runs its own `lsp_server` when it has one (an override), then the checkout. */
 export async function resolveServerLaunch(options: ResolveOptions): Promise<ServerLaunch> {
   const env = options.env ?? process.env;
   const probe = options.probe ?? probeServerPackage;
   const attempts: string[] = [];
   const interpreter = await chooseInterpreter(options, attempts);
 
-  const candidates: { python: string; origin: InterpreterOrigin; env: NodeJS.ProcessEnv; packageFrom: ServerLaunch['packageFrom'] }[] = [
-    { ...interpreter, env, packageFrom: 'environment' },
-  ];
+  type Candidate = { python: string; origin: InterpreterOrigin; env: NodeJS.ProcessEnv; packageFrom: ServerLaunch['packageFrom'] };
+  const own: Candidate = { ...interpreter, env, packageFrom: 'environment' };
+  const candidates: Candidate[] = [];
+  if (options.bundle) {
+    const bundled: Candidate = { ...interpreter, env, packageFrom: 'bundle' };
+    candidates.push(...(interpreter.origin === 'setting' ? [own, bundled] : [bundled, own]));
+  } else {
+    candidates.push(own);
+  }
   if (options.checkout) {
     const pythonPath = [options.checkout, env.PYTHONPATH].filter(Boolean).join(path.delimiter);
     candidates.push({ ...interpreter, env: { ...env, PYTHONPATH: pythonPath }, packageFrom: 'checkout' });
@@ -144,11 +168,12 @@ export async function resolveServerLaunch(options: ResolveOptions): Promise<Serv
     }
   }
   for (const candidate of candidates) {
+    const launcher = candidate.packageFrom === 'bundle' ? options.bundle : undefined;
     try {
-      const version = await probe(candidate.python, candidate.env);
+      const version = await probe(candidate.python, candidate.env, launcher);
       return {
         command: candidate.python,
-        args: ['-m', 'lsp_server'],
+        args: launcher ? ['-I', launcher] : ['-m', 'lsp_server'],
         env: candidate.env,
         origin: candidate.origin,
         packageFrom: candidate.packageFrom,

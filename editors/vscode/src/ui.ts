@@ -20,13 +20,16 @@ export interface PickOptions {
   placeholder?: string;
 }
 
+export type Validate = (value: string) => string | undefined | Promise<string | undefined>;
+
 export interface InputOptions {
   title: string;
   prompt?: string;
   placeholder?: string;
   value?: string;
-  /** Returns a message when the value is not acceptable, else undefined. */
-  validate?: (value: string) => string | undefined;
+  /** Returns a message when the value is not acceptable, else undefined; may look
+   * things up (a cited file in the workspace) and answer later. */
+  validate?: Validate;
 }
 
 /** Reports a server progress message and, when known, the absolute percentage. */

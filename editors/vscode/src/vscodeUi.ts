@@ -40,7 +40,7 @@ export class VscodeUi implements Ui {
         placeHolder: options.placeholder,
         value: options.value,
         ignoreFocusOut: true,
-        validateInput: options.validate ? (v) => options.validate?.(v) ?? null : undefined,
+        validateInput: options.validate ? async (v) => (await options.validate?.(v)) ?? null : undefined,
       }),
     );
   }

@@ -17,11 +17,12 @@ export class HandoffPreviewProvider implements vscode.TextDocumentContentProvide
   constructor(
     private readonly server: HandoffServer,
     private readonly lookupPrepared: (digest: string) => PreparedHandoff | undefined,
+    private readonly committedAs: (digest: string) => string | undefined = () => undefined,
   ) {}
 
   provideTextDocumentContent(uri: vscode.Uri, token: vscode.CancellationToken): Promise<string> {
     this.opened.set(uri.toString(), uri);
-    return renderPreview(this.server, uri.path, this.lookupPrepared, token);
+    return renderPreview(this.server, uri.path, this.lookupPrepared, token, this.committedAs);
   }
 
   uriFor(view: ReportView): vscode.Uri {
@@ -140,6 +141,10 @@ export class VscodeViews implements Views {
 
   showReport(view: ReportView): Promise<void> {
     return this.preview.show(view);
+  }
+
+  refresh(): Promise<void> {
+    return this.preview.refresh();
   }
 
   async openDraft(document: string, draft: HandoffDraft, origin: DraftOrigin = {}): Promise<string> {

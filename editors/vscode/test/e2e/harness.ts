@@ -2,7 +2,7 @@
  * a workspace prepared through the `handoff` CLI, and Chromium driven by Playwright. */
 
 import { ChildProcess, execFileSync, spawn } from 'child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'fs';
 import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
@@ -11,6 +11,8 @@ import { Browser, chromium, FrameLocator, Page } from 'playwright-core';
 export const extensionRoot = path.resolve(__dirname, '..', '..', '..');
 export const repoRoot = path.resolve(extensionRoot, '..', '..');
 export const screenshotDir = process.env.HANDOFF_E2E_SCREENSHOTS ?? path.join(extensionRoot, 'out', 'e2e-screenshots');
+/** Where the screenshots of the main views go: the docs show them. */
+export const docsImageDir = path.join(repoRoot, 'docs', 'img');
 
 /** Chromium flags for this machine: no sandbox as root, no GPU, no calls home. */
 export const CHROMIUM_ARGS = [
@@ -94,31 +96,24 @@ export interface Session {
   piSessions: string;
 }
 
-/** Writes the workspace's .vscode/settings.json: what the extension needs, plus ``extra``. */
-export function writeWorkspaceSettings(workspace: string, scope: string, extra: Record<string, unknown> = {}): void {
+/** Writes the workspace's .vscode/settings.json with exactly ``settings`` (the test
+ * starts without one: the extension needs no setting). */
+export function writeWorkspaceSettings(workspace: string, settings: Record<string, unknown>): void {
   mkdirSync(path.join(workspace, '.vscode'), { recursive: true });
-  writeFileSync(
-    path.join(workspace, '.vscode', 'settings.json'),
-    JSON.stringify(
-      {
-        'handoff.server.python': venvPython(),
-        'handoff.scope': scope,
-        'handoff.logLevel': 'debug',
-        'handoff.trace.server': 'messages',
-        ...extra,
-      },
-      null,
-      2,
-    ),
-  );
+  writeFileSync(path.join(workspace, '.vscode', 'settings.json'), JSON.stringify(settings, null, 2));
 }
 
-/** A workspace with the OpenAPI walkthrough in it and the settings the extension needs. */
-export function prepareWorkspace(root: string, scope: string): string {
+/** The lines of the pets client the test cites (line 4 is `def list_pets`). */
+export const PETS_CLIENT = ['"""Client for the pets API, generated from openapi.yaml."""', '', '', 'def list_pets(limit=20):', '    """GET /pets"""', '    return []', ''].join('\n');
+
+/** A new project as a user has it: a few files, no .handoff/, no .vscode/, not a git
+ * repository (so the scope is "default"). */
+export function prepareWorkspace(root: string): string {
   const workspace = path.join(root, 'workspace');
-  mkdirSync(workspace, { recursive: true });
-  handoffCli(['demo', '--workspace', workspace]);
-  writeWorkspaceSettings(workspace, scope);
+  mkdirSync(path.join(workspace, 'client'), { recursive: true });
+  writeFileSync(path.join(workspace, 'client', 'pets_client.py'), PETS_CLIENT);
+  writeFileSync(path.join(workspace, 'openapi.yaml'), 'openapi: 3.0.3\ninfo:\n  title: pets\n  version: "2"\npaths: {}\n');
+  writeFileSync(path.join(workspace, 'notes.md'), '# Notes\n\nThe client is regenerated; the contract tests are next.\n');
   return workspace;
 }
 
@@ -173,11 +168,11 @@ function writeUserSettings(userData: string): void {
   );
 }
 
-export async function startSession(options: { vsix: string; scope: string }): Promise<Session> {
+export async function startSession(options: { vsix: string }): Promise<Session> {
   const launcher = installCodeServer();
   const executablePath = chromiumPath();
   const root = mkdtempSync(path.join(os.tmpdir(), 'handoff-e2e-'));
-  const workspace = prepareWorkspace(root, options.scope);
+  const workspace = prepareWorkspace(root);
   const userData = path.join(root, 'user-data');
   const extensionsDir = path.join(root, 'extensions');
   writeUserSettings(userData);
@@ -230,7 +225,7 @@ export async function startSession(options: { vsix: string; scope: string }): Pr
   await listening;
 
   const browser = await chromium.launch({ executablePath, headless: true, args: CHROMIUM_ARGS });
-  const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
   const url = `http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`;
   await page.goto(url);
   await page.locator('.monaco-workbench').waitFor({ timeout: 120_000 });
@@ -252,15 +247,31 @@ export async function stopSession(session: Session | undefined): Promise<void> {
 }
 
 /** Runs a command from the palette by its title (F1, type, Enter). */
-export async function runFromPalette(page: Page, title: string): Promise<void> {
+export async function runFromPalette(page: Page, title: string, options: { keepFocus?: boolean } = {}): Promise<void> {
   await page.keyboard.press('Escape');
-  await page.locator('.monaco-workbench').click({ position: { x: 700, y: 400 } }).catch(() => undefined);
-  await page.keyboard.press('F1');
+  if (!options.keepFocus) {
+    await page.locator('.monaco-workbench').click({ position: { x: 700, y: 400 } }).catch(() => undefined);
+  }
   const input = page.locator('.quick-input-widget .quick-input-box input');
-  await input.waitFor({ state: 'visible', timeout: 30_000 });
-  await input.fill(`>${title}`);
   const row = page.locator('.quick-input-widget .monaco-list-row', { hasText: title }).first();
-  await row.waitFor({ state: 'visible', timeout: 30_000 });
+  // The palette lists the commands known when it opens: on a loaded machine an
+  // extension's contributions can arrive after the window, so open it again until
+  // the command is there.
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    await page.keyboard.press('F1');
+    await input.waitFor({ state: 'visible', timeout: 30_000 });
+    await input.fill(`>${title}`);
+    try {
+      await row.waitFor({ state: 'visible', timeout: 10_000 });
+      break;
+    } catch (error) {
+      if (Date.now() > deadline) {
+        throw error;
+      }
+      await page.keyboard.press('Escape');
+    }
+  }
   await input.press('Enter');
 }
 
@@ -276,10 +287,20 @@ export function markdownPreview(page: Page): FrameLocator {
   return page.frameLocator('iframe.webview.ready:visible').frameLocator('iframe#active-frame');
 }
 
-export async function screenshot(page: Page, name: string): Promise<string> {
-  mkdirSync(screenshotDir, { recursive: true });
-  const file = path.join(screenshotDir, `${name}.png`);
+export async function screenshot(page: Page, name: string, dir = screenshotDir): Promise<string> {
+  mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, `${name}.png`);
   await page.screenshot({ path: file });
+  return file;
+}
+
+/** A screenshot of one of the main views, for docs/vscode.md (and, for the one the
+ * extension's README shows, its media/ folder: the extension page reads it there). */
+export async function docsShot(page: Page, name: string): Promise<string> {
+  const file = await screenshot(page, name, docsImageDir);
+  if (name === 'vscode-continuity') {
+    copyFileSync(file, path.join(extensionRoot, 'media', `${name}.png`));
+  }
   return file;
 }
 

@@ -1,12 +1,16 @@
-/** End to end in a real VS Code (code-server) driven through Chromium: the packaged
- * extension starts the real server, shows the continuity report in the preview pane,
- * and shows a refusal in an error notification. */
+/** End to end in a real VS Code (code-server) driven through Chromium, as a new user
+ * meets the extension: the packaged .vsix installed into a profile with no Handoff
+ * setting, a folder without .handoff/, and the whole lifecycle from the palette —
+ * Generate → edit → Prepare → Commit → Continue → Acknowledge → Outcome → Continuity —
+ * with the status item's text asserted at each state, a cited file opened from a
+ * preview at its line, one preview per report, and the screenshots for docs/vscode.md. */
 
 import { strict as assert } from 'assert';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'fs';
 import * as path from 'path';
 import { expect } from './expect';
-import { readdirSync, readFileSync, rmSync } from 'fs';
 import {
+  docsShot,
   extensionRoot,
   handoffCli,
   handoffLog,
@@ -23,22 +27,28 @@ import {
   writeWorkspaceSettings,
 } from './harness';
 
-const SCOPE = 'openapi-client';
+/** The scope with no setting in a folder that is not a git repository. */
+const SCOPE = 'default';
 
-function continuity(workspace: string): { totalEvents: number; transfer: string; head: string } {
+function continuity(workspace: string): { totalEvents: number; transfer: string; head: string | null; outcome: string } {
   const out = handoffCli(['--workspace', workspace, '--scope', SCOPE, 'call', 'handoff.report', '{"kind":"continuity"}']);
   return JSON.parse(out).data;
+}
+
+/** What the ready status item reads for the workspace's continuity right now. */
+function readyText(workspace: string): string {
+  const data = continuity(workspace);
+  const head = data.head ? data.head.replace(/^handoff\/[^@]*/, '') : 'no revision';
+  return `${SCOPE} · ${head}${data.transfer === 'none' ? '' : ` · ${data.transfer.replace(/_/g, ' ')}`}`;
 }
 
 describe('VS Code extension end to end', function () {
   this.timeout(15 * 60_000);
   let session: Session | undefined;
-  let head = '';
+  let revision = '';
 
   before(async function () {
-    session = await startSession({ vsix: path.join(extensionRoot, 'handoff-vscode.vsix'), scope: SCOPE });
-    head = continuity(session.workspace).head;
-    assert.match(head, /^handoff\/[A-Za-z0-9_-]+@1$/);
+    session = await startSession({ vsix: path.join(extensionRoot, 'handoff-vscode.vsix') });
   });
 
   afterEach(async function () {
@@ -56,132 +66,199 @@ describe('VS Code extension end to end', function () {
     }
   });
 
-  it('starts the server and shows scope, head and transfer in the status bar', async () => {
+  const status = () => session!.page.locator('.statusbar-item', { hasText: `${SCOPE} · ` });
+
+  it('installs with no setting into a folder without .handoff/: the first command activates it and starts the bundled server', async () => {
     const page = session!.page;
-    const item = page.locator('.statusbar-item', { hasText: `${SCOPE} · @1` });
-    await expect(item, 'the Handoff status bar item').toContainText('accepted', 120_000);
-    // The health check answered, and the log names the interpreter it came from.
-    await waitForLog(session!.userData, 'Server ready: {"ok":true', 0);
-    assert.match(handoffLog(session!.userData, Infinity), /interpreter from setting/);
-  });
+    assert.equal(existsSync(path.join(session!.workspace, '.handoff')), false);
+    assert.equal(existsSync(path.join(session!.workspace, '.vscode')), false);
+    const userSettings = readFileSync(path.join(session!.userData, 'User', 'settings.json'), 'utf8');
+    assert.doesNotMatch(userSettings, /handoff\./, 'the profile has no Handoff setting');
+    // Not activated yet (no .handoff/): no status item.
+    await page.waitForTimeout(2000);
+    await expect(status(), 'the status item before any command').toHaveCount(0);
 
-  it('"Handoff: Show Continuity" opens the continuity report in the preview pane', async () => {
-    const page = session!.page;
-    await runFromPalette(page, 'Handoff: Show Continuity');
-    const preview = markdownPreview(page);
-    await expect(preview.locator('h1'), 'the preview heading').toHaveText(`Work continuity: ${SCOPE}`, 60_000);
-    // The report's own words, rendered as Markdown tables.
-    await expect(preview.locator('table').nth(1), 'the events table').toContainText('Work Contract: complete the OpenAPI client update');
-    await expect(preview.locator('table').nth(1), 'the events table').toContainText('Task Outcome succeeded: contract tests pass against the regenerated client');
-    await expect(preview.locator('table').first(), 'the summary table').toContainText(head);
-    // A locked preview: it stays on the report when another Markdown editor becomes active.
-    await expect(page.locator('.tab', { hasText: '[Preview] continuity.md' }), 'the locked preview tab').toBeVisible();
-    await screenshot(page, 'vscode-continuity');
-  });
-
-  it('one preview per view: running the same report twice leaves one tab, in one group', async () => {
-    const page = session!.page;
-    const continuityTab = page.locator('.tab', { hasText: '[Preview] continuity.md' });
-    await expect(continuityTab, 'the continuity preview tab').toHaveCount(1);
-    const groups = await page.locator('.editor-group-container').count();
-    await runFromPalette(page, 'Handoff: Show History');
-    await expect(page.locator('.tab', { hasText: '[Preview] history.md' }), 'the history preview tab').toBeVisible(60_000);
-    // Show Continuity twice more, from the status item (ready: its click runs Show
-    // Continuity). Not from the palette: right after a reveal the preview's webview
-    // reloads and can swallow the F1 that opens it.
-    const item = page.locator('.statusbar-item', { hasText: `${SCOPE} · @1` });
-    await item.click();
-    await expect(page.locator('.tab.active', { hasText: '[Preview] continuity.md' }), 'the continuity tab, revealed').toBeVisible(30_000);
-    await item.click();
-    await expect(page.locator('.tab.active', { hasText: '[Preview] continuity.md' }), 'the continuity tab, revealed').toBeVisible(30_000);
-    await expect(continuityTab, 'the continuity preview tab').toHaveCount(1);
-    await expect(page.locator('.tab', { hasText: '[Preview] history.md' }), 'the history preview tab').toHaveCount(1);
-    await expect(page.locator('.editor-group-container'), 'the editor groups').toHaveCount(groups);
-    await expect(markdownPreview(page).locator('h1'), 'the revealed preview').toHaveText(`Work continuity: ${SCOPE}`, 30_000);
-    // Let the revealed preview settle before the next test types into the palette.
-    await page.waitForTimeout(1000);
-  });
-
-  it('a refused acknowledgement shows the server message in an error notification and writes nothing', async () => {
-    const page = session!.page;
-    const before = continuity(session!.workspace);
-    await runFromPalette(page, 'Handoff: Acknowledge');
-    await pickRow(page, 'head revision');
-    await pickRow(page, /^accepted/);
-    // The four checks as a multi-select: tick two of them, then OK.
-    await pickRow(page, 'Evidence available');
-    await pickRow(page, 'Authorization confirmed');
-    await page.locator('.quick-input-widget .monaco-button', { hasText: 'OK' }).click();
-    const note = page.locator('.quick-input-widget .quick-input-box input');
-    await note.waitFor({ state: 'visible' });
-    await expect(page.locator('.quick-input-widget'), 'the note step').toContainText('note');
-    await note.press('Enter');
-
-    const toast = page.locator('.notifications-toasts .notification-toast', { hasText: "Cannot record 'accepted'" });
-    await expect(toast, 'the error notification').toContainText(
-      `Cannot record 'accepted' for ${head}: not confirmed: live_state_confirmed, capability_confirmed.`,
-      60_000,
-    );
-    await expect(toast.locator('.codicon-error'), 'the error icon').toBeVisible();
-    await toast.hover();
-    await toast.locator('.codicon-notifications-expand').click({ timeout: 5000 }).catch(() => undefined);
-    await screenshot(page, 'vscode-refusal');
-    const after = continuity(session!.workspace);
-    assert.equal(after.totalEvents, before.totalEvents, 'a refusal writes nothing');
-  });
-
-  it('a recorded acknowledgement refreshes the open preview and the status bar', async () => {
-    const page = session!.page;
-    await runFromPalette(page, 'Handoff: Acknowledge');
-    await pickRow(page, 'head revision');
-    await pickRow(page, /^needs_clarification/);
-    await page.locator('.quick-input-widget .monaco-button', { hasText: 'OK' }).click();
-    const note = page.locator('.quick-input-widget .quick-input-box input');
-    await note.waitFor({ state: 'visible' });
-    await note.fill('which API version is current?');
-    await note.press('Enter');
-
-    await expect(page.locator('.notifications-toasts .notification-toast', { hasText: 'Recorded needs_clarification' }), 'the receipt notification').toBeVisible(60_000);
-    await expect(page.locator('.statusbar-item', { hasText: `${SCOPE} · @1` }), 'the status bar').toContainText('needs clarification', 60_000);
-    const preview = markdownPreview(page);
-    await expect(preview.locator('table').nth(1), 'the refreshed events table').toContainText('Acknowledgement needs_clarification', 60_000);
-    assert.equal(continuity(session!.workspace).transfer, 'needs_clarification');
-    await screenshot(page, 'vscode-refreshed');
-  });
-
-  it('Generate from Agent Session opens an editable draft; Prepare from Draft and Commit make @2', async () => {
-    const page = session!.page;
     writePiSession(session!.piSessions, session!.workspace);
     await runFromPalette(page, 'Handoff: Generate from Agent Session');
-    await pickRow(page, /4 messages/);
-    const focus = page.locator('.quick-input-widget .quick-input-box input');
+    // The session pick: agent · messages · time as the description, the prompt as detail.
+    const row = page.locator('.quick-input-widget .monaco-list-row', { hasText: /4 messages/ }).first();
+    await expect(row, 'the session row').toContainText('pi · 4 messages', 120_000);
+    // Ready: scope · head (none yet).
+    await expect(status(), 'the ready status item').toHaveText('default · no revision', 60_000);
+    await waitForLog(session!.userData, 'Server ready: {"ok":true', 0);
+    assert.match(handoffLog(session!.userData, Infinity), /interpreter from path, lsp_server [\d.]+ from the bundle/);
+    await docsShot(page, 'vscode-session-pick');
+    await row.click();
     await expect(page.locator('.quick-input-widget'), 'the focus step').toContainText('Focus instructions');
-    await focus.press('Enter');
-
+    await page.locator('.quick-input-widget .quick-input-box input').press('Enter');
     await expect(page.locator('.tab', { hasText: 'Untitled-1' }), 'the draft tab').toBeVisible(60_000);
+    await expect(page.locator('.notification-toast', { hasText: 'Handoff draft generated by extractive' }), 'the generated notification').toBeVisible(30_000);
+  });
+
+  it('edit → Prepare from Draft → Commit: the prepared preview, then @1 in the status item and the heading', async () => {
+    const page = session!.page;
     const editor = page.locator('.editor-instance .monaco-editor .view-lines').first();
     await expect(editor, 'the draft document').toContainText('## Goal', 30_000);
-    await expect(page.locator('.notification-toast', { hasText: 'Handoff draft generated by extractive' }), 'the generated notification').toBeVisible();
-
-    // The user edits the draft before preparing it.
     await editor.click();
     await page.keyboard.press('Control+End');
     await page.keyboard.type('\nEdited in VS Code before preparing.\n');
+    await docsShot(page, 'vscode-generated-draft');
 
     const groups = await page.locator('.editor-group-container').count();
     await runFromPalette(page, 'Handoff: Prepare from Draft');
     const prepared = page.locator('.notification-toast', { hasText: 'is prepared, not committed' });
     await expect(prepared, 'the prepared notification').toBeVisible(60_000);
-    await expect(markdownPreview(page).locator('body'), 'the prepared preview').toContainText('Edited in VS Code before preparing.', 30_000);
-    // Titled by scope and a short digest, in the previews' group (no new group).
+    const preview = markdownPreview(page);
+    await expect(preview.locator('h1'), 'the prepared heading').toHaveText('Handoff (prepared, not committed)', 30_000);
+    await expect(preview.locator('body'), 'the prepared preview').toContainText('Edited in VS Code before preparing.', 30_000);
     await expect(page.locator('.tab', { hasText: `[Preview] ${SCOPE} · prepared ` }), 'the prepared preview tab').toBeVisible();
-    await expect(page.locator('.editor-group-container'), 'the editor groups').toHaveCount(groups);
+    await expect(page.locator('.editor-group-container'), 'the editor groups').toHaveCount(groups + 1);
+    await docsShot(page, 'vscode-prepared');
     await prepared.locator('.monaco-button', { hasText: 'Commit' }).click();
 
-    await expect(page.locator('.notification-toast', { hasText: 'Committed handoff/' }), 'the commit notification').toContainText('@2 in openapi-client', 60_000);
-    await expect(page.locator('.statusbar-item', { hasText: SCOPE }), 'the status bar').toContainText(`${SCOPE} · @2`, 60_000);
-    assert.match(continuity(session!.workspace).head, /@2$/);
-    await screenshot(page, 'vscode-generated-draft');
+    const committed = page.locator('.notification-toast', { hasText: 'Committed handoff/' });
+    await expect(committed, 'the commit notification').toContainText(`@1 in ${SCOPE}`, 60_000);
+    revision = continuity(session!.workspace).head ?? '';
+    assert.match(revision, /^handoff\/[A-Za-z0-9_-]+@1$/);
+    await expect(status(), 'the status item after the commit').toHaveText(readyText(session!.workspace), 60_000);
+    assert.match(readyText(session!.workspace), /^default · @1/);
+    // The open prepared preview follows the commit: no "not committed" any more.
+    await expect(preview.locator('h1'), 'the prepared tab\'s heading after the commit').toHaveText(`Handoff ${revision}`, 60_000);
+    await expect(preview.locator('blockquote').first(), 'the committed note').toContainText(`was committed as ${revision}`);
+  });
+
+  it('Continue from the latest revision: its preview, cited files as links, the status item', async () => {
+    const page = session!.page;
+    await runFromPalette(page, 'Handoff: Continue');
+    await pickRow(page, 'Latest revision');
+    const preview = markdownPreview(page);
+    await expect(preview.locator('h1'), 'the continued revision').toHaveText(`Handoff ${revision}`, 60_000);
+    await expect(page.locator('.notification-toast', { hasText: 'Continuing from' }), 'the continue notification').toBeVisible(30_000);
+    // Cited files are anchors that the preview opens (workspace-rooted, at the line),
+    // not raw [path](file://...) text.
+    const link = preview.locator('a[href^="/.handoff/generated/"]').first();
+    await expect(link, 'a cited file link').toBeVisible(30_000);
+    assert.match((await link.getAttribute('href')) ?? '', /^\/\.handoff\/generated\/[^#]+\.md#L\d+$/);
+    await expect(preview.locator('body'), 'the preview text').toContainText('.handoff/generated/');
+    assert.doesNotMatch(await preview.locator('body').innerText(), /\]\(file:/);
+    await expect(status(), 'the status item after Continue').toHaveText(readyText(session!.workspace), 30_000);
+    await docsShot(page, 'vscode-continue');
+  });
+
+  it('Acknowledge accepted: missing checks are named before the note; ticking them records accepted', async () => {
+    const page = session!.page;
+    await runFromPalette(page, 'Handoff: Acknowledge');
+    await pickRow(page, 'the handoff you continued from');
+    await pickRow(page, /^accepted/);
+    await pickRow(page, 'Evidence available');
+    await pickRow(page, 'Authorization confirmed');
+    await page.locator('.quick-input-widget .monaco-button', { hasText: 'OK' }).click();
+    const widget = page.locator('.quick-input-widget');
+    await expect(widget, 'the missing checks step').toContainText('accepting needs all four checks', 30_000);
+    await expect(widget, 'the missing checks step').toContainText('missing: live state confirmed, capability confirmed', 30_000);
+    await docsShot(page, 'vscode-ack-missing-checks');
+    await pickRow(page, 'Tick the checks again');
+    await pickRow(page, 'Live state confirmed');
+    await pickRow(page, 'Capability confirmed');
+    await page.locator('.quick-input-widget .monaco-button', { hasText: 'OK' }).click();
+    const note = page.locator('.quick-input-widget .quick-input-box input');
+    await expect(widget, 'the note step').toContainText('note', 30_000);
+    await note.fill('evidence read, workspace checked');
+    await note.press('Enter');
+    await expect(page.locator('.notification-toast', { hasText: 'Recorded accepted of handoff/' }), 'the receipt notification').toBeVisible(60_000);
+    assert.equal(continuity(session!.workspace).transfer, 'accepted');
+    await expect(status(), 'the status item after the acknowledgement').toHaveText(`${SCOPE} · @1 · accepted`, 60_000);
+  });
+
+  it('Record Outcome with a check and the receipt, then Continuity: the events, one preview per report', async () => {
+    const page = session!.page;
+    await runFromPalette(page, 'Handoff: Record Outcome');
+    await pickRow(page, /^succeeded/);
+    const input = page.locator('.quick-input-widget .quick-input-box input');
+    await expect(page.locator('.quick-input-widget'), 'the summary step').toContainText('summary', 30_000);
+    await input.fill('contract tests pass against the regenerated client');
+    await input.press('Enter');
+    await expect(page.locator('.quick-input-widget'), 'the checks step').toContainText('checks (none yet)', 30_000);
+    await input.fill('contract tests = passed');
+    await input.press('Enter');
+    await expect(page.locator('.quick-input-widget'), 'the checks step, with the item shown').toContainText('checks (1: contract tests = passed)', 30_000);
+    await input.press('Enter');
+    await pickRow(page, 'accepted of handoff/');
+    await expect(page.locator('.notification-toast', { hasText: 'Task Outcome (succeeded) recorded' }), 'the outcome notification').toBeVisible(60_000);
+    await expect(status(), 'the status item after the outcome').toHaveText(readyText(session!.workspace), 60_000);
+
+    await runFromPalette(page, 'Handoff: Show Continuity');
+    const preview = markdownPreview(page);
+    await expect(preview.locator('h1'), 'the continuity heading').toHaveText(`Work continuity: ${SCOPE}`, 60_000);
+    const events = preview.locator('table').nth(1);
+    await expect(events, 'the events table').toContainText('Acknowledgement accepted');
+    await expect(events, 'the events table').toContainText('Task Outcome succeeded: contract tests pass against the regenerated client');
+    // The events table fits the pane (the extension's preview style wraps long cells).
+    // (The page's own globals: the test is compiled without the DOM types.)
+    const edges = await events.evaluate((table: { getBoundingClientRect(): { right: number }; ownerDocument: { documentElement: { clientWidth: number } } }) => ({
+      right: table.getBoundingClientRect().right,
+      pane: table.ownerDocument.documentElement.clientWidth,
+    }));
+    assert.ok(edges.right <= edges.pane + 1, `the events table runs past the preview's edge: ${JSON.stringify(edges)}`);
+    const continuityTab = page.locator('.tab', { hasText: '[Preview] continuity.md' });
+    await expect(continuityTab, 'the continuity tab').toHaveCount(1);
+    await docsShot(page, 'vscode-continuity');
+
+    // The same report twice more (from the status item: its click runs Show Continuity)
+    // leaves one tab, in the same groups.
+    const groups = await page.locator('.editor-group-container').count();
+    await runFromPalette(page, 'Handoff: Show History');
+    await expect(page.locator('.tab', { hasText: '[Preview] history.md' }), 'the history tab').toBeVisible(60_000);
+    await status().click();
+    await expect(page.locator('.tab.active', { hasText: '[Preview] continuity.md' }), 'the continuity tab, revealed').toBeVisible(30_000);
+    await status().click();
+    await expect(page.locator('.tab.active', { hasText: '[Preview] continuity.md' }), 'the continuity tab, revealed').toBeVisible(30_000);
+    await expect(continuityTab, 'the continuity tab').toHaveCount(1);
+    await expect(page.locator('.tab', { hasText: '[Preview] history.md' }), 'the history tab').toHaveCount(1);
+    await expect(page.locator('.editor-group-container'), 'the editor groups').toHaveCount(groups);
+    await page.waitForTimeout(1000);
+  });
+
+  it('evidence is checked as it is typed, and a cited file opens from the preview at its line', async () => {
+    const page = session!.page;
+    // A hand-written note (not from Generate): Prepare from Draft asks for the draft.
+    await page.keyboard.press('Escape');
+    await page.keyboard.press('F1');
+    const quick = page.locator('.quick-input-widget .quick-input-box input');
+    await quick.waitFor({ state: 'visible', timeout: 30_000 });
+    await quick.fill('notes.md');
+    await pickRow(page, 'notes.md');
+    await expect(page.locator('.tab.active', { hasText: 'notes.md' }), 'the note').toBeVisible(30_000);
+    // (No click into the workbench first: that would focus the draft's editor.)
+    await runFromPalette(page, 'Handoff: Prepare from Draft', { keepFocus: true });
+    const widget = page.locator('.quick-input-widget');
+    await expect(widget, 'the objective step').toContainText('objective', 30_000);
+    await quick.fill('Regenerate the pets client and keep the contract tests green');
+    await quick.press('Enter');
+    await expect(widget, 'the state step').toContainText('state', 30_000);
+    await quick.fill('list_pets regenerated from openapi.yaml');
+    await quick.press('Enter');
+    await expect(widget, 'the evidence step').toContainText('evidence', 30_000);
+    await quick.fill('client/missing.py');
+    await expect(widget.locator('.quick-input-message'), 'the evidence check').toContainText('client/missing.py is not in the workspace folder', 30_000);
+    await docsShot(page, 'vscode-evidence-check');
+    await quick.fill('client/pets_client.py:4-6');
+    await quick.press('Enter');
+    await pickRow(page, /^continuable/);
+    await expect(widget, 'the next actions step').toContainText('next actions', 30_000);
+    await quick.fill('run the contract tests :: client/pets_client.py');
+    await quick.press('Enter');
+    await expect(widget, 'the next actions step').toContainText('(1: run the contract tests', 30_000);
+    await quick.press('Enter');
+
+    await expect(page.locator('.notification-toast', { hasText: 'is prepared, not committed' }).first(), 'the prepared notification').toBeVisible(60_000);
+    const preview = markdownPreview(page);
+    const link = preview.locator('a[href="/client/pets_client.py#L4"]').first();
+    await expect(link, 'the cited file link').toBeVisible(60_000);
+    await link.click();
+    await expect(page.locator('.tab.active', { hasText: 'pets_client.py' }), 'the cited file, opened').toBeVisible(30_000);
+    await expect(page.locator('.statusbar-item', { hasText: /Ln 4, Col 1/ }), 'the cursor at the cited line').toBeVisible(30_000);
+    await docsShot(page, 'vscode-evidence-link');
   });
 
   it('Start Session from Draft (the draft editor\'s title button) starts a pi session from the edited text, in a terminal', async () => {
@@ -237,7 +314,7 @@ describe('VS Code extension end to end', function () {
     const page = session!.page;
     const marker = `handoff-e2e-slow-${process.pid}-${Date.now()}`;
     const pushed = await waitForLog(session!.userData, 'Settings pushed to the server.', -1, 0).catch(() => 0);
-    writeWorkspaceSettings(session!.workspace, SCOPE, {
+    writeWorkspaceSettings(session!.workspace, {
       'handoff.generation.provider': 'command',
       'handoff.generation.command.argv': [venvPython(), '-c', `import sys, time; sys.stdin.read(); time.sleep(120)  # ${marker}`],
     });
@@ -268,7 +345,9 @@ describe('VS Code extension end to end', function () {
       assert.ok(i < 120, 'the slow provider never started');
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
-    await screenshot(page, 'vscode-generate-progress');
+    // Busy only while a command runs: the spinner now, ready again after the cancel.
+    await expect(page.locator('.statusbar-item', { has: page.locator('.codicon-sync') }).filter({ hasText: 'Handoff' }), 'the busy status item').toBeVisible(30_000);
+    await docsShot(page, 'vscode-generate-progress');
     const cancelledAt = Date.now();
     await progress.locator('.monaco-button', { hasText: 'Cancel' }).click();
 
@@ -282,5 +361,23 @@ describe('VS Code extension end to end', function () {
     assert.ok(Date.now() - cancelledAt < 20_000);
     assert.deepEqual(sessionFiles(), filesBefore, 'a cancelled generation writes no session file');
     assert.equal(continuity(session!.workspace).head, headBefore);
+    await expect(status(), 'the status item after the cancel').toHaveText(readyText(session!.workspace), 30_000);
+  });
+  it('a server that cannot start shows a failed item whose click opens the log; fixing the setting makes it ready again', async () => {
+    const page = session!.page;
+    // A quieter window for the screenshot (cosmetic: never fails the test).
+    await runFromPalette(page, 'Notifications: Clear All Notifications').catch(() => undefined);
+    await runFromPalette(page, 'View: Hide Panel').catch(() => undefined);
+    await page.keyboard.press('Escape');
+    const missing = path.join(session!.root, 'no-such-python');
+    writeWorkspaceSettings(session!.workspace, { 'handoff.server.python': missing });
+    const failed = page.locator('.statusbar-item', { has: page.locator('.codicon-error') }).filter({ hasText: 'Handoff' });
+    await expect(failed, 'the failed status item').toBeVisible(90_000);
+    await expect(page.locator('.notification-toast', { hasText: 'cannot start its language server' }), 'the failure notification').toContainText(`${missing} was not found`, 30_000);
+    await docsShot(page, 'vscode-server-failed');
+    await failed.click();
+    await expect(page.locator('.part.panel'), 'the Handoff log').toContainText('cannot start its language server', 30_000);
+    rmSync(path.join(session!.workspace, '.vscode'), { recursive: true, force: true });
+    await expect(status(), 'the status item, ready again').toHaveText(readyText(session!.workspace), 90_000);
   });
 });

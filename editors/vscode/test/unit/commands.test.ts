@@ -15,16 +15,16 @@ function refusal(code: string, message: string, data: Record<string, unknown> = 
 describe('palette commands', () => {
   describe('Acknowledge', () => {
     it('sends the exact head revision, the status and the ticked checks; a refusal shows the server message', async () => {
-      const message = `Cannot record 'accepted' for ${REVISION}: not confirmed: live_state_confirmed, capability_confirmed. Record needs_clarification or declined instead, or confirm the checks.`;
+      const message = `${REVISION} is no longer the head of openapi-client: acknowledge the head instead.`;
       const server = new RecordingServer({
         'handoff.report': () => historyReport(),
         'handoff.acknowledge': () => {
-          throw refusal('acceptance_checks_failed', message, { failed: ['live_state_confirmed', 'capability_confirmed'] });
+          throw refusal('stale_target', message, {});
         },
       });
       const ui = new ScriptedUi([
         { pick: REVISION },
-        { pick: 'accepted' },
+        { pick: 'needs clarification' },
         { pickMany: ['Evidence available', 'Authorization confirmed'] },
         { type: '' },
       ]);
@@ -34,11 +34,39 @@ describe('palette commands', () => {
       assert.deepEqual(server.paramsOf('handoff.acknowledge'), {
         mode: 'exact',
         revision: REVISION,
-        status: 'accepted',
+        status: 'needs_clarification',
         checks: { evidenceAvailable: true, liveStateConfirmed: false, capabilityConfirmed: false, authorizationConfirmed: true },
       });
       assert.deepEqual(ui.errors(), [message]);
       assert.deepEqual(commands.receipts, []);
+    });
+
+    it('accepted with checks missing is caught before the server: needs_clarification instead, the missing checks in the note', async () => {
+      const server = new RecordingServer({
+        'handoff.report': () => historyReport(),
+        'handoff.acknowledge': (p) => ({ scope: 'openapi-client', receipt: 'source/r2', status: p.status, target: p.revision }),
+      });
+      const ui = new ScriptedUi([
+        { pick: REVISION },
+        { pick: 'accepted' },
+        { pickMany: ['Evidence available', 'Authorization confirmed'] },
+        { pick: 'Record as needs clarification instead' },
+        { enter: true },
+      ]);
+      const commands = new HandoffCommands(ui, server, new RecordingViews());
+      const result = await commands.acknowledge();
+      assert.equal(result?.status, 'needs_clarification');
+      assert.deepEqual(server.calls.filter((c) => c.command === 'handoff.acknowledge').length, 1);
+      assert.deepEqual(server.paramsOf('handoff.acknowledge'), {
+        mode: 'exact',
+        revision: REVISION,
+        status: 'needs_clarification',
+        checks: { evidenceAvailable: true, liveStateConfirmed: false, capabilityConfirmed: false, authorizationConfirmed: true },
+        note: 'Not confirmed yet: live state confirmed, capability confirmed.',
+      });
+      const caught = ui.steps.find((s) => s.title.endsWith('accepting needs all four checks'));
+      assert.equal(caught?.placeholder, 'Not confirmed: live state confirmed, capability confirmed.');
+      assert.deepEqual(ui.errors(), []);
     });
 
     it('records the receipt and offers it to Record Outcome', async () => {
@@ -49,7 +77,7 @@ describe('palette commands', () => {
       });
       const ui = new ScriptedUi([
         { pick: REVISION },
-        { pick: 'needs_clarification' },
+        { pick: 'needs clarification' },
         { pickMany: [] },
         { type: 'which API version?' },
       ]);
@@ -76,6 +104,99 @@ describe('palette commands', () => {
       await new HandoffCommands(ui, server, new RecordingViews()).acknowledge();
       assert.deepEqual(server.calls.map((c) => c.command), ['handoff.report']);
       assert.deepEqual(ui.shown, []);
+    });
+  });
+
+  describe('Record Work State', () => {
+    const inWorkspace = new Set(['client/pets_client.py']);
+    const checkEvidence = async (c: { kind: string; path?: string; lines?: [number, number] }) =>
+      c.kind === 'artifact' && !inWorkspace.has(c.path ?? '') ? `${c.path} is not in the workspace.` : undefined;
+
+    it('a cited file that is not in the workspace is refused as it is typed, not at the end', async () => {
+      const server = new RecordingServer({ 'handoff.recordWork': () => ({ scope: 'openapi-client', source: 'source/w1' }) });
+      const ui = new ScriptedUi([
+        { type: 'client regenerated' },
+        { type: 'client/missing.py' },
+        { type: 'client/pets_client.py:4-5' },
+        { pick: 'continuable' },
+        { type: 'run the tests :: client/gone.py' },
+        { type: 'run the tests :: client/pets_client.py' },
+        { type: '' },
+      ]);
+      const commands = new HandoffCommands(ui, server, new RecordingViews(), { checkEvidence });
+      assert.equal((await commands.recordWork())?.source, 'source/w1');
+      assert.deepEqual(ui.validationErrors, ['client/missing.py is not in the workspace.', 'client/gone.py is not in the workspace.']);
+      assert.deepEqual(server.paramsOf('handoff.recordWork'), {
+        state: { text: 'client regenerated', citations: [{ kind: 'artifact', path: 'client/pets_client.py', lines: [4, 5] }] },
+        disposition: 'continuable',
+        nextActions: [{ text: 'run the tests', citations: [{ kind: 'artifact', path: 'client/pets_client.py' }] }],
+      });
+    });
+
+    it('a source that is not a record of the scope is refused as it is typed', async () => {
+      const server = new RecordingServer({
+        'handoff.report': () => ({
+          scope: 'openapi-client',
+          kind: 'continuity',
+          markdown: '',
+          data: { events: [{ refs: { source: 'source/contract1' } }], truncated: false },
+        }),
+        'handoff.recordWork': () => ({ scope: 'openapi-client', source: 'source/w3' }),
+      });
+      const ui = new ScriptedUi([
+        { type: 'client regenerated' },
+        { type: 'source/nosuch' },
+        { type: 'source/contract1, client/pets_client.py' },
+        { pick: 'done' },
+        { type: '' },
+      ]);
+      const commands = new HandoffCommands(ui, server, new RecordingViews(), { checkEvidence });
+      assert.equal((await commands.recordWork())?.source, 'source/w3');
+      assert.deepEqual(ui.validationErrors, ['source/nosuch is not a record of openapi-client: cite a source/<id> from its continuity report.']);
+      // The scope's records were read once for both checks.
+      assert.equal(server.calls.filter((c) => c.command === 'handoff.report').length, 1);
+    });
+
+    it('a refusal offers Edit and Retry, in the words of the steps, and every value comes back filled in', async () => {
+      let calls = 0;
+      const server = new RecordingServer({
+        'handoff.recordWork': () => {
+          calls += 1;
+          if (calls === 1) {
+            throw refusal('invalid_params', 'nextActions[0].citations[1]: source/abc is not a Source of this scope.', {});
+          }
+          return { scope: 'openapi-client', source: 'source/w2' };
+        },
+      });
+      const ui = new ScriptedUi([
+        { type: 'client regenerated' },
+        { type: 'client/pets_client.py:4' },
+        { pick: 'blocked' },
+        { type: 'ask the user :: client/pets_client.py, source/abc' },
+        { type: '' },
+      ]);
+      ui.clickAction = 'Edit and Retry';
+      ui.answer(
+        { enter: true }, // the state, as typed
+        { enter: true }, // its evidence, as typed
+        { pick: 'blocked' },
+        { type: 'ask the user :: client/pets_client.py' }, // the one fix
+        { type: '' },
+      );
+      const commands = new HandoffCommands(ui, server, new RecordingViews());
+      assert.equal((await commands.recordWork())?.source, 'source/w2');
+      assert.deepEqual(ui.errors(), ['next action 1, evidence 2: source/abc is not a Source of this scope. Nothing was recorded.']);
+      const retried = ui.steps.slice(5);
+      assert.deepEqual(
+        retried.map((s) => s.value),
+        ['client regenerated', 'client/pets_client.py:4', undefined, 'ask the user :: client/pets_client.py, source/abc', undefined],
+      );
+      assert.equal(retried[2].items?.[0], 'blocked', 'the disposition chosen before comes first');
+      assert.deepEqual(server.paramsOf('handoff.recordWork'), {
+        state: { text: 'client regenerated', citations: [{ kind: 'artifact', path: 'client/pets_client.py', lines: [4, 4] }] },
+        disposition: 'blocked',
+        nextActions: [{ text: 'ask the user', citations: [{ kind: 'artifact', path: 'client/pets_client.py' }] }],
+      });
     });
   });
 
@@ -148,6 +269,73 @@ describe('palette commands', () => {
       assert.equal(commands.shelf.size, 0, 'a committed handoff is no longer offered');
       assert.equal(commands.shelf.get(prepared.digest), prepared, 'its preview can still be rendered');
       assert.equal(commands.shelf.committedAs(prepared.digest), REVISION);
+    });
+
+    it('the commit pick marks a handoff prepared on another head stale; the refusal offers Prepare Again on the new head', async () => {
+      const old = preparedFixture({ base: null });
+      const fresh = preparedFixture({ base: REVISION, digest: 'sha256:' + 'c0ffee'.padEnd(64, '1') });
+      const conflict = `The prepared handoff was based on no revision, but the head of 'openapi-client' is now ${REVISION}. Read the new head, review what changed, and prepare again.`;
+      const server = new RecordingServer({
+        'handoff.report': () => historyReport(),
+        'handoff.commit': () => {
+          throw refusal('revision_conflict', conflict, { expected: null, current: REVISION });
+        },
+        'handoff.prepare': () => ({ scope: 'openapi-client', prepared: fresh }),
+      });
+      const ui = new ScriptedUi([{ pick: 'Prepared 5b370b11276f' }]);
+      const commands = new HandoffCommands(ui, server, new RecordingViews());
+      commands.shelf.add(old);
+      ui.clickAction = 'Prepare Again';
+      assert.equal(await commands.commit(), undefined);
+      const pick = ui.steps.find((s) => s.title === 'Commit');
+      assert.deepEqual(pick?.items?.slice(0, 1), ['$(warning) Prepared 5b370b11276f · stale']);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      assert.deepEqual(ui.shown[0], { kind: 'error', message: conflict, actions: ['Prepare Again', 'Show Head'] });
+      assert.deepEqual(server.paramsOf('handoff.prepare'), { scope: 'openapi-client', draft: old.content });
+      assert.ok(commands.shelf.list().some((p) => p.digest === fresh.digest), 'the new prepared handoff is kept');
+    });
+
+    it('a refused draft typed in for a plain document: Edit and Retry brings every value back', async () => {
+      const prepared = preparedFixture();
+      let calls = 0;
+      const server = new RecordingServer({
+        'handoff.prepare': () => {
+          calls += 1;
+          if (calls === 1) {
+            throw refusal('invalid_evidence', 'draft.nextActions[0].citations[0]: openapi.yaml changed while it was read.', {});
+          }
+          return { scope: 'openapi-client', prepared };
+        },
+      });
+      const ui = new ScriptedUi([
+        { type: 'ship v2' },
+        { type: 'v2 schema merged' },
+        { type: 'openapi.yaml:1-3' },
+        { pick: 'done' },
+        { type: 'tag the release :: openapi.yaml' },
+        { type: '' },
+      ]);
+      ui.clickAction = 'Edit and Retry';
+      ui.answer({ enter: true }, { enter: true }, { enter: true }, { pick: 'done' }, { enter: true }, { type: '' });
+      const views = new RecordingViews();
+      views.active = { name: 'notes.md', text: '# Notes' };
+      const result = await new HandoffCommands(ui, server, views).prepareFromDraft();
+      assert.equal(result?.prepared, prepared);
+      assert.deepEqual(ui.errors(), ['next action 1, evidence 1: openapi.yaml changed while it was read. Nothing was recorded.']);
+      assert.deepEqual(
+        ui.steps.slice(6).map((s) => s.value),
+        ['ship v2', 'v2 schema merged', 'openapi.yaml:1-3', undefined, 'tag the release :: openapi.yaml', undefined],
+      );
+      assert.equal(calls, 2);
+      assert.deepEqual(server.paramsOf('handoff.prepare'), {
+        draft: {
+          objective: 'ship v2',
+          state: { text: 'v2 schema merged', citations: [{ kind: 'artifact', path: 'openapi.yaml', lines: [1, 3] }] },
+          disposition: 'done',
+          nextActions: [{ text: 'tag the release', citations: [{ kind: 'artifact', path: 'openapi.yaml' }] }],
+          document: '# Notes',
+        },
+      });
     });
 
     it('asks for the whole draft when the Markdown document did not come from Generate', async () => {

@@ -1,6 +1,6 @@
 import { strict as assert } from 'assert';
 import { ResponseError } from 'vscode-jsonrpc';
-import { HandoffCommandError, showCommandError, toCommandError } from '../../src/errors';
+import { HandoffCommandError, inUserWords, showCommandError, toCommandError } from '../../src/errors';
 import { ScriptedUi } from './fakes';
 
 const flush = () => new Promise((resolve) => setImmediate(resolve));
@@ -71,5 +71,14 @@ describe('error display', () => {
     const failure = toCommandError(new Error('ENOENT: no such file'));
     assert.equal(failure.code, 'client_error');
     assert.equal(failure.message, 'ENOENT: no such file');
+  });
+});
+
+describe('refusals in the words of the input steps', () => {
+  it('names fields as the steps do: next action N, evidence M, the state\'s evidence', () => {
+    assert.equal(inUserWords('draft.nextActions[1].citations[0]: client/x.py is not a file.'), 'next action 2, evidence 1: client/x.py is not a file.');
+    assert.equal(inUserWords('state.citations[2]: source/abc is unknown.'), "the state's evidence 3: source/abc is unknown.");
+    assert.equal(inUserWords('content.nextActions[0] has no text.'), 'next action 1 has no text.');
+    assert.equal(inUserWords('Nothing to rename here.'), 'Nothing to rename here.');
   });
 });

@@ -10,6 +10,7 @@ export type Answer =
   | { pick: string } // the item whose label contains this text
   | { pickMany: string[] } // the items whose labels contain these texts
   | { type: string } // text typed into an input box
+  | { enter: true } // Enter on the box's value as it was filled in
   | { dismiss: true }; // Escape
 
 export interface Shown {
@@ -47,7 +48,7 @@ export class CancellationSource {
 
 export class ScriptedUi implements Ui {
   readonly shown: Shown[] = [];
-  readonly steps: { kind: string; title: string; items?: string[] }[] = [];
+  readonly steps: { kind: string; title: string; items?: string[]; value?: string; placeholder?: string; picked?: string[] }[] = [];
   readonly validationErrors: string[] = [];
   readonly commandsRun: { id: string; args: unknown[] }[] = [];
   readonly terminals: { name: string; commandLine: string }[] = [];
@@ -80,7 +81,7 @@ export class ScriptedUi implements Ui {
   }
 
   async pick<T>(items: PickItem<T>[], options: PickOptions): Promise<T | undefined> {
-    this.steps.push({ kind: 'pick', title: options.title, items: items.map((i) => i.label) });
+    this.steps.push({ kind: 'pick', title: options.title, items: items.map((i) => i.label), placeholder: options.placeholder });
     const answer = this.next('pick', options.title);
     if ('dismiss' in answer) {
       return undefined;
@@ -96,7 +97,7 @@ export class ScriptedUi implements Ui {
   }
 
   async pickMany<T>(items: PickItem<T>[], options: PickOptions): Promise<T[] | undefined> {
-    this.steps.push({ kind: 'pickMany', title: options.title, items: items.map((i) => i.label) });
+    this.steps.push({ kind: 'pickMany', title: options.title, items: items.map((i) => i.label), picked: items.filter((i) => i.picked).map((i) => i.label) });
     const answer = this.next('pickMany', options.title);
     if ('dismiss' in answer) {
       return undefined;
@@ -115,18 +116,19 @@ export class ScriptedUi implements Ui {
 
   /** Like an input box: a value the validator rejects is shown and the user types again. */
   async input(options: InputOptions): Promise<string | undefined> {
-    this.steps.push({ kind: 'input', title: options.title });
+    this.steps.push({ kind: 'input', title: options.title, value: options.value });
     for (;;) {
       const answer = this.next('input', options.title);
       if ('dismiss' in answer) {
         return undefined;
       }
-      if (!('type' in answer)) {
+      if (!('type' in answer) && !('enter' in answer)) {
         throw new Error(`expected typed text for "${options.title}", got ${JSON.stringify(answer)}`);
       }
-      const problem = options.validate?.(answer.type);
+      const text = 'type' in answer ? answer.type : (options.value ?? '');
+      const problem = await options.validate?.(text);
       if (problem === undefined) {
-        return answer.type;
+        return text;
       }
       this.validationErrors.push(problem);
     }

@@ -98,16 +98,38 @@ describe('input collection', () => {
 
   describe('acknowledgement', () => {
     it('turns the multi-select into the four check booleans', async () => {
-      const ui = new ScriptedUi([{ pick: 'accepted' }, { pickMany: ['Evidence available', 'Authorization confirmed'] }, { type: 'looks good' }]);
+      const ui = new ScriptedUi([{ pick: 'needs clarification' }, { pickMany: ['Evidence available', 'Authorization confirmed'] }, { type: 'looks good' }]);
       const input = await collectAcknowledgement(ui, { kind: 'revision', revision: REVISION });
       assert.deepEqual(input, {
-        status: 'accepted',
+        status: 'needs_clarification',
         checks: { evidenceAvailable: true, liveStateConfirmed: false, capabilityConfirmed: false, authorizationConfirmed: true },
         note: 'looks good',
       });
+      // The statuses in words, not their wire spelling.
+      assert.deepEqual(ui.steps[0].items, ['accepted', 'needs clarification', 'declined']);
       const checks = ui.steps.find((s) => s.kind === 'pickMany');
       assert.deepEqual(checks?.items, ['Evidence available', 'Live state confirmed', 'Capability confirmed', 'Authorization confirmed']);
       assert.match(checks?.title ?? '', new RegExp(REVISION.replace(/[/@]/g, '.')));
+    });
+
+    it('accepted with a check left unticked asks again, naming the missing ones, with the ticks kept', async () => {
+      const ui = new ScriptedUi([
+        { pick: 'accepted' },
+        { pickMany: ['Evidence available', 'Live state confirmed', 'Authorization confirmed'] },
+        { pick: 'Tick the checks again' },
+        { pickMany: ['Evidence available', 'Live state confirmed', 'Capability confirmed', 'Authorization confirmed'] },
+        { type: '' },
+      ]);
+      const input = await collectAcknowledgement(ui, { kind: 'revision', revision: REVISION });
+      assert.deepEqual(input, {
+        status: 'accepted',
+        checks: { evidenceAvailable: true, liveStateConfirmed: true, capabilityConfirmed: true, authorizationConfirmed: true },
+      });
+      const again = ui.steps.find((s) => s.kind === 'pick' && s.title.endsWith('accepting needs all four checks'));
+      assert.equal(again?.placeholder, 'Not confirmed: capability confirmed.');
+      const ticks = ui.steps.filter((s) => s.kind === 'pickMany');
+      assert.equal(ticks.length, 2);
+      assert.deepEqual(ticks[1].picked, ['Evidence available', 'Live state confirmed', 'Authorization confirmed']);
     });
 
     it('leaves the note out when skipped and stops when dismissed', async () => {

@@ -26,12 +26,13 @@ describe('preview pane documents', () => {
     assert.deepEqual(viewFromPath(`/prepared/${hex}.md`, lookup), { kind: 'handoff', prepared });
   });
 
-  it('asks the server for the report of the view', () => {
+  it('asks the server for the report of the view, rendered for VS Code (links the preview opens)', () => {
     const prepared = preparedFixture();
-    assert.deepEqual(reportParams({ kind: 'continuity' }), { kind: 'continuity' });
-    assert.deepEqual(reportParams({ kind: 'lineage' }), { kind: 'lineage' });
-    assert.deepEqual(reportParams({ kind: 'handoff', revision: REVISION }), { kind: 'handoff', revision: REVISION });
-    assert.deepEqual(reportParams({ kind: 'handoff', prepared }), { kind: 'handoff', prepared, scope: 'openapi-client' });
+    const render = 'vscode';
+    assert.deepEqual(reportParams({ kind: 'continuity' }), { kind: 'continuity', render });
+    assert.deepEqual(reportParams({ kind: 'lineage' }), { kind: 'lineage', render });
+    assert.deepEqual(reportParams({ kind: 'handoff', revision: REVISION }), { kind: 'handoff', revision: REVISION, render });
+    assert.deepEqual(reportParams({ kind: 'handoff', prepared }), { kind: 'handoff', prepared, scope: 'openapi-client', render });
   });
 
   it('renders the server Markdown, and a refusal as Markdown instead of failing', async () => {
@@ -48,6 +49,20 @@ describe('preview pane documents', () => {
     assert.match(refused, /^# handoff\/gone@9/);
     assert.match(refused, /`revision_not_found`/);
     assert.match(refused, /There is no committed revision handoff\/gone@9\./);
+  });
+
+  it('a prepared preview committed since it opened shows the revision, not "not committed"', async () => {
+    const prepared = preparedFixture();
+    const server = new RecordingServer({
+      'handoff.report': (p) =>
+        p.revision ? { markdown: `# Handoff ${p.revision}\n\nbody\n` } : { markdown: '# Handoff (prepared, not committed)\n\nbody\n' },
+    });
+    const path = previewPath({ kind: 'handoff', prepared });
+    const lookup = () => prepared;
+    assert.match(await renderPreview(server, path, lookup, undefined, () => undefined), /^# Handoff \(prepared, not committed\)/);
+    const after = await renderPreview(server, path, lookup, undefined, (d) => (d === prepared.digest ? REVISION : undefined));
+    assert.equal(after, `# Handoff ${REVISION}\n\n> Prepared 5b370b11276f was committed as ${REVISION}; this is that revision.\n\nbody\n`);
+    assert.deepEqual(server.calls.at(-1)?.params, { kind: 'handoff', revision: REVISION, render: 'vscode' });
   });
 
   it('explains a prepared preview that is no longer kept', async () => {

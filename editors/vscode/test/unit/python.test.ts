@@ -2,7 +2,7 @@ import { strict as assert } from 'assert';
 import { existsSync, promises as fs } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { expandPythonSetting, findCheckout, probeServerPackage, resolveServerLaunch, ServerNotFoundError } from '../../src/python';
+import { expandPythonSetting, findBundle, findCheckout, probeServerPackage, resolveServerLaunch, ServerNotFoundError } from '../../src/python';
 
 const extensionRoot = path.resolve(__dirname, '..', '..', '..');
 const checkout = findCheckout(extensionRoot);
@@ -104,6 +104,59 @@ describe('server interpreter resolution', function () {
     const fake = path.join(dir, 'python');
     await fs.writeFile(fake, "#!/bin/sh\necho \"ModuleNotFoundError: No module named 'pygls'\" >&2\nexit 1\n", { mode: 0o755 });
     await assert.rejects(probeServerPackage(fake, process.env), /has lsp_server but not its dependency pygls/);
+  });
+
+  it('with no setting the bundled server comes first; a set interpreter runs its own lsp_server first', async () => {
+    const seen: string[] = [];
+    const probe = async (python: string, _env: NodeJS.ProcessEnv, launcher?: string) => {
+      seen.push(`${python} ${launcher ?? '-m lsp_server'}`);
+      return '1.0.0';
+    };
+    const bundled = await resolveServerLaunch({ pythonExtension: async () => undefined, bundle: '/ext/bundled/launch.py', probe });
+    assert.equal(bundled.packageFrom, 'bundle');
+    assert.deepEqual(bundled.args, ['-I', '/ext/bundled/launch.py']);
+    const own = await resolveServerLaunch({ settingPython: '/opt/py/bin/python', bundle: '/ext/bundled/launch.py', probe });
+    assert.equal(own.packageFrom, 'environment');
+    assert.deepEqual(own.args, ['-m', 'lsp_server']);
+    // The set interpreter without the package falls back to the bundle.
+    const fallback = await resolveServerLaunch({
+      settingPython: '/opt/py/bin/python',
+      bundle: '/ext/bundled/launch.py',
+      probe: async (python, env, launcher) => {
+        if (!launcher) {
+          throw new Error(`${python} cannot import lsp_server`);
+        }
+        return probe(python, env, launcher);
+      },
+    });
+    assert.equal(fallback.packageFrom, 'bundle');
+    assert.equal(fallback.command, '/opt/py/bin/python');
+  });
+
+  it('runs the real bundled server with python3 from PATH and no setting (npm run bundle:server)', async () => {
+    const bundle = findBundle(extensionRoot);
+    assert.ok(bundle, 'bundled/launch.py with bundled/libs/lsp_server: run npm run bundle:server');
+    const launch = await resolveServerLaunch({ pythonExtension: async () => undefined, bundle });
+    assert.equal(launch.origin, 'path');
+    assert.equal(launch.packageFrom, 'bundle');
+    assert.match(launch.version, /^\d+\.\d+/);
+  });
+
+  it('a bundle without native packages for this Python says which versions it has', async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'handoff-bundle-'));
+    await fs.mkdir(path.join(dir, 'bundled', 'libs', 'lsp_server'), { recursive: true });
+    await fs.mkdir(path.join(dir, 'bundled', 'native', 'cp399'), { recursive: true });
+    await fs.copyFile(path.join(extensionRoot, 'bundled', 'launch.py'), path.join(dir, 'bundled', 'launch.py'));
+    const bundle = findBundle(dir);
+    assert.ok(bundle);
+    await assert.rejects(
+      resolveServerLaunch({ pythonExtension: async () => undefined, bundle }),
+      (error: unknown) => {
+        assert.ok(error instanceof ServerNotFoundError);
+        assert.match(error.attempts[0], /cannot run the bundled server: this Handoff extension bundles its server for cp399, not for cp3\d+/);
+        return true;
+      },
+    );
   });
 
   it('expands variables in the configured path', () => {
