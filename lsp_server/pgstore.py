@@ -102,17 +102,14 @@ BEGIN
     RAISE EXCEPTION 'handoff: % is append-only (% refused)', TG_TABLE_NAME, TG_OP
         USING ERRCODE = 'insufficient_privilege';
 END $$;
-CREATE TRIGGER handoff_sources_append_only BEFORE UPDATE OR DELETE ON handoff_sources
-    FOR EACH ROW EXECUTE FUNCTION handoff_append_only();
-CREATE TRIGGER handoff_sources_no_truncate BEFORE TRUNCATE ON handoff_sources
+CREATE TRIGGER handoff_sources_append_only
+    BEFORE UPDATE OR DELETE OR TRUNCATE ON handoff_sources
     FOR EACH STATEMENT EXECUTE FUNCTION handoff_append_only();
-CREATE TRIGGER handoff_revisions_append_only BEFORE UPDATE OR DELETE ON handoff_revisions
-    FOR EACH ROW EXECUTE FUNCTION handoff_append_only();
-CREATE TRIGGER handoff_revisions_no_truncate BEFORE TRUNCATE ON handoff_revisions
+CREATE TRIGGER handoff_revisions_append_only
+    BEFORE UPDATE OR DELETE OR TRUNCATE ON handoff_revisions
     FOR EACH STATEMENT EXECUTE FUNCTION handoff_append_only();
-CREATE TRIGGER handoff_generations_append_only BEFORE UPDATE OR DELETE ON handoff_generations
-    FOR EACH ROW EXECUTE FUNCTION handoff_append_only();
-CREATE TRIGGER handoff_generations_no_truncate BEFORE TRUNCATE ON handoff_generations
+CREATE TRIGGER handoff_generations_append_only
+    BEFORE UPDATE OR DELETE OR TRUNCATE ON handoff_generations
     FOR EACH STATEMENT EXECUTE FUNCTION handoff_append_only();
 """,
 }

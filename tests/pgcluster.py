@@ -67,7 +67,8 @@ class Cluster:
                 raise RuntimeError("running as root and there is no 'postgres' user to run the server")
             self.user = "postgres"
             os.chown(self.root, pw.pw_uid, pw.pw_gid)
-        self._run("initdb", "-D", str(self.data), "-U", "postgres", "-A", "trust", "-E", "UTF8",
+        self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth-local=trust",
+                  "--auth-host=scram-sha-256", "-E", "UTF8",
                   "--locale=C", "--no-sync")
         self.start()
         with self.connect() as conn:
@@ -93,8 +94,11 @@ class Cluster:
         )
 
     def url(self, user: str, password: str | None = None, db: str = "handoff") -> str:
-        auth = f"{user}:{password}" if password else user
-        return f"postgresql://{auth}@127.0.0.1:{self.port}/{db}"
+        """Over TCP on the loopback with a password; without one, the owner over the
+        cluster's Unix socket (trusted only there)."""
+        if password is None:
+            return f"postgresql://{user}@/{db}?host={self.root}&port={self.port}"
+        return f"postgresql://{user}:{password}@127.0.0.1:{self.port}/{db}"
 
     def connect(self, db: str = "postgres") -> psycopg.Connection:
         return psycopg.connect(self.url("postgres", db=db), autocommit=True)
