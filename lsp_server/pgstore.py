@@ -449,6 +449,8 @@ class PgStore:
         self._notified: int | None = None
         self._listener: threading.Thread | None = None
         self._listening = False
+        #: Notifications of this project received (the watch's evidence, for tests).
+        self.notifications = 0
 
     def __repr__(self) -> str:  # never the connection string
         return f"PgStore({self.where!r}, project={self.project!r})"
@@ -654,7 +656,10 @@ class PgStore:
         while True:
             try:
                 with psycopg.connect(
-                    self.conninfo, autocommit=True, connect_timeout=max(1, int(self.lock_timeout))
+                    self.conninfo,
+                    autocommit=True,
+                    connect_timeout=max(1, int(self.lock_timeout)),
+                    application_name="handoff-listen",
                 ) as conn:
                     conn.execute(f"LISTEN {CHANNEL}")
                     row = conn.execute(
@@ -669,6 +674,7 @@ class PgStore:
                         except orjson.JSONDecodeError:
                             continue
                         if isinstance(payload, dict) and payload.get("project") == self.project:
+                            self.notifications += 1
                             self._saw(payload.get("seq"))
             except psycopg.Error as exc:
                 if self._listening:

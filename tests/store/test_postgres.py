@@ -322,3 +322,18 @@ def test_pg_store_is_what_the_service_holds(pg_store, workspace):
         lc.append_source(tx, SCOPE, "task_outcome", {"status": "partial", "summary": "s",
                                                      "checks": []})
     assert store.snapshot().latest_source(SCOPE, "task_outcome")["payload"]["summary"] == "s"
+
+
+def test_the_state_key_follows_another_machines_commits_by_notification(clones):
+    a, b = clones
+    watcher, writer = HandoffService(a).store, HandoffService(b).store
+    first = watcher.state_key()  # starts listening
+    deadline = time.monotonic() + 30
+    while not watcher._listening and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert watcher._listening
+    record_contract(HandoffService(b))
+    while watcher.notifications == 0 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert watcher.notifications == 1
+    assert watcher.state_key() == writer.checked_state_key() != first
