@@ -70,7 +70,7 @@ CREATE TABLE handoff_sources (
     PRIMARY KEY (project, id),
     UNIQUE (project, seq)
 );
-CREATE INDEX handoff_sources_latest ON handoff_sources (project, scope, kind, seq DESC);
+CREATE INDEX handoff_sources_latest ON handoff_sources (project, scope, kind, seq DESC NULLS LAST);
 CREATE TABLE handoff_revisions (
     project text NOT NULL REFERENCES handoff_projects,
     ref text NOT NULL,
