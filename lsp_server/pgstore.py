@@ -433,7 +433,10 @@ class PgStore:
         folder: str | os.PathLike[str],
         *,
         lock_timeout: float | None = None,
+        refusal: HandoffError | None = None,
     ) -> None:
+        #: Set when the settings are unusable: every operation raises it.
+        self.refusal = refusal
         self.conninfo = conninfo
         self.project = project
         self.where = safe_target(conninfo)
@@ -502,6 +505,8 @@ class PgStore:
     @contextlib.contextmanager
     def connection(self) -> Iterator[psycopg.Connection]:
         """A pooled connection whose schema was checked (migrated forward if needed)."""
+        if self.refusal is not None:
+            raise self.refusal
         pool = pool_for(self.conninfo, self.lock_timeout)
         with self._mapped(), pool.connection() as conn:
             if not self._ready:
@@ -645,7 +650,7 @@ class PgStore:
             return None
 
     def _start_listener(self) -> None:
-        if self._listener is None:
+        if self._listener is None and self.refusal is None:
             self._listener = threading.Thread(
                 target=self._listen, name="handoff-listen", daemon=True
             )

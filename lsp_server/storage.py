@@ -114,12 +114,21 @@ def open_store(
     from .store import StateStore
 
     folder = workspace / state_folder
-    target = store_target(store)
+    try:
+        target = store_target(store)
+    except HandoffError as exc:  # refused on every use, never a silent local store
+        from .pgstore import PgStore
+
+        return PgStore("", "-", folder, refusal=exc)
     if target is None:
         return StateStore(folder)
     from .pgstore import PgStore
 
-    return PgStore(target, project or project_id(workspace), folder)
+    try:
+        project = project or project_id(workspace)
+    except HandoffError as exc:
+        return PgStore(target, "-", folder, refusal=exc)
+    return PgStore(target, project, folder)
 
 
 # ---------------------------------------------------------------------------

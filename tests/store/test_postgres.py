@@ -337,3 +337,29 @@ def test_the_state_key_follows_another_machines_commits_by_notification(clones):
         time.sleep(0.02)
     assert watcher.notifications == 1
     assert watcher.state_key() == writer.checked_state_key() != first
+
+
+def test_a_bad_store_setting_is_refused_on_use_and_never_falls_back(workspace, monkeypatch):
+    monkeypatch.setenv("HANDOFF_STORE", "mysql://somewhere/db")
+    svc = HandoffService(workspace)  # the service starts; its commands are refused
+    err = refused(record_contract, svc)
+    assert err.code == "invalid_params" and "postgresql://" in err.message
+    assert svc.store.state_key() is None
+    assert not (workspace / ".handoff" / "state.json").exists()  # no silent local store
+    monkeypatch.setenv("HANDOFF_STORE", "postgresql://nowhere.invalid/db")
+    monkeypatch.setenv("HANDOFF_PROJECT", "spaces are not allowed")
+    err = refused(record_contract, HandoffService(workspace))
+    assert err.code == "invalid_params" and "project id" in err.message
+
+
+def test_the_application_role_cannot_migrate_and_is_told_who_can(pg_cluster, workspace,
+                                                                monkeypatch):
+    name = f"empty_{uuid.uuid4().hex[:8]}"
+    with pg_cluster.connect() as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    url = pg_cluster.app_url.rsplit("/", 1)[0] + f"/{name}"
+    monkeypatch.setenv("HANDOFF_STORE", url)
+    monkeypatch.setenv("HANDOFF_PROJECT", "p")
+    err = refused(record_contract, HandoffService(workspace))
+    assert err.code == "store_busy" and err.data["reason"] == "privilege"
+    assert "handoff store migrate" in err.message
