@@ -371,6 +371,12 @@ def verb_store(args, svc):
         if svc.store.backend == "postgresql":
             return storeops.check_pg(svc.store)
         return check_store(svc.store)
+    if svc.store.backend != "tinydb":
+        raise HandoffError(
+            "invalid_params",
+            "repair is for the store in the workspace; a database's records are append-only "
+            "and kept by the database (use 'handoff store check' to look at them).",
+        )
     return repair_store(svc.store, restore=args.restore, fresh=args.fresh)
 
 

@@ -120,3 +120,12 @@ def test_store_check_on_postgresql_finds_a_revision_edited_behind_its_back(
     assert code == 1 and not out["ok"]
     kinds = {p["problem"] for p in out["problems"]}
     assert kinds == {"digest_mismatch", "not_append_only"}
+
+
+def test_store_repair_is_refused_on_postgresql_and_changes_nothing(capsys, pg_store, workspace):
+    svc = HandoffService(workspace)
+    record_contract(svc)
+    before = svc.store.read()
+    code, out = run(capsys, "store", "repair", "--fresh", "-w", str(workspace))
+    assert code == 1 and out["error"]["data"]["code"] == "invalid_params"
+    assert HandoffService(workspace).store.read() == before
