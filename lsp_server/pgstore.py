@@ -171,6 +171,9 @@ def pool_for(conninfo: str, timeout: float) -> ConnectionPool:
                 min_size=0,
                 max_size=int(os.environ.get("HANDOFF_PG_POOL", "4")),
                 timeout=timeout,
+                # Give up a failing connection attempt as soon as a caller would (its
+                # backoff grows); the next caller starts a new one at once.
+                reconnect_timeout=timeout,
                 open=False,
                 configure=_configure,
                 check=ConnectionPool.check_connection,

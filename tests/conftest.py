@@ -145,6 +145,26 @@ def pg_store(pg_cluster, monkeypatch):
     return pg_cluster
 
 
+@pytest.fixture
+def own_cluster(pg_cluster, monkeypatch):
+    """A cluster of this test's own (the test stops and starts it), selected as the
+    store with a short wait (``HANDOFF_LOCK_TIMEOUT=2``)."""
+    from lsp_server.pgstore import close_pools
+
+    from . import pgcluster
+
+    cluster = pgcluster.Cluster(pg_cluster.bindir)
+    try:
+        pgcluster.migrated(cluster)
+        monkeypatch.setenv("HANDOFF_STORE", cluster.app_url)
+        monkeypatch.setenv("HANDOFF_PROJECT", "restart")
+        monkeypatch.setenv("HANDOFF_LOCK_TIMEOUT", "2")
+        yield cluster
+    finally:
+        close_pools()
+        cluster.close()
+
+
 @pytest.fixture(params=BACKENDS)
 def backend(request) -> str:
     """The store backend of a parameterised test (PostgreSQL selected by environment)."""

@@ -8,6 +8,7 @@ import asyncio
 import shutil
 
 import psycopg
+from pygls.exceptions import JsonRpcException
 
 from lsp_server.service import HandoffService
 
@@ -47,3 +48,28 @@ async def test_a_commit_on_another_machine_is_announced(pg_store, start_session,
     await lsp.call("handoff.recordOutcome", {"scope": SCOPE, "status": "partial", "summary": "s"})
     await asyncio.sleep(0.5)
     assert [c["command"] for c in lsp.changes] == [None, None, "handoff.recordOutcome"]
+
+
+async def test_a_server_rides_out_a_database_restart(own_cluster, start_session):
+    lsp = await start_session()
+    contract = {"scope": SCOPE, "objective": "o", "inScope": ["a"], "acceptance": ["b"]}
+    assert (await lsp.call("handoff.contract", contract))["seq"] == 1
+    await asyncio.to_thread(own_cluster.stop, "fast")
+    err = await lsp.refuse("handoff.contract", contract)
+    assert err.data["code"] == "store_busy"
+    err = await lsp.refuse("handoff.report", {"scope": SCOPE, "kind": "continuity"})
+    assert err.data["code"] == "store_busy"
+    await asyncio.to_thread(own_cluster.start)
+    # The same server process, not restarted: it writes and reads again once its pool
+    # has reconnected (until then, only store_busy).
+    async with asyncio.timeout(60):
+        while True:
+            try:
+                written = await lsp.call("handoff.contract", contract)
+                break
+            except JsonRpcException as exc:
+                assert exc.data["code"] == "store_busy"
+                await asyncio.sleep(0.2)
+    assert written["seq"] == 2
+    view = await lsp.call("handoff.report", {"scope": SCOPE, "kind": "continuity"})
+    assert view["data"]["totalEvents"] == 2

@@ -19,13 +19,13 @@ import pytest
 
 from lsp_server import lifecycle as lc
 from lsp_server.errors import HandoffError
-from lsp_server.pgstore import SCHEMA_VERSION, PgStore, PgTransaction, close_pools, migrate
+from lsp_server.pgstore import SCHEMA_VERSION, PgStore, PgTransaction, migrate
 from lsp_server.service import HandoffService, ServiceConfig
 from lsp_server.storage import normalise_remote, project_id
 
 from ..conftest import sizes
 from ..helpers import SCOPE, prepare, record_contract, refused
-from ..pgcluster import APP_ROLE, Cluster, migrated
+from ..pgcluster import APP_ROLE
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -175,19 +175,6 @@ def test_a_writer_process_killed_mid_transaction_leaves_nothing(pg_store, worksp
     assert svc.call(
         "handoff.recordOutcome", {"scope": SCOPE, "status": "partial", "summary": "after"}
     )["seq"] == before["_meta"]["1"]["nextSeq"]
-
-
-@pytest.fixture
-def own_cluster(pg_cluster, monkeypatch):
-    """A cluster of this test's own (it will be stopped and started)."""
-    cluster = Cluster(pg_cluster.bindir)
-    migrated(cluster)
-    monkeypatch.setenv("HANDOFF_STORE", cluster.app_url)
-    monkeypatch.setenv("HANDOFF_PROJECT", "restart")
-    monkeypatch.setenv("HANDOFF_LOCK_TIMEOUT", "2")
-    yield cluster
-    close_pools()
-    cluster.close()
 
 
 def test_database_restarted_under_load_is_store_busy_then_recovers(own_cluster, workspace):
