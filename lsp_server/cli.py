@@ -774,7 +774,8 @@ def build_parser() -> argparse.ArgumentParser:
         "check verifies the project's records in the database.",
     )
     p.add_argument(
-        "action", choices=["check", "repair", "migrate", "copy"], help="what to do to the store"
+        "action", choices=["check", "repair", "migrate", "copy"],
+        help="check, repair, migrate (PostgreSQL schema) or copy (.handoff into PostgreSQL)",
     )
     p.add_argument("--restore", metavar="FILE", help="repair: put this state file back")
     p.add_argument(
