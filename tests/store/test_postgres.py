@@ -350,3 +350,19 @@ def test_the_application_role_cannot_migrate_and_is_told_who_can(pg_cluster, wor
     err = refused(record_contract, HandoffService(workspace))
     assert err.code == "store_busy" and err.data["reason"] == "privilege"
     assert "handoff store migrate" in err.message
+
+
+def test_the_store_and_project_settings_are_parsed_and_bad_ones_cost_a_warning():
+    from lsp_server.config import parse_settings
+
+    good, problems = parse_settings(
+        {"handoff": {"store": "postgresql://app@db/handoff", "project": "example.com/t/r"}}
+    )
+    assert problems == []
+    config = good.service_config()
+    assert config.store == "postgresql://app@db/handoff" and config.project == "example.com/t/r"
+    bad, problems = parse_settings(
+        {"handoff": {"store": "mysql://root:hunter2@db/x", "project": "two words"}}
+    )
+    assert bad.store is None and bad.project is None and len(problems) == 2
+    assert not any("hunter2" in p for p in problems)  # the value is never echoed
