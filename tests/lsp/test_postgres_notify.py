@@ -8,6 +8,7 @@ import asyncio
 import shutil
 
 import psycopg
+import pytest
 from pygls.exceptions import JsonRpcException
 
 from lsp_server.service import HandoffService
@@ -50,6 +51,7 @@ async def test_a_commit_on_another_machine_is_announced(pg_store, start_session,
     assert [c["command"] for c in lsp.changes] == [None, None, "handoff.recordOutcome"]
 
 
+@pytest.mark.parametrize("client_name", ["neovim"])  # the client plays no part here
 async def test_a_server_rides_out_a_database_restart(own_cluster, start_session):
     lsp = await start_session()
     contract = {"scope": SCOPE, "objective": "o", "inScope": ["a"], "acceptance": ["b"]}

@@ -366,3 +366,17 @@ def test_the_store_and_project_settings_are_parsed_and_bad_ones_cost_a_warning()
     )
     assert bad.store is None and bad.project is None and len(problems) == 2
     assert not any("hunter2" in p for p in problems)  # the value is never echoed
+
+
+def test_the_owner_on_an_empty_database_migrates_it_on_first_use(pg_cluster, workspace,
+                                                                 monkeypatch):
+    name = f"auto_{uuid.uuid4().hex[:8]}"
+    with pg_cluster.connect() as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    url = pg_cluster.url("postgres", db=name)
+    monkeypatch.setenv("HANDOFF_STORE", url)
+    monkeypatch.setenv("HANDOFF_PROJECT", "p")
+    svc = HandoffService(workspace)
+    assert record_contract(svc).startswith("source/")
+    with psycopg.connect(url) as conn:
+        assert conn.execute("SELECT version FROM handoff_schema").fetchone()[0] == SCHEMA_VERSION
