@@ -360,14 +360,31 @@ def _human(verb: str, result: dict[str, Any], args) -> str:
 
 
 def verb_store(args, svc):
+    from . import storeops
     from .storecheck import check_store, repair_store
 
+    if args.action == "migrate":
+        return storeops.run_migrate(args.url, args.grant)
+    if args.action == "copy":
+        return storeops.run_copy(svc.workspace, args.from_, args.url, args.project)
     if args.action == "check":
+        if svc.store.backend == "postgresql":
+            return storeops.check_pg(svc.store)
         return check_store(svc.store)
+    if svc.store.backend != "tinydb":
+        raise HandoffError(
+            "invalid_params",
+            "repair is for the store in the workspace; a database's records are append-only "
+            "and kept by the database (use 'handoff store check' to look at them).",
+        )
     return repair_store(svc.store, restore=args.restore, fresh=args.fresh)
 
 
 def _human_store(result: dict[str, Any]) -> str:
+    if result.get("action") in ("migrate", "copy"):
+        from .storeops import human
+
+        return human(result)
     check = result.get("check", result)
     lines = [f"{a}" for a in result.get("actions", [])]
     counts = check["counts"]
@@ -750,13 +767,27 @@ def build_parser() -> argparse.ArgumentParser:
         verb_store,
         description="check reads every record of the store (live file and sealed segments) "
         "and verifies digests and checksums; repair is explicit: --restore FILE puts a "
-        "state file back, --fresh starts over and keeps the lost store aside.",
+        "state file back, --fresh starts over and keeps the lost store aside. For a "
+        "PostgreSQL store: migrate brings the schema forward (--grant ROLE: the "
+        "application role's privileges), copy --from .handoff --to postgresql://… copies "
+        "the embedded store losslessly (counts and digests compared before and after), "
+        "check verifies the project's records in the database.",
     )
-    p.add_argument("action", choices=["check", "repair"], help="check or repair")
+    p.add_argument(
+        "action", choices=["check", "repair", "migrate", "copy"],
+        help="check, repair, migrate (PostgreSQL schema) or copy (.handoff into PostgreSQL)",
+    )
     p.add_argument("--restore", metavar="FILE", help="repair: put this state file back")
     p.add_argument(
         "--fresh", action="store_true", help="repair: start over (the lost store is kept aside)"
     )
+    p.add_argument("--from", dest="from_", default=".handoff", metavar="FOLDER",
+                   help="copy: the embedded store to copy (default .handoff)")
+    p.add_argument("--to", "--url", dest="url", metavar="URL",
+                   help="migrate/copy: the postgresql:// database (default: $HANDOFF_STORE)")
+    p.add_argument("--project", help="copy: the project id in the database (default: from git)")
+    p.add_argument("--grant", metavar="ROLE",
+                   help="migrate: grant ROLE the application's least privilege")
 
     p = verb(
         "generate",

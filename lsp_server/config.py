@@ -28,7 +28,7 @@ LOG_LEVELS: dict[str, int] = {
 }
 
 #: The keys this server reads; anything else in the section belongs to the editors.
-KNOWN_KEYS = ("scope", "stateFolder", "logLevel", "generation")
+KNOWN_KEYS = ("scope", "stateFolder", "logLevel", "generation", "store", "project")
 
 # Same rule as ``lifecycle.SCOPE_RE`` (kept here so parsing settings imports nothing heavy).
 _SCOPE_RE = re.compile(r"(?![/.])(?!.*\.\.)[A-Za-z0-9._/-]{1,128}")
@@ -43,6 +43,10 @@ class HandoffSettings:
     log_level: str = DEFAULT_LOG_LEVEL
     #: Passed through to the generation engine, which checks it.
     generation: Mapping[str, Any] = field(default_factory=dict)
+    #: ``postgresql://…`` (a shared database) or ``None`` (TinyDB in ``state_folder``).
+    store: str | None = None
+    #: The project id that namespaces scopes in a shared database.
+    project: str | None = None
 
     @property
     def logging_level(self) -> int:
@@ -55,6 +59,8 @@ class HandoffSettings:
             scope=self.scope,
             state_folder=self.state_folder,
             generation=dict(self.generation),
+            store=self.store,
+            project=self.project,
         )
 
 
@@ -139,6 +145,26 @@ def parse_settings(raw: Any) -> tuple[HandoffSettings, list[str]]:
             problems.append(
                 f"generation must be an object, not {type(generation).__name__}; using the "
                 "built-in extractive provider"
+            )
+
+    store = section.get("store")
+    if store is not None and store != "":
+        if isinstance(store, str) and re.match(r"(?i)(postgres(ql)?://|tinydb$|local$)", store.strip()):
+            values["store"] = store.strip()
+        else:
+            problems.append(
+                "store must be a postgresql:// connection string, or empty for the store in "
+                "the workspace; using the store in the workspace"
+            )
+
+    project = section.get("project")
+    if project is not None and project != "":
+        if isinstance(project, str) and re.fullmatch(r"[A-Za-z0-9._/:@-]{1,200}", project):
+            values["project"] = project
+        else:
+            problems.append(
+                "project must be 1-200 characters of A-Z a-z 0-9 . _ / : @ -; the git remote "
+                "is used instead"
             )
 
     return HandoffSettings(**values), problems

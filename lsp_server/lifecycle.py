@@ -25,7 +25,9 @@ from .evidence import (
     normalise_rel,
 )
 from .params import Citation, Fact, HandoffDraftParams, camel
-from .store import History, Transaction, revision_shape, source_shape
+from .storage import HistoryView as History
+from .storage import StoreTransaction as Transaction
+from .storage import head_moved, revision_shape, source_shape
 
 SOURCE_KINDS = (
     "work_contract",
@@ -735,7 +737,7 @@ def append_source(tx: Transaction, scope: str, kind: str, payload: dict[str, Any
         "payload": payload,
         "createdAt": now_iso(),
     }
-    tx.table("sources").insert(rec)
+    tx.append_source(rec)
     return rec
 
 
@@ -779,14 +781,7 @@ def commit_prepared(
         }
     head = ledger.head(scope)
     if prepared["base"] != head:
-        raise HandoffError(
-            "revision_conflict",
-            f"The prepared handoff was based on {prepared['base'] or 'no revision'}, but the "
-            f"head of {scope!r} is now {head or 'no revision'}. Read the new head, review what "
-            "changed, and prepare again.",
-            expected=prepared["base"],
-            current=head,
-        )
+        raise head_moved(scope, prepared["base"], head)
     unreadable = evidence_chain(prepared, ledger, workspace) if unreadable_before != [] else []
     if unreadable:
         raise HandoffError(
@@ -814,15 +809,9 @@ def commit_prepared(
         "committedAt": now_iso(),
         "seq": tx.next_seq(),
     }
-    tx.table("revisions").insert(rev)
-    scopes = tx.table("scopes")
+    tx.insert_revision(rev)
     head_rec = {"scope": scope, "handoffId": handoff_id, "head": ref, "headNumber": number}
-    from tinydb import where
-
-    if scope_rec is None:
-        scopes.insert(head_rec)
-    else:
-        scopes.update(head_rec, where("scope") == scope)
+    tx.set_head(scope, head, head_rec)
     return {"revision": ref, "handoffId": handoff_id, "number": number, "idempotent": False}
 
 

@@ -27,7 +27,7 @@ from .params import (
     ReportParams,
     structure,
 )
-from .store import StateStore
+from .storage import open_store
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +65,10 @@ class ServiceConfig:
     scope: str | None = None
     state_folder: str = DEFAULT_STATE_FOLDER
     generation: dict[str, Any] = field(default_factory=dict)
+    #: ``postgresql://…`` for a shared database; ``None``: TinyDB in ``state_folder``.
+    store: str | None = None
+    #: The project id that namespaces scopes in a shared database (default: git remote).
+    project: str | None = None
 
 
 @dataclass
@@ -130,7 +134,12 @@ class HandoffService:
     def __init__(self, workspace: str | os.PathLike[str], config: ServiceConfig | None = None):
         self.workspace = Path(workspace).resolve()
         self.config = config or ServiceConfig()
-        self.store = StateStore(self.workspace / self.config.state_folder)
+        self.store = open_store(
+            self.workspace,
+            self.config.state_folder,
+            store=self.config.store,
+            project=self.config.project,
+        )
         self._ledger: lc.StoreLedger | None = None
         #: Rendered continuity/history reports (see ``reports.run_report``).
         self.report_cache: dict[tuple[Any, ...], dict[str, Any]] = {}

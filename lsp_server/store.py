@@ -286,6 +286,18 @@ class LiveTable(Table):
         return next_id
 
 
+def head_moved(scope: str, expected: str | None, current: str | None) -> HandoffError:
+    """The refusal of a head compare-and-swap that lost (any backend)."""
+    return HandoffError(
+        "revision_conflict",
+        f"The prepared handoff was based on {expected or 'no revision'}, but the head of "
+        f"{scope!r} is now {current or 'no revision'}. Read the new head, review what "
+        "changed, and prepare again.",
+        expected=expected,
+        current=current,
+    )
+
+
 class Transaction:
     """A fresh snapshot of the live file under the lock; one atomic write at the end.
 
@@ -315,6 +327,35 @@ class Transaction:
         if self._history is None or self._history.live is not self.data:
             self._history = History(self.store, self.data)
         return self._history
+
+    # -- the verbs of ``storage.StoreTransaction`` ------------------------------
+
+    def append_source(self, rec: dict[str, Any]) -> None:
+        """Append one Source record (its ``seq`` from ``next_seq``)."""
+        self.table("sources").insert(rec)
+
+    def insert_revision(self, rev: dict[str, Any]) -> None:
+        """Insert one committed revision (immutable once written)."""
+        self.table("revisions").insert(rev)
+
+    def set_head(self, scope: str, expected: str | None, head: dict[str, Any]) -> None:
+        """Compare-and-swap the head of ``scope`` from ``expected`` to ``head["head"]``;
+        ``revision_conflict`` when the head is no longer ``expected``."""
+        from tinydb import where
+
+        current = self.history().scope_record(scope)
+        now = current.get("head") if current else None
+        if now != expected:
+            raise head_moved(scope, expected, now)
+        scopes = self.table("scopes")
+        if current is None:
+            scopes.insert(head)
+        else:
+            scopes.update(head, where("scope") == scope)
+
+    def append_generation(self, rec: dict[str, Any]) -> None:
+        """Append one generation or session-start record."""
+        self.table("generations").insert(rec)
 
     def next_seq(self) -> int:
         """Hand out the next log sequence number (only ever under the lock); never one at
@@ -602,6 +643,9 @@ class History:
 class StateStore:
     """The ``.handoff/`` folder of one workspace."""
 
+    #: Which implementation of ``storage.Store`` this is.
+    backend = "tinydb"
+
     def __init__(
         self,
         folder: str | os.PathLike[str],
@@ -735,6 +779,14 @@ class StateStore:
         if self._history is None or self._history.live is not live:
             self._history = History(self, live)
         return self._history
+
+    def exists(self) -> bool:
+        """Whether anything was ever written (the live file is there)."""
+        return self.path.exists()
+
+    def describe(self) -> str:
+        """Where the store is, for messages."""
+        return str(self.folder)
 
     def read(self) -> dict[str, Any]:
         """Every record, as ``{table: {docId: record}}`` with ``_meta``: the segments and

@@ -107,6 +107,75 @@ def svc(workspace: Path) -> HandoffService:
     return HandoffService(workspace, ServiceConfig())
 
 
+#: The store implementations the domain suite and the walkthrough run against.
+BACKENDS = ("tinydb", "postgresql")
+
+
+@pytest.fixture(scope="session")
+def pg_cluster():
+    """One throwaway PostgreSQL cluster for the test session (schema migrated, the
+    application role granted); skipped only when no server binaries are installed."""
+    from . import pgcluster
+
+    bindir = pgcluster.server_bindir()
+    if bindir is None:
+        pytest.skip(
+            "no PostgreSQL server binaries (initdb, pg_ctl, postgres) found by pg_config, "
+            "PATH or /usr/lib/postgresql/*/bin: install Debian's 'postgresql' package"
+        )
+    cluster = pgcluster.Cluster(bindir)
+    try:
+        pgcluster.migrated(cluster)
+        yield cluster
+    finally:
+        from lsp_server.pgstore import close_pools
+
+        close_pools()
+        cluster.close()
+
+
+@pytest.fixture
+def pg_store(pg_cluster, monkeypatch):
+    """Select the PostgreSQL store for this test (the least-privilege application role)
+    with a project id of its own, so tests share the cluster and not their records."""
+    import uuid
+
+    monkeypatch.setenv("HANDOFF_STORE", pg_cluster.app_url)
+    monkeypatch.setenv("HANDOFF_PROJECT", f"test/{uuid.uuid4().hex}")
+    return pg_cluster
+
+
+@pytest.fixture
+def own_cluster(pg_cluster, monkeypatch):
+    """A cluster of this test's own (the test stops and starts it), selected as the
+    store with a short wait (``HANDOFF_LOCK_TIMEOUT=2``)."""
+    from lsp_server.pgstore import close_pools
+
+    from . import pgcluster
+
+    cluster = pgcluster.Cluster(pg_cluster.bindir)
+    try:
+        pgcluster.migrated(cluster)
+        monkeypatch.setenv("HANDOFF_STORE", cluster.app_url)
+        monkeypatch.setenv("HANDOFF_PROJECT", "restart")
+        monkeypatch.setenv("HANDOFF_LOCK_TIMEOUT", "2")
+        yield cluster
+    finally:
+        close_pools()
+        cluster.close()
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request) -> str:
+    """The store backend of a parameterised test (PostgreSQL selected by environment)."""
+    if request.param == "postgresql":
+        request.getfixturevalue("pg_store")
+    else:
+        mp = request.getfixturevalue("monkeypatch")
+        mp.delenv("HANDOFF_STORE", raising=False)
+    return request.param
+
+
 @pytest.fixture
 def python() -> str:
     return sys.executable

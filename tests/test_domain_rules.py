@@ -24,8 +24,21 @@ from .helpers import (
 )
 
 
+@pytest.fixture
+def svc(backend, workspace) -> HandoffService:
+    """The service over a real store of each backend (the whole suite runs on both)."""
+    return HandoffService(workspace, ServiceConfig())
+
+
 def store_bytes(svc: HandoffService) -> bytes:
-    return svc.store.path.read_bytes() if svc.store.path.exists() else b""
+    """What the store holds, byte for byte (TinyDB: the live file; PostgreSQL: every
+    record of the project and its sequence number)."""
+    if svc.store.backend == "tinydb":
+        return svc.store.path.read_bytes() if svc.store.path.exists() else b""
+    return orjson.dumps(svc.store.read(), option=orjson.OPT_SORT_KEYS)
+
+
+tinydb_only = pytest.mark.parametrize("backend", ["tinydb"], indirect=True)
 
 
 def committed(svc, scope=SCOPE):
@@ -513,7 +526,7 @@ def test_task_outcome_unknown_status_refused_never_coerced(svc, status):
         },
     )
     assert err.code == "invalid_status"
-    assert svc.store.read()["sources"] == {} if svc.store.path.exists() else True
+    assert svc.store.read()["sources"] == {} if svc.store.exists() else True
 
 
 # -- Coverage --------------------------------------------------------------------------
@@ -599,7 +612,7 @@ def test_coverage_receipt_recorded_after_the_outcome_does_not_count(svc):
             },
         )
         outcome_seq = rec["seq"]
-        tx.table("sources").insert(
+        tx.append_source(
             {
                 "id": receipt_id,
                 "seq": tx.next_seq(),
@@ -672,10 +685,10 @@ def test_outcome_receipt_must_be_an_acknowledgement(svc):
 def test_reports_never_write(svc):
     committed(svc)
     before = store_bytes(svc)
-    stat = os.stat(svc.store.path)
+    stamp = svc.store.checked_state_key()
     for kind in ("continuity", "history", "handoff"):
         svc.call("handoff.report", {"scope": SCOPE, "kind": kind})
-    assert store_bytes(svc) == before and os.stat(svc.store.path).st_mtime_ns == stat.st_mtime_ns
+    assert store_bytes(svc) == before and svc.store.checked_state_key() == stamp
 
 
 def test_history_covers_committed_only_prepared_never_appears(svc):
@@ -689,8 +702,8 @@ def test_history_covers_committed_only_prepared_never_appears(svc):
 def test_malformed_record_is_skipped_and_counted_not_fatal(svc):
     committed(svc)
     with svc.store.transaction() as tx:
-        tx.table("sources").insert({"id": 5, "kind": "work_state"})
-        tx.table("sources").insert(
+        tx.append_source({"id": 5, "kind": "work_state"})
+        tx.append_source(
             {"id": "x1", "seq": tx.next_seq(), "scope": SCOPE, "kind": "mystery", "payload": {}}
         )
     view = svc.call("handoff.report", {"scope": SCOPE, "kind": "continuity"})["data"]
@@ -749,6 +762,7 @@ def test_prepared_handoff_survives_a_server_restart(workspace):
     assert rev["number"] == 1
 
 
+@tinydb_only
 def test_state_lives_in_dot_handoff_with_gitignore(svc, workspace):
     record_contract(svc)
     assert (workspace / ".handoff" / "state.json").is_file()
@@ -756,6 +770,7 @@ def test_state_lives_in_dot_handoff_with_gitignore(svc, workspace):
     assert isinstance(StateStore(workspace / ".handoff").read()["_meta"]["1"]["schema"], int)
 
 
+@tinydb_only
 def test_temp_files_of_a_killed_writer_are_swept_by_the_next_write(svc, workspace):
     # A writer killed while writing the state file or the .gitignore leaves its temp file.
     folder = workspace / ".handoff"

@@ -77,7 +77,7 @@ def run_sessions(service: HandoffService, params: Any, ctx: CallContext) -> dict
 
 def _start_records(service: HandoffService) -> list[dict[str, Any]]:
     """Every session start recorded in this workspace's store (any scope)."""
-    if not service.store.path.exists():
+    if not service.store.exists():
         return []
     try:
         data = service.store.read()
@@ -308,7 +308,7 @@ def _generate(service: HandoffService, params: Any, ctx: CallContext) -> dict[st
             # A cancel that came while the files were written still wins: nothing is kept.
             ctx.cancel.raise_if_cancelled()
             record["seq"] = tx.next_seq()
-            tx.table("generations").insert(record)
+            tx.append_generation(record)
 
     saved_rel = record["document"]
     result: dict[str, Any] = {

@@ -251,7 +251,7 @@ def run_start_session(service: HandoffService, params: Any, ctx: CallContext) ->
             # A cancel that came while the files were written still wins: nothing is kept.
             ctx.cancel.raise_if_cancelled()
             record["seq"] = tx.next_seq()
-            tx.table("generations").insert(record)
+            tx.append_generation(record)
     lineage = {k: v for k, v in record.items() if k != "command"}
     return {
         "scope": scope,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from lsp_server.server import COMMANDS, PING, SERVICE_COMMANDS
 from lsp_server.service import HandoffService
-from lsp_server.store import StateStore
 
 from ..helpers import ALL_CHECKS, SCOPE, artifact, source
 
@@ -29,7 +28,8 @@ async def test_ping_needs_no_argument_and_names_the_version(lsp):
     assert lsp.changes == []
 
 
-async def test_openapi_walkthrough_over_lsp(lsp, workspace):
+async def test_openapi_walkthrough_over_lsp(backend, lsp, workspace):
+    """The acceptance walkthrough, once on each store backend."""
     call = lsp.call
     contract = await call(
         "handoff.contract",
@@ -124,8 +124,9 @@ async def test_openapi_walkthrough_over_lsp(lsp, workspace):
     ]
     assert all(c["workspace"] == lsp.uri and c["scope"] == SCOPE for c in changes)
 
-    # The same state, read by the service the CLI uses.
-    data = StateStore(workspace / ".handoff").read()
+    # The same state, read by the service the CLI uses (same store, same backend).
+    data = HandoffService(workspace).store.read()
+    assert (workspace / ".handoff" / "state.json").exists() == (backend == "tinydb")
     assert len(data["revisions"]) == 1
     cli_view = HandoffService(workspace).call(
         "handoff.continue", {"scope": SCOPE, "mode": "latest"}
