@@ -57,9 +57,13 @@ vim.ui.input = function(opts, on_confirm)
   on_confirm(answer ~= vim.NIL and answer or nil)
 end
 
+--- Every vim.ui.select menu shown: { prompt, labels }.
+H.menus = {}
+
 vim.ui.select = function(items, opts, on_choice)
   local answer = next_answer(opts and opts.prompt)
   local format = opts and opts.format_item or tostring
+  table.insert(H.menus, { prompt = opts and opts.prompt, labels = vim.tbl_map(format, items) })
   for i, item in ipairs(items) do
     local label = format(item)
     if

@@ -376,10 +376,12 @@ def test_generate_opens_a_draft_that_starts_a_session_prepares_and_commits(
     assert gen["provider"] == "extractive"
     assert gen["sourceSession"]["path"] == str(session)
     draft = r["draft"]
-    assert draft["text"] == gen["document"]
+    assert draft["text"] + "\n" == gen["document"]  # the file, read into lines
     assert "## Goal" in draft["text"] and "## Next Steps" in draft["text"]
     assert (draft["buftype"], draft["filetype"]) == ("", "markdown")
-    assert draft["modifiable"] and draft["modified"] and not draft["is_preview"]
+    # It is the draft file the server saved (named, durable, nothing unsaved).
+    assert draft["modifiable"] and not draft["modified"] and not draft["is_preview"]
+    assert Path(draft["name"]) == workspace / gen["draftPath"]
 
     # Generate wrote no agent session (only the start below did); its message says what
     # comes next.
@@ -613,3 +615,68 @@ def test_previews_recheck_evidence_on_write_and_on_R(run_nvim, workspace):
     assert keys["level"] == INFO
     assert keys["msg"] == "Handoff preview: q close · R re-check evidence · g? these keys"
     assert run.notes_at(ERROR) == []
+
+
+def test_drafts_and_receipts_survive_a_restart(run_nvim, workspace, tmp_path):
+    session = write_pi_session(tmp_path / "sessions" / "s.jsonl", workspace)
+    (workspace / ".git").mkdir()  # a workspace root
+    settings = {"generation": {"provider": "extractive"}}
+    before = run_nvim("restart_before", workspace, settings, env={"HANDOFF_SESSION": str(session)})
+    b = before.results
+    gen = b["generate"]["result"]
+
+    # The draft is the file the server saved, in a named buffer: not [No Name], saved
+    # with :w (so :qa does not ask), opened beside without taking the focus.
+    draft = workspace / gen["draftPath"]
+    opened = b["draft_opened"]
+    assert Path(opened["name"]) == draft
+    assert (opened["modified"], opened["filetype"], opened["focus_kept"]) == (
+        False,
+        "markdown",
+        True,
+    )
+    assert b["draft_saved_modified"] is False and b["unnamed_modified_buffers"] == 0
+    assert draft.read_text(encoding="utf-8").endswith("Saved before the restart.\n")
+    revision = b["commit"]["result"]["revision"]
+    receipt = b["ack"]["result"]["receipt"]
+    unclear = b["ack_unclear"]["result"]["receipt"]
+
+    after = run_nvim(
+        "restart_after",
+        workspace,
+        settings,
+        env={"HANDOFF_DRAFT": str(draft), "HANDOFF_RECEIPT": receipt},
+    )
+    r = after.results
+    # A new Neovim and server: the saved draft is prepared with its saved text and
+    # starts a session with the generation's lineage.
+    assert r["prepare"]["ok"], r["prepare"]
+    document = r["prepare"]["result"]["prepared"]["content"]["document"]
+    assert document.endswith("Saved before the restart.")
+    assert "Saved before the restart." in r["preview_prepared"]
+    assert r["start"]["ok"], r["start"]
+    assert r["start"]["result"]["lineage"]["generation"] == gen["generation"]
+
+    # --no-receipt: recorded, and said plainly that it covers nothing (WARN).
+    [note] = r["outcome_none_notes"]
+    assert note["level"] == WARN
+    assert note["msg"] == "Outcome recorded; it covers nothing (no receipt cited)."
+    assert r["outcome_none"]["ok"] and r["outcome_none"]["result"].get("covers") is None
+    # Then the receipts come from the store: the accepted one only, newest first, then
+    # "none"; the outcome cites it and covers the revision.
+    [menu] = r["menus"]
+    assert menu["prompt"] == "Acknowledgement receipt to cite"
+    assert len(menu["labels"]) == 2
+    assert menu["labels"][0].startswith(f"{receipt}  accepted {revision}")
+    assert menu["labels"][1] == "none  (the outcome covers no handoff)"
+    assert not any(unclear in label for label in menu["labels"])
+    outcome = r["outcome"]["result"]
+    assert outcome["covers"] == revision
+    [note] = r["outcome_notes"]
+    assert (note["level"], note["msg"]) == (
+        INFO,
+        f"Outcome recorded: covers {revision}.",
+    )
+    data = HandoffService(workspace).call("handoff.report", {"kind": "continuity"})["data"]
+    assert (data["outcome"], data["head"]) == ("covered", revision)
+    assert after.notes_at(ERROR) == []
