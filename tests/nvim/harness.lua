@@ -147,6 +147,22 @@ function H.start(line)
   end, finished
 end
 
+--- Waits for the next HandoffDone of `sub` started by something else (a key).
+function H.wait_done(sub, timeout)
+  local before = #done
+  local found
+  H.wait(function()
+    for i = before + 1, #done do
+      if done[i].subcommand == sub then
+        found = done[i]
+        return true
+      end
+    end
+    return false
+  end, timeout, "HandoffDone of " .. sub)
+  return found
+end
+
 function H.wait(pred, timeout, what)
   if not vim.wait(timeout or TIMEOUT, pred, 10) then
     error("timed out waiting for " .. (what or "a condition"))

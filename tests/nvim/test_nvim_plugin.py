@@ -613,7 +613,7 @@ def test_previews_recheck_evidence_on_write_and_on_R(run_nvim, workspace):
     assert fresh in r["after_R"] and "- changed:" not in r["after_R"]
     [keys] = r["keys"]
     assert keys["level"] == INFO
-    assert keys["msg"] == "Handoff preview: q close · R re-check evidence · g? these keys"
+    assert keys["msg"] == "Handoff preview: q close · R re-check · <CR> open · g? keys"
     assert run.notes_at(ERROR) == []
 
 
@@ -680,3 +680,29 @@ def test_drafts_and_receipts_survive_a_restart(run_nvim, workspace, tmp_path):
     data = HandoffService(workspace).call("handoff.report", {"kind": "continuity"})["data"]
     assert (data["outcome"], data["head"]) == ("covered", revision)
     assert after.notes_at(ERROR) == []
+
+
+def test_enter_in_a_preview_opens_the_file_revision_or_session(run_nvim, workspace, tmp_path):
+    pi_dir = tmp_path / "home" / "pi-agent" / "sessions"
+    slug = "--" + str(workspace).strip("/").replace("/", "-") + "--"
+    session = write_pi_session(pi_dir / slug / "2026-01-05T10-00-00_s.jsonl", workspace)
+    (workspace / ".git").mkdir()
+    run = run_nvim("follow", workspace, {"generation": {"provider": "extractive"}})
+    r = run.results
+    revision = r["revision"]
+    # On a revision: that handoff in the preview.
+    assert revision in r["revision_line"]
+    assert r["revision_preview"].startswith(f"# Handoff {revision}")
+    # On a cited file: opened in the window you came from.
+    assert r["file_opened"] == {"win_is_work": True, "name": "openapi.yaml"}
+    # path:LINE is a file at that line; plain words are nothing to open.
+    [target] = r["targets"]
+    assert (target["kind"], target["lnum"]) == ("file", 2)
+    assert Path(target["value"]) == workspace / "client" / "pets_client.py"
+    assert r["nothing"] == []
+    # On a session: a generate from it (the draft opened).
+    assert str(session) in r["session_line"]
+    gen = r["generate"]
+    assert gen["ok"], gen
+    assert gen["result"]["sourceSession"]["path"] == str(session)
+    assert run.notes_at(ERROR) == []
