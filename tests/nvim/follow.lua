@@ -33,10 +33,9 @@ H.main(function()
   -- A revision in the continuity report: <CR> shows that handoff.
   H.handoff("report continuity")
   R("revision_line", cursor_on("Committed handoff/"))
-  local before = H.preview_count()
   press_enter()
   H.wait(function()
-    return H.preview_count() > before
+    return vim.startswith(H.preview() or "", "# Handoff handoff/")
   end, nil, "the handoff preview")
   R("revision_preview", H.preview())
   R("revision", rev)

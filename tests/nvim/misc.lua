@@ -7,6 +7,8 @@ H.main(function()
 
   -- Subcommands issued back to back, before the server is even up, run in order:
   -- commit commits what current prepared.
+  -- No root marker: asked once before anything can be written in the current directory.
+  H.answer("yes")
   local waits = {}
   for _, line in ipairs({
     "contract --objective 'complete the OpenAPI client update' --in-scope client --acceptance 'tests pass'",

@@ -250,8 +250,11 @@ def test_handoff_cancel_stops_a_slow_generation(run_nvim, workspace, tmp_path):
 
 
 def test_settings_refusals_and_checkhealth(run_nvim, workspace, tmp_path):
-    run = run_nvim("misc", workspace, {"scope": "from-settings"})
+    run = run_nvim("misc", workspace, {"scope": "from-settings"}, marker=False)
     r = run.results
+    # No .handoff or .git: asked once (the queued subcommands waited for the answer).
+    asked = f"No .handoff or .git here: keep handoff state in {workspace.resolve()}/.handoff?"
+    assert run.prompts[0] == asked and run.prompts.count(asked) == 1
 
     # Back to back, in order: the commit found what current prepared.
     assert [(d["subcommand"], d["ok"]) for d in r["back_to_back"]] == [
@@ -324,6 +327,7 @@ def test_settings_refusals_and_checkhealth(run_nvim, workspace, tmp_path):
     assert r["picked"]["subcommand"] == "report" and r["picked"]["ok"]
     assert r["preview_picked"].startswith("# Handoff history: from-vim-g")
     assert run.prompts[-2:] == ["Handoff", "Report"]
+
 
     health = r["health"]
     assert "handoff: language server" in health
@@ -706,3 +710,39 @@ def test_enter_in_a_preview_opens_the_file_revision_or_session(run_nvim, workspa
     assert gen["ok"], gen
     assert gen["result"]["sourceSession"]["path"] == str(session)
     assert run.notes_at(ERROR) == []
+
+
+def test_no_state_outside_a_workspace_without_asking_and_a_fast_checkhealth(
+    run_nvim, workspace, tmp_path
+):
+    calls = tmp_path / "server-calls.log"
+    wrapper = tmp_path / "bin" / "handoff-lsp"
+    wrapper.parent.mkdir(parents=True)
+    wrapper.write_text(
+        f'#!/bin/sh\necho "$*" >> {shlex.quote(str(calls))}\n'
+        f'exec {shlex.quote(sys.executable)} -m lsp_server "$@"\n',
+        encoding="utf-8",
+    )
+    wrapper.chmod(0o755)
+    run = run_nvim("outside", workspace, marker=False, env={"HANDOFF_WRAPPER": str(wrapper)})
+    r = run.results
+
+    # Asked before anything is written; "no" refuses, starts nothing, writes nothing.
+    asked = f"No .handoff or .git here: keep handoff state in {workspace.resolve()}/.handoff?"
+    assert run.prompts == [asked, asked]
+    assert (r["refused"]["ok"], r["refused"]["kind"]) == (False, "refused")
+    assert "nothing is written outside a workspace" in r["refused"]["message"]
+    assert r["state_after_no"] is False and r["clients_after_no"] == 0
+    # "yes": the state lives there, and the next subcommand is not asked again.
+    assert r["contract"]["ok"] and r["state_after_yes"] is True and r["report"]["ok"]
+
+    # :checkhealth: --version ran once, then came from the cache, then from the running
+    # server (which was started once, by the contract).
+    version = re.compile(r"Server version: handoff-lsp \d+\.\d+\S* \((.+)\)")
+    assert version.search(r["health_first"]).group(1) == "--version"
+    assert version.search(r["health_cached"]).group(1) == "cached"
+    assert version.search(r["health_running"]).group(1) == "the running server"
+    assert "no root marker here: :Handoff asks before keeping state" in r["health_first"]
+    lines = calls.read_text(encoding="utf-8").splitlines()
+    assert lines.count("--version") == 1, lines
+    assert len(lines) == 2, lines  # --version, then the one server
