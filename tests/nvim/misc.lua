@@ -56,6 +56,11 @@ H.main(function()
   -- A server refusal of malformed input (invalid status) is shown with its message.
   R("bad_outcome", H.handoff("outcome finished 'it went well'"))
 
+  -- A missing model setting is named the Neovim way (no CLI flag :Handoff lacks).
+  n = #H.notes
+  R("no_model", H.handoff("generate --session /nowhere/s.jsonl --provider openai"))
+  R("no_model_notes", vim.list_slice(H.notes, n + 1))
+
   -- The client was started on demand for the current directory.
   local client = vim.lsp.get_clients({ name = "handoff" })[1]
   R("root_dir", client.root_dir)

@@ -295,6 +295,13 @@ def test_settings_refusals_and_checkhealth(run_nvim, workspace, tmp_path):
     assert "'finished'" in bad["message"]
     assert f"Handoff outcome: {bad['message']}" in run.notes_at(ERROR)
 
+    # The refusal names the setting to set in vim.g.handoff, not the CLI's --model.
+    assert (r["no_model"]["ok"], r["no_model"]["code"]) == (False, "invalid_params")
+    assert [n["msg"] for n in r["no_model_notes"]] == [
+        "Handoff generate: The openai provider needs a model: set "
+        "vim.g.handoff.generation.openai.model."
+    ]
+
     # Started on demand for the current directory (no root marker), with vim.g.handoff.
     assert Path(r["root_dir"]).resolve() == workspace.resolve()
     assert r["preview_first"].startswith("# Work continuity: from-settings")

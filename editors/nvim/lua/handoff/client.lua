@@ -265,7 +265,7 @@ function M.exec(client, command, params, on_done, opts)
     finish({
       kind = cancelled and "cancelled" or "refused",
       code = data.code or (cancelled and "cancelled") or nil,
-      message = err.message or "The handoff server refused the command.",
+      message = M.for_neovim(err.message or "The handoff server refused the command.", data),
       data = data,
     })
   end, vim.api.nvim_get_current_buf())
@@ -276,6 +276,19 @@ function M.exec(client, command, params, on_done, opts)
     finish({ kind = "refused", message = ("%s was not sent to the server."):format(command) })
   end
   return request_id
+end
+
+--- A refusal that names a missing setting, said the Neovim way: the setting is set in
+--- vim.g.handoff (the command-line flag the server's words offer is the CLI's, not a
+--- :Handoff flag).
+function M.for_neovim(message, data)
+  local setting = type(data) == "table" and data.setting
+  if type(setting) ~= "string" then
+    return message
+  end
+  local text = message:gsub(" %(or %-%-[%w%-]+%)", "")
+  text = text:gsub("set " .. vim.pesc(setting), "set vim.g.handoff." .. setting:gsub("%%", "%%%%"), 1)
+  return text
 end
 
 --- Runs a command inside a coroutine; a refusal or cancellation ends the subcommand.
