@@ -753,3 +753,15 @@ def test_no_state_outside_a_workspace_without_asking_and_a_fast_checkhealth(
     lines = calls.read_text(encoding="utf-8").splitlines()
     assert lines.count("--version") == 1, lines
     assert len(lines) == 2, lines  # --version, then the one server
+
+
+def test_server_log_lines_reach_lsp_log_at_their_level(run_nvim, workspace, tmp_path):
+    run = run_nvim("loglevels", workspace)
+    r = run.results
+    assert r["refused"]["code"] == "exact_target_required" and r["report"]["ok"]
+    lines = r["log"].splitlines()
+    refused = [line for line in lines if "handoff.acknowledge refused" in line]
+    assert refused, r["log"][-3000:]
+    # INFO records are INFO lines, sent as window/logMessage; none came as stderr.
+    assert all(line.startswith("[INFO]") for line in refused), refused
+    assert not [line for line in lines if "stderr" in line and " INFO " in line], r["log"][-3000:]
