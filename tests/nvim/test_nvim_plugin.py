@@ -1,7 +1,9 @@
 """The Neovim plugin in a real headless Neovim, attached to the real server: the OpenAPI
 walkthrough through :Handoff subcommands, the refused acknowledgement of latest,
 :Handoff cancel of a slow generation, drafts, completion and :checkhealth; messages that
-stay, focus that stays, :help handoff, refused extra words, previews that re-check."""
+stay, focus that stays, :help handoff, refused extra words, previews that re-check and
+<CR> that opens; drafts and receipts across a restart; no state outside a workspace
+without asking; a fast :checkhealth; server log levels in lsp.log."""
 
 from __future__ import annotations
 
