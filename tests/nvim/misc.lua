@@ -61,6 +61,11 @@ H.main(function()
   R("no_model", H.handoff("generate --session /nowhere/s.jsonl --provider openai"))
   R("no_model_notes", vim.list_slice(H.notes, n + 1))
 
+  -- No sessions: the refusal says where it looked.
+  n = #H.notes
+  R("no_sessions", H.handoff("generate"))
+  R("no_sessions_notes", vim.list_slice(H.notes, n + 1))
+
   -- The client was started on demand for the current directory.
   local client = vim.lsp.get_clients({ name = "handoff" })[1]
   R("root_dir", client.root_dir)

@@ -304,6 +304,17 @@ def test_settings_refusals_and_checkhealth(run_nvim, workspace, tmp_path):
         "vim.g.handoff.generation.openai.model."
     ]
 
+    # No agent session: the refusal names the workspace and the folders searched.
+    assert (r["no_sessions"]["ok"], r["no_sessions"]["kind"]) == (False, "refused")
+    [none] = [n["msg"] for n in r["no_sessions_notes"]]
+    home = tmp_path / "home"
+    assert none == (
+        f"Handoff generate: No agent sessions of {workspace.resolve()} in "
+        f"{home / 'pi-agent/sessions'}, {home / '.omp/agent/sessions'}, "
+        f"{home / 'claude/projects'}, {home / 'codex/sessions'} "
+        "(a session belongs to the folder it was started in)."
+    ).replace(str(home), "~")
+
     # Started on demand for the current directory (no root marker), with vim.g.handoff.
     assert Path(r["root_dir"]).resolve() == workspace.resolve()
     assert r["preview_first"].startswith("# Work continuity: from-settings")
@@ -553,6 +564,14 @@ def test_help_handoff_works_after_the_documented_install(nvim_bin, tmp_path):
 def test_confirmations_stay_in_the_message_area(run_nvim, workspace):
     run = run_nvim("messages", workspace, env={"HANDOFF_REAL_NOTIFY": "1"})
     r = run.results
+
+    # Feedback while the server starts, replaced by the command's confirmation.
+    texts = [e["text"] for e in r["first_events"]]
+    # (one line: the long path cut in the middle)
+    assert texts[0].startswith("Handoff: starting python for /") and texts[0].endswith("/ws…")
+    assert texts[-1].startswith("Work Contract recorded as source/")
+    # A report ends with a line saying where it is (not a stale "Rendering…").
+    assert r["report_area"] == "Handoff continuity: in the preview (g? lists its keys)."
 
     # A visible preview re-rendered quietly: the confirmation is what the UI shows.
     visible = r["visible"]

@@ -114,6 +114,12 @@ local function start(bufnr)
     )
   end
   local normal = vim.bo[bufnr].buftype == "" and vim.api.nvim_buf_get_name(bufnr) ~= ""
+  -- Feedback while the server starts (the command's own message replaces it).
+  local shown = ("Handoff: starting %s for %s…"):format(
+    type(config.cmd) == "table" and vim.fs.basename(config.cmd[1]) or "the server",
+    vim.fn.fnamemodify(config.root_dir, ":~")
+  )
+  vim.api.nvim_echo({ { require("handoff.msg").one_line(shown) } }, false, {})
   return vim.lsp.start(config, { bufnr = bufnr, attach = normal, silent = false })
 end
 

@@ -190,6 +190,8 @@ local function show_view(ctx, title, command, params, render)
     warn("Handoff " .. title .. ": " .. table.concat(result.warnings, "; "))
   end
   local text = render(result)
+  -- Replaces the progress echo, which would otherwise still say "Rendering…".
+  vim.api.nvim_echo({ { msg.one_line(("Handoff %s: in the preview (g? lists its keys)."):format(title)) } }, false, {})
   preview.show(text, {
     title = title,
     client_id = client.id,
@@ -238,6 +240,19 @@ function M.extra_words(sub, spec, a)
   return text .. "."
 end
 
+--- "No agent sessions of <workspace> in <the folders searched>." (where it looked).
+function M.no_sessions(root, searched)
+  local where = {}
+  for _, folder in ipairs(type(searched) == "table" and searched or {}) do
+    where[#where + 1] = vim.fn.fnamemodify(folder, ":~")
+  end
+  local text = ("No agent sessions of %s"):format(vim.fn.fnamemodify(root or vim.fn.getcwd(), ":~"))
+  if #where > 0 then
+    text = text .. " in " .. table.concat(where, ", ")
+  end
+  return text .. " (a session belongs to the folder it was started in)."
+end
+
 -- Subcommands ------------------------------------------------------------------
 
 M.subcommands = {}
@@ -252,10 +267,11 @@ S.generate = {
       focus = table.concat(a.positional, " ")
     end
     if not session then
-      local list = client_mod.call(ctx.client, "handoff.sessions", vim.empty_dict()).sessions or {}
+      local found = client_mod.call(ctx.client, "handoff.sessions", vim.empty_dict())
+      local list = found.sessions or {}
       local item = async.select(list, {
         prompt = "Agent session to hand off",
-        empty = "No agent sessions were found for this workspace.",
+        empty = M.no_sessions(ctx.client.root_dir, found.searched),
         format_item = function(s)
           return ("%s  %-6s %s (%d messages)"):format(
             s.updatedAt or "",
@@ -524,6 +540,8 @@ S.sessions = {
       end
       if #(result.sessions or {}) == 0 then
         rows[#rows + 1] = "| | | | (none found) |"
+        rows[#rows + 1] = ""
+        rows[#rows + 1] = M.no_sessions(ctx.client.root_dir, result.searched)
       end
       rows[#rows + 1] = ""
       rows[#rows + 1] = "`:Handoff generate --session <path> [focus…]` turns one into a handoff."
