@@ -18,6 +18,10 @@ H.main(function()
   R("outcome_none", H.handoff("outcome partial half done --no-receipt"))
   R("outcome_none_notes", vim.list_slice(H.notes, n + 1))
 
+  n = #H.notes
+  R("outcome_unclear", H.handoff("outcome blocked waiting --receipt " .. os.getenv("HANDOFF_UNCLEAR")))
+  R("outcome_unclear_notes", vim.list_slice(H.notes, n + 1))
+
   local menus = #H.menus
   H.answer(function(item)
     return item.receipt == RECEIPT

@@ -677,7 +677,7 @@ def test_drafts_and_receipts_survive_a_restart(run_nvim, workspace, tmp_path):
         "restart_after",
         workspace,
         settings,
-        env={"HANDOFF_DRAFT": str(draft), "HANDOFF_RECEIPT": receipt},
+        env={"HANDOFF_DRAFT": str(draft), "HANDOFF_RECEIPT": receipt, "HANDOFF_UNCLEAR": unclear},
     )
     r = after.results
     # A new Neovim and server: the saved draft is prepared with its saved text and
@@ -694,6 +694,13 @@ def test_drafts_and_receipts_survive_a_restart(run_nvim, workspace, tmp_path):
     assert note["level"] == WARN
     assert note["msg"] == "Outcome recorded; it covers nothing (no receipt cited)."
     assert r["outcome_none"]["ok"] and r["outcome_none"]["result"].get("covers") is None
+    # A receipt that is not an acceptance: recorded, and said that it covers nothing.
+    assert r["outcome_unclear"]["ok"] and r["outcome_unclear"]["result"].get("covers") is None
+    [note] = r["outcome_unclear_notes"]
+    assert (note["level"], note["msg"]) == (
+        WARN,
+        "Outcome recorded; it covers nothing (receipt not accepted).",
+    )
     # Then the receipts come from the store: the accepted one only, newest first, then
     # "none"; the outcome cites it and covers the revision.
     [menu] = r["menus"]

@@ -998,7 +998,7 @@ S.outcome = {
     if covers then
       info(("Outcome recorded: covers %s."):format(covers))
     elseif receipt then
-      warn(("Outcome recorded; it covers nothing (%s is no accepted receipt)."):format(receipt))
+      warn("Outcome recorded; it covers nothing (receipt not accepted).")
     else
       warn("Outcome recorded; it covers nothing (no receipt cited).")
     end
