@@ -646,6 +646,9 @@ def test_previews_recheck_evidence_on_write_and_on_R(run_nvim, workspace):
     [keys] = r["keys"]
     assert keys["level"] == INFO
     assert keys["msg"] == "Handoff preview: q close · R re-check · <CR> open · g? keys"
+    # `_` and `*` of record text are shown, not concealed as emphasis.
+    assert "rename _list_pets_ and keep *args* as is" in r["emphasis"]["line"]
+    assert r["emphasis"]["conceallevel"] == 0
     assert run.notes_at(ERROR) == []
 
 

@@ -185,7 +185,9 @@ local function open_window(buf)
   vim.api.nvim_win_set_buf(win, buf)
   vim.wo[win].wrap = true
   vim.wo[win].linebreak = true
-  vim.wo[win].conceallevel = 2
+  -- Nothing hidden: record text is shown as written (a `_` or `*` in it is content,
+  -- not emphasis for the markdown syntax to conceal).
+  vim.wo[win].conceallevel = 0
   vim.wo[win].number = false
   vim.wo[win].relativenumber = false
   vim.wo[win].spell = false
