@@ -44,4 +44,8 @@ H.main(function()
   local rev = commit.result.revision
   R("ack_unclear", H.handoff("ack exact " .. rev .. " needs_clarification --note 'which tests?'"))
   R("ack", H.handoff("ack exact " .. rev .. " accepted --all-checks"))
+  -- What would hold :qa up: a modified buffer (the saved draft is not one).
+  R("modified_buffers", vim.tbl_map(function(info)
+    return info.name
+  end, vim.fn.getbufinfo({ bufmodified = 1 })))
 end)

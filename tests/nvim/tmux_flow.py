@@ -193,10 +193,10 @@ def main(out: Path) -> int:
         shot("checkhealth", r"Server version: handoff-lsp")
         command("qa")  # the saved draft does not hold :qa up
         deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            alive = subprocess.run(["tmux", "has-session", "-t", SESSION], capture_output=True)
-            if alive.returncode != 0:
-                break
+        alive = ["tmux", "has-session", "-t", SESSION]
+        while subprocess.run(alive, capture_output=True).returncode == 0:
+            if time.monotonic() > deadline:
+                raise SystemExit(f":qa did not quit Neovim:\n{screen()}")
             time.sleep(0.2)
         # A new Neovim (and server): the saved draft is still a draft, and the receipt
         # of the acknowledgement comes from the store.
