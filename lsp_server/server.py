@@ -30,7 +30,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.uris import to_fs_path, uri_scheme
 
-from . import __version__
+from . import __version__, logmessage
 from .commands import PARAMS_OF
 from .config import (
     DEFAULT_LOG_LEVEL,
@@ -937,6 +937,8 @@ def build_server(
             ls.apply_settings(options, "initializationOptions")
         if ls.parent_pid is None:
             ls.parent_pid = params.process_id
+        if logmessage.wanted(params.capabilities):
+            logmessage.send_log_to_client(ls)
 
     @server.feature(types.INITIALIZED)
     async def on_initialized(ls: HandoffLanguageServer, params: types.InitializedParams) -> None:

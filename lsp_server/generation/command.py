@@ -4,6 +4,7 @@ service's workspace and store."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import time
@@ -22,7 +23,7 @@ from .capture import capture_text, missing_sections, wrap
 from .check import check_answer
 from .draft import build_draft
 from .facts import gather
-from .newsession import kept_if_recorded, save_document, save_text
+from .newsession import kept_if_recorded, save_document, save_text, write_new_file
 from .prompt import build_prompt
 from .readers import read_session
 from .settings import PROVIDERS, GenerationSettings
@@ -286,6 +287,14 @@ def _generate(service: HandoffService, params: Any, ctx: CallContext) -> dict[st
         # The draft the user edits before a session starts from it (plain Markdown).
         draft_file = save_text(service.store.folder, DRAFTS_FOLDER, generation_id, document)
         written.append(draft_file)
+        # Its HandoffDraft beside it, so an editor can prepare the saved draft later.
+        draft = build_draft(
+            document, transcript, service.workspace, _workspace_path(saved, service.workspace), 1
+        )
+        sidecar = draft_file.with_suffix(".json")
+        sidecar_json = {"scope": scope, "generation": generation_id, "draft": draft}
+        write_new_file(sidecar, (json.dumps(sidecar_json, indent=2) + "\n").encode(), 0o644)
+        written.append(sidecar)
         pause_point("generation.document")
         duration_ms = int((time.monotonic() - started) * 1000)
         record = {
@@ -315,7 +324,7 @@ def _generate(service: HandoffService, params: Any, ctx: CallContext) -> dict[st
         "scope": scope,
         "document": document,
         "missingSections": missing,
-        "draft": build_draft(document, transcript, service.workspace, saved_rel, offset=1),
+        "draft": draft,
         "provider": provider_name,
         "sourceSession": {
             **transcript.source_json(),

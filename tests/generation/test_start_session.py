@@ -78,6 +78,24 @@ def test_generate_writes_no_agent_session(homes, workspace, pi_source):
     assert draft.read_text(encoding="utf-8") == result["document"]
 
 
+def test_saved_draft_keeps_its_handoff_draft_beside_it_for_a_later_prepare(
+    homes, workspace, pi_source
+):
+    result = HandoffService(workspace).call("handoff.generate", {"session": str(pi_source)})
+    sidecar = json.loads(
+        (workspace / result["draftPath"]).with_suffix(".json").read_text(encoding="utf-8")
+    )
+    assert sidecar == {
+        "scope": result["scope"],
+        "generation": result["generation"],
+        "draft": result["draft"],
+    }
+    # A later server (a restart) prepares it with an edited document.
+    edited = {**sidecar["draft"], "document": EDITED}
+    prepared = HandoffService(workspace).call("handoff.prepare", {"draft": edited})["prepared"]
+    assert prepared["content"]["document"] == EDITED
+
+
 def test_edited_draft_is_exactly_what_the_new_pi_session_holds(homes, workspace, pi_source):
     svc = HandoffService(workspace)
     generated = svc.call("handoff.generate", {"session": str(pi_source)})

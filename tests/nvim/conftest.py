@@ -95,7 +95,11 @@ def run_nvim(nvim_bin: str, tmp_path: Path):
         settings: dict[str, Any] | None = None,
         env: dict[str, str] | None = None,
         timeout: float = 120,
+        marker: bool = True,
     ) -> Run:
+        # A workspace root marker, unless the scenario is about working without one.
+        if marker and not any((workspace / m).exists() for m in (".handoff", ".git")):
+            (workspace / ".handoff").mkdir()
         home = tmp_path / "home"
         for sub in ("config", "data", "state", "cache"):
             (home / sub).mkdir(parents=True, exist_ok=True)

@@ -39,6 +39,7 @@ H.main(function()
     filetype = vim.bo[buf].filetype,
     modifiable = vim.bo[buf].modifiable,
     modified = vim.bo[buf].modified,
+    name = vim.api.nvim_buf_get_name(buf),
     is_preview = buf == require("handoff.preview").bufnr(),
   })
 

@@ -50,4 +50,16 @@ H.main(function()
   local n = #H.notes
   vim.api.nvim_feedkeys("g?", "x", false)
   R("keys", vim.list_slice(H.notes, n + 1))
+
+  -- Record text with markdown emphasis characters is shown whole: nothing concealed.
+  H.handoff("contract --objective 'rename _list_pets_ and keep *args* as is' --in-scope client --acceptance 'tests pass'")
+  H.handoff("report continuity")
+  local win = preview.window()
+  local shown
+  for _, line in ipairs(vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(win), 0, -1, false)) do
+    if line:find("rename _list_pets_", 1, true) then
+      shown = line
+    end
+  end
+  R("emphasis", { line = shown, conceallevel = vim.wo[win].conceallevel })
 end)

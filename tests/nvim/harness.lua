@@ -57,9 +57,13 @@ vim.ui.input = function(opts, on_confirm)
   on_confirm(answer ~= vim.NIL and answer or nil)
 end
 
+--- Every vim.ui.select menu shown: { prompt, labels }.
+H.menus = {}
+
 vim.ui.select = function(items, opts, on_choice)
   local answer = next_answer(opts and opts.prompt)
   local format = opts and opts.format_item or tostring
+  table.insert(H.menus, { prompt = opts and opts.prompt, labels = vim.tbl_map(format, items) })
   for i, item in ipairs(items) do
     local label = format(item)
     if
@@ -141,6 +145,22 @@ function H.start(line)
     vim.wait(timeout or TIMEOUT, finished, 10)
     return mine()
   end, finished
+end
+
+--- Waits for the next HandoffDone of `sub` started by something else (a key).
+function H.wait_done(sub, timeout)
+  local before = #done
+  local found
+  H.wait(function()
+    for i = before + 1, #done do
+      if done[i].subcommand == sub then
+        found = done[i]
+        return true
+      end
+    end
+    return false
+  end, timeout, "HandoffDone of " .. sub)
+  return found
 end
 
 function H.wait(pred, timeout, what)

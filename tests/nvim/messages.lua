@@ -18,8 +18,10 @@ H.async(function()
 
   -- A visible preview, refreshed (quietly) by the change that a confirmation reports.
   H.run("contract --objective 'complete the OpenAPI client update' --in-scope client --acceptance 'tests pass'")
+  R("first_events", vim.deepcopy(H.area_events)) -- the server starting, the contract
   H.run("report continuity")
   settle()
+  R("report_area", H.area)
   local renders = H.preview_count()
   R("work", H.run("work --state 'client generation completed :: client/pets_client.py' --next 'run tests :: openapi.yaml'"))
   local confirmation = H.notes[#H.notes].msg

@@ -7,6 +7,8 @@ H.main(function()
 
   -- Subcommands issued back to back, before the server is even up, run in order:
   -- commit commits what current prepared.
+  -- No root marker: asked once before anything can be written in the current directory.
+  H.answer("yes")
   local waits = {}
   for _, line in ipairs({
     "contract --objective 'complete the OpenAPI client update' --in-scope client --acceptance 'tests pass'",
@@ -53,6 +55,16 @@ H.main(function()
 
   -- A server refusal of malformed input (invalid status) is shown with its message.
   R("bad_outcome", H.handoff("outcome finished 'it went well'"))
+
+  -- A missing model setting is named the Neovim way (no CLI flag :Handoff lacks).
+  n = #H.notes
+  R("no_model", H.handoff("generate --session /nowhere/s.jsonl --provider openai"))
+  R("no_model_notes", vim.list_slice(H.notes, n + 1))
+
+  -- No sessions: the refusal says where it looked.
+  n = #H.notes
+  R("no_sessions", H.handoff("generate"))
+  R("no_sessions_notes", vim.list_slice(H.notes, n + 1))
 
   -- The client was started on demand for the current directory.
   local client = vim.lsp.get_clients({ name = "handoff" })[1]

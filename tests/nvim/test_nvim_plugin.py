@@ -1,7 +1,9 @@
 """The Neovim plugin in a real headless Neovim, attached to the real server: the OpenAPI
 walkthrough through :Handoff subcommands, the refused acknowledgement of latest,
 :Handoff cancel of a slow generation, drafts, completion and :checkhealth; messages that
-stay, focus that stays, :help handoff, refused extra words, previews that re-check."""
+stay, focus that stays, :help handoff, refused extra words, previews that re-check and
+<CR> that opens; drafts and receipts across a restart; no state outside a workspace
+without asking; a fast :checkhealth; server log levels in lsp.log."""
 
 from __future__ import annotations
 
@@ -250,8 +252,11 @@ def test_handoff_cancel_stops_a_slow_generation(run_nvim, workspace, tmp_path):
 
 
 def test_settings_refusals_and_checkhealth(run_nvim, workspace, tmp_path):
-    run = run_nvim("misc", workspace, {"scope": "from-settings"})
+    run = run_nvim("misc", workspace, {"scope": "from-settings"}, marker=False)
     r = run.results
+    # No .handoff or .git: asked once (the queued subcommands waited for the answer).
+    asked = f"No .handoff or .git here: keep handoff state in {workspace.resolve()}/.handoff?"
+    assert run.prompts[0] == asked and run.prompts.count(asked) == 1
 
     # Back to back, in order: the commit found what current prepared.
     assert [(d["subcommand"], d["ok"]) for d in r["back_to_back"]] == [
@@ -292,6 +297,24 @@ def test_settings_refusals_and_checkhealth(run_nvim, workspace, tmp_path):
     assert "'finished'" in bad["message"]
     assert f"Handoff outcome: {bad['message']}" in run.notes_at(ERROR)
 
+    # The refusal names the setting to set in vim.g.handoff, not the CLI's --model.
+    assert (r["no_model"]["ok"], r["no_model"]["code"]) == (False, "invalid_params")
+    assert [n["msg"] for n in r["no_model_notes"]] == [
+        "Handoff generate: The openai provider needs a model: set "
+        "vim.g.handoff.generation.openai.model."
+    ]
+
+    # No agent session: the refusal names the workspace and the folders searched.
+    assert (r["no_sessions"]["ok"], r["no_sessions"]["kind"]) == (False, "refused")
+    [none] = [n["msg"] for n in r["no_sessions_notes"]]
+    home = tmp_path / "home"
+    assert none == (
+        f"Handoff generate: No agent sessions of {workspace.resolve()} in "
+        f"{home / 'pi-agent/sessions'}, {home / '.omp/agent/sessions'}, "
+        f"{home / 'claude/projects'}, {home / 'codex/sessions'} "
+        "(a session belongs to the folder it was started in)."
+    ).replace(str(home), "~")
+
     # Started on demand for the current directory (no root marker), with vim.g.handoff.
     assert Path(r["root_dir"]).resolve() == workspace.resolve()
     assert r["preview_first"].startswith("# Work continuity: from-settings")
@@ -324,6 +347,7 @@ def test_settings_refusals_and_checkhealth(run_nvim, workspace, tmp_path):
     assert r["picked"]["subcommand"] == "report" and r["picked"]["ok"]
     assert r["preview_picked"].startswith("# Handoff history: from-vim-g")
     assert run.prompts[-2:] == ["Handoff", "Report"]
+
 
     health = r["health"]
     assert "handoff: language server" in health
@@ -376,10 +400,12 @@ def test_generate_opens_a_draft_that_starts_a_session_prepares_and_commits(
     assert gen["provider"] == "extractive"
     assert gen["sourceSession"]["path"] == str(session)
     draft = r["draft"]
-    assert draft["text"] == gen["document"]
+    assert draft["text"] + "\n" == gen["document"]  # the file, read into lines
     assert "## Goal" in draft["text"] and "## Next Steps" in draft["text"]
     assert (draft["buftype"], draft["filetype"]) == ("", "markdown")
-    assert draft["modifiable"] and draft["modified"] and not draft["is_preview"]
+    # It is the draft file the server saved (named, durable, nothing unsaved).
+    assert draft["modifiable"] and not draft["modified"] and not draft["is_preview"]
+    assert Path(draft["name"]) == workspace / gen["draftPath"]
 
     # Generate wrote no agent session (only the start below did); its message says what
     # comes next.
@@ -539,6 +565,14 @@ def test_confirmations_stay_in_the_message_area(run_nvim, workspace):
     run = run_nvim("messages", workspace, env={"HANDOFF_REAL_NOTIFY": "1"})
     r = run.results
 
+    # Feedback while the server starts, replaced by the command's confirmation.
+    texts = [e["text"] for e in r["first_events"]]
+    # (one line: the long path cut in the middle)
+    assert texts[0].startswith("Handoff: starting python for /") and texts[0].endswith("/ws…")
+    assert texts[-1].startswith("Work Contract recorded as source/")
+    # A report ends with a line saying where it is (not a stale "Rendering…").
+    assert r["report_area"] == "Handoff continuity: in the preview (g? lists its keys)."
+
     # A visible preview re-rendered quietly: the confirmation is what the UI shows.
     visible = r["visible"]
     assert visible["note"].startswith("Work state recorded as source/")
@@ -611,5 +645,155 @@ def test_previews_recheck_evidence_on_write_and_on_R(run_nvim, workspace):
     assert fresh in r["after_R"] and "- changed:" not in r["after_R"]
     [keys] = r["keys"]
     assert keys["level"] == INFO
-    assert keys["msg"] == "Handoff preview: q close · R re-check evidence · g? these keys"
+    assert keys["msg"] == "Handoff preview: q close · R re-check · <CR> open · g? keys"
+    # `_` and `*` of record text are shown, not concealed as emphasis.
+    assert "rename _list_pets_ and keep *args* as is" in r["emphasis"]["line"]
+    assert r["emphasis"]["conceallevel"] == 0
     assert run.notes_at(ERROR) == []
+
+
+def test_drafts_and_receipts_survive_a_restart(run_nvim, workspace, tmp_path):
+    session = write_pi_session(tmp_path / "sessions" / "s.jsonl", workspace)
+    (workspace / ".git").mkdir()  # a workspace root
+    settings = {"generation": {"provider": "extractive"}}
+    before = run_nvim("restart_before", workspace, settings, env={"HANDOFF_SESSION": str(session)})
+    b = before.results
+    gen = b["generate"]["result"]
+
+    # The draft is the file the server saved, in a named buffer: not [No Name], saved
+    # with :w (so :qa does not ask), opened beside without taking the focus.
+    draft = workspace / gen["draftPath"]
+    opened = b["draft_opened"]
+    assert Path(opened["name"]) == draft
+    assert (opened["modified"], opened["filetype"], opened["focus_kept"]) == (
+        False,
+        "markdown",
+        True,
+    )
+    assert b["draft_saved_modified"] is False and b["unnamed_modified_buffers"] == 0
+    assert b["modified_buffers"] == []  # nothing holds :qa up
+    assert draft.read_text(encoding="utf-8").endswith("Saved before the restart.\n")
+    revision = b["commit"]["result"]["revision"]
+    receipt = b["ack"]["result"]["receipt"]
+    unclear = b["ack_unclear"]["result"]["receipt"]
+
+    after = run_nvim(
+        "restart_after",
+        workspace,
+        settings,
+        env={"HANDOFF_DRAFT": str(draft), "HANDOFF_RECEIPT": receipt, "HANDOFF_UNCLEAR": unclear},
+    )
+    r = after.results
+    # A new Neovim and server: the saved draft is prepared with its saved text and
+    # starts a session with the generation's lineage.
+    assert r["prepare"]["ok"], r["prepare"]
+    document = r["prepare"]["result"]["prepared"]["content"]["document"]
+    assert document.endswith("Saved before the restart.")
+    assert "Saved before the restart." in r["preview_prepared"]
+    assert r["start"]["ok"], r["start"]
+    assert r["start"]["result"]["lineage"]["generation"] == gen["generation"]
+
+    # --no-receipt: recorded, and said plainly that it covers nothing (WARN).
+    [note] = r["outcome_none_notes"]
+    assert note["level"] == WARN
+    assert note["msg"] == "Outcome recorded; it covers nothing (no receipt cited)."
+    assert r["outcome_none"]["ok"] and r["outcome_none"]["result"].get("covers") is None
+    # A receipt that is not an acceptance: recorded, and said that it covers nothing.
+    assert r["outcome_unclear"]["ok"] and r["outcome_unclear"]["result"].get("covers") is None
+    [note] = r["outcome_unclear_notes"]
+    assert (note["level"], note["msg"]) == (
+        WARN,
+        "Outcome recorded; it covers nothing (receipt not accepted).",
+    )
+    # Then the receipts come from the store: the accepted one only, newest first, then
+    # "none"; the outcome cites it and covers the revision.
+    [menu] = r["menus"]
+    assert menu["prompt"] == "Acknowledgement receipt to cite"
+    assert len(menu["labels"]) == 2
+    assert menu["labels"][0].startswith(f"{receipt}  accepted {revision}")
+    assert menu["labels"][1] == "none  (the outcome covers no handoff)"
+    assert not any(unclear in label for label in menu["labels"])
+    outcome = r["outcome"]["result"]
+    assert outcome["covers"] == revision
+    [note] = r["outcome_notes"]
+    assert (note["level"], note["msg"]) == (
+        INFO,
+        f"Outcome recorded: covers {revision}.",
+    )
+    data = HandoffService(workspace).call("handoff.report", {"kind": "continuity"})["data"]
+    assert (data["outcome"], data["head"]) == ("covered", revision)
+    assert after.notes_at(ERROR) == []
+
+
+def test_enter_in_a_preview_opens_the_file_revision_or_session(run_nvim, workspace, tmp_path):
+    pi_dir = tmp_path / "home" / "pi-agent" / "sessions"
+    slug = "--" + str(workspace).strip("/").replace("/", "-") + "--"
+    session = write_pi_session(pi_dir / slug / "2026-01-05T10-00-00_s.jsonl", workspace)
+    (workspace / ".git").mkdir()
+    run = run_nvim("follow", workspace, {"generation": {"provider": "extractive"}})
+    r = run.results
+    revision = r["revision"]
+    # On a revision: that handoff in the preview.
+    assert revision in r["revision_line"]
+    assert r["revision_preview"].startswith(f"# Handoff {revision}")
+    # On a cited file: opened in the window you came from.
+    assert r["file_opened"] == {"win_is_work": True, "name": "openapi.yaml"}
+    # path:LINE is a file at that line; plain words are nothing to open.
+    [target] = r["targets"]
+    assert (target["kind"], target["lnum"]) == ("file", 2)
+    assert Path(target["value"]) == workspace / "client" / "pets_client.py"
+    assert r["nothing"] == []
+    # On a session: a generate from it (the draft opened).
+    assert str(session) in r["session_line"]
+    gen = r["generate"]
+    assert gen["ok"], gen
+    assert gen["result"]["sourceSession"]["path"] == str(session)
+    assert run.notes_at(ERROR) == []
+
+
+def test_no_state_outside_a_workspace_without_asking_and_a_fast_checkhealth(
+    run_nvim, workspace, tmp_path
+):
+    calls = tmp_path / "server-calls.log"
+    wrapper = tmp_path / "bin" / "handoff-lsp"
+    wrapper.parent.mkdir(parents=True)
+    wrapper.write_text(
+        f'#!/bin/sh\necho "$*" >> {shlex.quote(str(calls))}\n'
+        f'exec {shlex.quote(sys.executable)} -m lsp_server "$@"\n',
+        encoding="utf-8",
+    )
+    wrapper.chmod(0o755)
+    run = run_nvim("outside", workspace, marker=False, env={"HANDOFF_WRAPPER": str(wrapper)})
+    r = run.results
+
+    # Asked before anything is written; "no" refuses, starts nothing, writes nothing.
+    asked = f"No .handoff or .git here: keep handoff state in {workspace.resolve()}/.handoff?"
+    assert run.prompts == [asked, asked]
+    assert (r["refused"]["ok"], r["refused"]["kind"]) == (False, "refused")
+    assert "nothing is written outside a workspace" in r["refused"]["message"]
+    assert r["state_after_no"] is False and r["clients_after_no"] == 0
+    # "yes": the state lives there, and the next subcommand is not asked again.
+    assert r["contract"]["ok"] and r["state_after_yes"] is True and r["report"]["ok"]
+
+    # :checkhealth: --version ran once, then came from the cache, then from the running
+    # server (which was started once, by the contract).
+    version = re.compile(r"Server version: handoff-lsp \d+\.\d+\S* \((.+)\)")
+    assert version.search(r["health_first"]).group(1) == "--version"
+    assert version.search(r["health_cached"]).group(1) == "cached"
+    assert version.search(r["health_running"]).group(1) == "the running server"
+    assert "no root marker here: :Handoff asks before keeping state" in r["health_first"]
+    lines = calls.read_text(encoding="utf-8").splitlines()
+    assert lines.count("--version") == 1, lines
+    assert len(lines) == 2, lines  # --version, then the one server
+
+
+def test_server_log_lines_reach_lsp_log_at_their_level(run_nvim, workspace, tmp_path):
+    run = run_nvim("loglevels", workspace)
+    r = run.results
+    assert r["refused"]["code"] == "exact_target_required" and r["report"]["ok"]
+    lines = r["log"].splitlines()
+    refused = [line for line in lines if "handoff.acknowledge refused" in line]
+    assert refused, r["log"][-3000:]
+    # INFO records are INFO lines, sent as window/logMessage; none came as stderr.
+    assert all(line.startswith("[INFO]") for line in refused), refused
+    assert not [line for line in lines if "stderr" in line and " INFO " in line], r["log"][-3000:]

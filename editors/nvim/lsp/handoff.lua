@@ -15,6 +15,11 @@ return {
     config.settings = config.settings or {}
     config.settings.handoff = settings
     params.initializationOptions = settings
+    -- The server's log as window/logMessage, so lsp.log has each line at its level
+    -- (Neovim logs a server's stderr as ERROR).
+    params.capabilities = params.capabilities or {}
+    params.capabilities.experimental = params.capabilities.experimental or {}
+    params.capabilities.experimental.handoff = { logMessages = true }
   end,
   handlers = {
     ["handoff/didChange"] = function(_, params, ctx)

@@ -57,9 +57,35 @@ function M.get(bufnr)
   return nil
 end
 
---- The workspace folder a new client would use for `bufnr`.
+--- The workspace folder a new client would use for `bufnr`, and whether a root
+--- marker found it (false: the current directory, for want of one).
 function M.root_for(bufnr, config)
-  return vim.fs.root(bufnr, config.root_markers or { ".handoff", ".git" }) or vim.fn.getcwd()
+  local root = vim.fs.root(bufnr, config.root_markers or { ".handoff", ".git" })
+  return root or vim.fn.getcwd(), root ~= nil
+end
+
+--- Folders outside any workspace root the user allowed state in (this Neovim only).
+M.allowed = {}
+
+--- Outside a workspace root, asks before the server may write `.handoff/` there.
+local function allow_outside(root, config)
+  if M.allowed[root] then
+    return
+  end
+  local markers = table.concat(config.root_markers or { ".handoff", ".git" }, " or ")
+  local prompt = ("No %s here: keep handoff state in %s/.handoff?"):format(markers, vim.fn.fnamemodify(root, ":~"))
+  -- Asked holding the turn: the subcommands queued behind wait for the answer.
+  local answer = async.await(function(cb)
+    vim.ui.select({ "yes", "no" }, { prompt = prompt }, cb)
+  end)
+  if answer ~= "yes" then
+    async.fail(
+      "refused",
+      ("Not started: nothing is written outside a workspace. Open a file in a folder with %s, "
+        .. "or create %s/.handoff."):format(markers, vim.fn.fnamemodify(root, ":~"))
+    )
+  end
+  M.allowed[root] = true
 end
 
 --- Starts a client for the current buffer's workspace (when vim.lsp.enable did not).
@@ -73,7 +99,13 @@ local function start(bufnr)
   end
   config = vim.deepcopy(config)
   config.name = NAME
-  config.root_dir = config.root_dir or M.root_for(bufnr, config)
+  if not config.root_dir then
+    local root, marked = M.root_for(bufnr, config)
+    if not marked then
+      allow_outside(root, config)
+    end
+    config.root_dir = root
+  end
   if type(config.cmd) == "table" and vim.fn.executable(config.cmd[1]) == 0 then
     async.fail(
       "refused",
@@ -82,6 +114,12 @@ local function start(bufnr)
     )
   end
   local normal = vim.bo[bufnr].buftype == "" and vim.api.nvim_buf_get_name(bufnr) ~= ""
+  -- Feedback while the server starts (the command's own message replaces it).
+  local shown = ("Handoff: starting %s for %s…"):format(
+    type(config.cmd) == "table" and vim.fs.basename(config.cmd[1]) or "the server",
+    vim.fn.fnamemodify(config.root_dir, ":~")
+  )
+  vim.api.nvim_echo({ { require("handoff.msg").one_line(shown) } }, false, {})
   return vim.lsp.start(config, { bufnr = bufnr, attach = normal, silent = false })
 end
 
@@ -233,7 +271,7 @@ function M.exec(client, command, params, on_done, opts)
     finish({
       kind = cancelled and "cancelled" or "refused",
       code = data.code or (cancelled and "cancelled") or nil,
-      message = err.message or "The handoff server refused the command.",
+      message = M.for_neovim(err.message or "The handoff server refused the command.", data),
       data = data,
     })
   end, vim.api.nvim_get_current_buf())
@@ -244,6 +282,19 @@ function M.exec(client, command, params, on_done, opts)
     finish({ kind = "refused", message = ("%s was not sent to the server."):format(command) })
   end
   return request_id
+end
+
+--- A refusal that names a missing setting, said the Neovim way: the setting is set in
+--- vim.g.handoff (the command-line flag the server's words offer is the CLI's, not a
+--- :Handoff flag).
+function M.for_neovim(message, data)
+  local setting = type(data) == "table" and data.setting
+  if type(setting) ~= "string" then
+    return message
+  end
+  local text = message:gsub(" %(or %-%-[%w%-]+%)", "")
+  text = text:gsub("set " .. vim.pesc(setting), "set vim.g.handoff." .. setting:gsub("%%", "%%%%"), 1)
+  return text
 end
 
 --- Runs a command inside a coroutine; a refusal or cancellation ends the subcommand.

@@ -190,6 +190,8 @@ local function show_view(ctx, title, command, params, render)
     warn("Handoff " .. title .. ": " .. table.concat(result.warnings, "; "))
   end
   local text = render(result)
+  -- Replaces the progress echo, which would otherwise still say "Rendering…".
+  vim.api.nvim_echo({ { msg.one_line(("Handoff %s: in the preview (g? lists its keys)."):format(title)) } }, false, {})
   preview.show(text, {
     title = title,
     client_id = client.id,
@@ -238,6 +240,19 @@ function M.extra_words(sub, spec, a)
   return text .. "."
 end
 
+--- "No agent sessions of <workspace> in <the folders searched>." (where it looked).
+function M.no_sessions(root, searched)
+  local where = {}
+  for _, folder in ipairs(type(searched) == "table" and searched or {}) do
+    where[#where + 1] = vim.fn.fnamemodify(folder, ":~")
+  end
+  local text = ("No agent sessions of %s"):format(vim.fn.fnamemodify(root or vim.fn.getcwd(), ":~"))
+  if #where > 0 then
+    text = text .. " in " .. table.concat(where, ", ")
+  end
+  return text .. " (a session belongs to the folder it was started in)."
+end
+
 -- Subcommands ------------------------------------------------------------------
 
 M.subcommands = {}
@@ -252,10 +267,11 @@ S.generate = {
       focus = table.concat(a.positional, " ")
     end
     if not session then
-      local list = client_mod.call(ctx.client, "handoff.sessions", vim.empty_dict()).sessions or {}
+      local found = client_mod.call(ctx.client, "handoff.sessions", vim.empty_dict())
+      local list = found.sessions or {}
       local item = async.select(list, {
         prompt = "Agent session to hand off",
-        empty = "No agent sessions were found for this workspace.",
+        empty = M.no_sessions(ctx.client.root_dir, found.searched),
         format_item = function(s)
           return ("%s  %-6s %s (%d messages)"):format(
             s.updatedAt or "",
@@ -305,22 +321,11 @@ S.generate = {
   end,
 }
 
---- Opens a generated document as a normal, editable markdown buffer.
-function M.open_draft(ctx, result)
-  local buf = vim.api.nvim_create_buf(true, false)
-  local lines = vim.split(result.document or "", "\n", { plain = true })
-  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
-  vim.bo[buf].filetype = "markdown"
-  -- Left 'modified': an unsaved draft makes :quit ask before it is lost.
-  M.drafts[buf] = {
-    draft = result.draft,
-    scope = result.scope,
-    root = ctx.client.root_dir,
-    generation = result.generation,
-    sourceSession = result.sourceSession,
-    draftPath = result.draftPath,
-  }
+--- Marks `buf` as a draft: `entry` = { draft, scope, root, generation, sourceSession, draftPath }.
+local function adopt_draft(buf, entry)
+  M.drafts[buf] = entry
   vim.b[buf].handoff_draft = true
+  vim.b[buf].handoff_generation = entry.generation
   vim.api.nvim_create_autocmd("BufWipeout", {
     buffer = buf,
     once = true,
@@ -328,10 +333,74 @@ function M.open_draft(ctx, result)
       M.drafts[buf] = nil
     end,
   })
+end
+
+--- Opens a generated document as an editable markdown buffer: the draft file the
+--- server saved (`.handoff/drafts/<time>-<generation>.md`), so it has a name, `:w`
+--- keeps the edits, `:qa` does not ask, and it is still a draft after a restart.
+function M.open_draft(ctx, result)
+  local root = ctx.client.root_dir
+  local buf
+  if type(result.draftPath) == "string" and root then
+    buf = vim.fn.bufadd(vim.fs.joinpath(root, result.draftPath))
+    vim.fn.bufload(buf)
+    vim.bo[buf].buflisted = true
+  else
+    -- A server that saves no draft file: an unnamed buffer ('modified', so :quit asks).
+    buf = vim.api.nvim_create_buf(true, false)
+    local lines = vim.split(result.document or "", "\n", { plain = true })
+    vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  end
+  vim.bo[buf].filetype = "markdown"
+  adopt_draft(buf, {
+    draft = result.draft,
+    scope = result.scope,
+    root = root,
+    generation = result.generation,
+    sourceSession = result.sourceSession,
+    draftPath = result.draftPath,
+  })
   -- A split of its own, never entered: a generation can end while you type elsewhere
   -- (the current window and the mode stay as they are).
   M.open_window(buf, false)
   return buf
+end
+
+--- The draft `buf` holds: one this Neovim opened, else a saved draft file
+--- (`<root>/.handoff/drafts/*.md` with its `.json` beside it, as the server writes
+--- them), so drafts survive a restart. nil: not a draft.
+function M.draft_of(buf)
+  if M.drafts[buf] then
+    return M.drafts[buf]
+  end
+  local name = vim.api.nvim_buf_get_name(buf)
+  if name == "" or vim.bo[buf].buftype ~= "" then
+    return nil
+  end
+  name = vim.fs.normalize(vim.fn.fnamemodify(name, ":p"))
+  local folder = vim.fs.dirname(name)
+  if not (name:match("%.md$") and vim.fs.basename(folder) == "drafts") then
+    return nil
+  end
+  local file = io.open(name:sub(1, -4) .. ".json", "r")
+  if not file then
+    return nil
+  end
+  local ok, saved = pcall(vim.json.decode, file:read("*a"))
+  file:close()
+  if not ok or type(saved) ~= "table" or type(saved.draft) ~= "table" then
+    return nil
+  end
+  local state = vim.fs.dirname(folder)
+  local entry = {
+    draft = saved.draft,
+    scope = saved.scope,
+    root = vim.fs.dirname(state),
+    generation = saved.generation,
+    draftPath = vim.fs.basename(state) .. "/drafts/" .. vim.fs.basename(name),
+  }
+  adopt_draft(buf, entry)
+  return entry
 end
 
 --- Shows `buf` in a new split (g:handoff_ui.split) beside the current window;
@@ -423,7 +492,7 @@ S.start = {
       async.fail("refused", ("%q is not an agent: one of %s."):format(agent, table.concat(M.AGENTS, ", ")))
     end
     local buf = vim.api.nvim_get_current_buf()
-    local entry = M.drafts[buf]
+    local entry = M.draft_of(buf)
     local params = {}
     if a.revision then
       params.revision = a.revision
@@ -471,6 +540,8 @@ S.sessions = {
       end
       if #(result.sessions or {}) == 0 then
         rows[#rows + 1] = "| | | | (none found) |"
+        rows[#rows + 1] = ""
+        rows[#rows + 1] = M.no_sessions(ctx.client.root_dir, result.searched)
       end
       rows[#rows + 1] = ""
       rows[#rows + 1] = "`:Handoff generate --session <path> [focus…]` turns one into a handoff."
@@ -563,7 +634,7 @@ S.prepare = {
   run = function(ctx, a)
     local buf = vim.api.nvim_get_current_buf()
     local draft
-    local entry = M.drafts[buf]
+    local entry = M.draft_of(buf)
     if a.positional[1] then
       draft = read_json(a.positional[1])
       draft = draft.draft or draft
@@ -814,14 +885,94 @@ S.ack = {
       params.actor = a.actor
     end
     local result = client_mod.call(ctx.client, "handoff.acknowledge", params)
-    remember(ctx).receipt = { ref = result.receipt, scope = result.scope, status = result.status }
+    remember(ctx).receipt = { ref = result.receipt, scope = result.scope, status = result.status, target = result.target }
     info(("%s %s (receipt %s)."):format(result.status, result.target, result.receipt))
     return result
   end,
 }
 
+--- The scope's accepted acknowledgement receipts from the store, newest first:
+--- { receipt, revision, seq, at, covered } (covered: an outcome already cites it).
+function M.accepted_receipts(ctx, scope)
+  local out = {}
+  for _, rev in ipairs(revisions(ctx, scope)) do
+    local cited = {}
+    for _, o in ipairs(rev.coveredBy or {}) do
+      if o.receipt then
+        cited[o.receipt] = true
+      end
+    end
+    for _, ack in ipairs(rev.acknowledgements or {}) do
+      if ack.status == "accepted" then
+        out[#out + 1] = {
+          receipt = ack.receipt,
+          revision = rev.revision,
+          seq = ack.seq or 0,
+          at = ack.at,
+          covered = cited[ack.receipt] == true,
+        }
+      end
+    end
+  end
+  table.sort(out, function(x, y)
+    return x.seq > y.seq
+  end)
+  return out
+end
+
+local NO_RECEIPT = { receipt = false }
+
+--- The receipt an outcome cites: --receipt, else the acknowledgement made in this
+--- Neovim, else one of the scope's accepted receipts from the store (asked, newest
+--- first; "none" is offered last). nil: none to cite.
+local function outcome_receipt(ctx, a, params)
+  if a.receipt then
+    return a.receipt
+  end
+  if a["no-receipt"] then
+    return nil
+  end
+  local mem = remember(ctx).receipt
+  if mem and (not a.scope or a.scope == mem.scope) then
+    params.scope = params.scope or mem.scope
+    return mem.ref
+  end
+  local offered = M.accepted_receipts(ctx, a.scope)
+  if #offered == 0 then
+    return nil
+  end
+  offered[#offered + 1] = NO_RECEIPT
+  local item = async.select(offered, {
+    prompt = "Acknowledgement receipt to cite",
+    format_item = function(r)
+      if r == NO_RECEIPT then
+        return "none  (the outcome covers no handoff)"
+      end
+      return ("%s  accepted %s%s%s"):format(
+        r.receipt,
+        r.revision,
+        r.at and ("  " .. r.at) or "",
+        r.covered and "  (already covered)" or ""
+      )
+    end,
+  })
+  return item.receipt or nil
+end
+
+--- The revision the outcome `source` covers, asked of the store (nil: none).
+local function covered_revision(ctx, scope, source)
+  for _, rev in ipairs(revisions(ctx, scope)) do
+    for _, o in ipairs(rev.coveredBy or {}) do
+      if o.outcome == source then
+        return rev.revision
+      end
+    end
+  end
+  return nil
+end
+
 S.outcome = {
-  desc = "record the Task Outcome (cites your last acknowledgement receipt)",
+  desc = "record the Task Outcome (cites an accepted acknowledgement receipt)",
   flags = { check = "list", receipt = "value", ["no-receipt"] = "bool", scope = "value" },
   run = function(ctx, a)
     local status = a.positional[1] or async.select(M.OUTCOME_STATUSES, { prompt = "Task Outcome" })
@@ -840,20 +991,18 @@ S.outcome = {
       checks[#checks + 1] = { name = name, status = check_status }
     end
     local params = with_scope(a, { status = status, summary = summary, checks = checks })
-    local receipt = a.receipt
-    local mem = remember(ctx)
-    if not receipt and not a["no-receipt"] and mem.receipt then
-      if not a.scope or a.scope == mem.receipt.scope then
-        receipt = mem.receipt.ref
-        params.scope = params.scope or mem.receipt.scope
-      end
-    end
+    local receipt = outcome_receipt(ctx, a, params)
     params.receipt = receipt
     local result = client_mod.call(ctx.client, "handoff.recordOutcome", params)
-    info(("Task Outcome recorded as %s%s."):format(
-      result.source,
-      receipt and (" citing " .. receipt) or ""
-    ))
+    local covers = covered_revision(ctx, result.scope, result.source)
+    if covers then
+      info(("Outcome recorded: covers %s."):format(covers))
+    elseif receipt then
+      warn("Outcome recorded; it covers nothing (receipt not accepted).")
+    else
+      warn("Outcome recorded; it covers nothing (no receipt cited).")
+    end
+    result.covers = covers
     return result
   end,
 }

@@ -10,7 +10,49 @@ local function config()
   return ok and cfg or nil
 end
 
-local function server_version(cmd)
+--- The cache of `--version` answers: stdpath("cache")/handoff/version.json, one entry
+--- per command line, valid while the binary's size and modification time are unchanged.
+local function cache_file()
+  return vim.fs.joinpath(vim.fn.stdpath("cache"), "handoff", "version.json")
+end
+
+local function read_cache()
+  local file = io.open(cache_file(), "r")
+  if not file then
+    return {}
+  end
+  local ok, data = pcall(vim.json.decode, file:read("*a"))
+  file:close()
+  return ok and type(data) == "table" and data or {}
+end
+
+local function write_cache(data)
+  vim.fn.mkdir(vim.fs.dirname(cache_file()), "p")
+  local file = io.open(cache_file(), "w")
+  if file then
+    file:write(vim.json.encode(data))
+    file:close()
+  end
+end
+
+--- The server's version: asked of a running client when there is one (nothing is
+--- spawned), else `cmd --version`, cached until the binary changes. Returns the
+--- version, where it came from, or nil and the error.
+function M.server_version(cmd, path)
+  for _, client in ipairs(vim.lsp.get_clients({ name = "handoff" })) do
+    local info = client.server_info or {}
+    if info.version then
+      return ("%s %s"):format(info.name or "handoff-lsp", info.version), "the running server"
+    end
+  end
+  local stat = vim.uv.fs_stat(path)
+  local key = table.concat(cmd, " ")
+  local stamp = stat and ("%d:%d.%d"):format(stat.size, stat.mtime.sec, stat.mtime.nsec) or ""
+  local cache = read_cache()
+  local hit = cache[key]
+  if type(hit) == "table" and hit.stamp == stamp and type(hit.version) == "string" then
+    return hit.version, "cached"
+  end
   local argv = vim.list_extend(vim.deepcopy(cmd), { "--version" })
   local ok, proc = pcall(vim.system, argv, { text = true })
   if not ok then
@@ -20,7 +62,10 @@ local function server_version(cmd)
   if res.code ~= 0 then
     return nil, vim.trim((res.stderr or "") .. (res.stdout or ""))
   end
-  return vim.trim(res.stdout ~= "" and res.stdout or res.stderr)
+  local version = vim.trim(res.stdout ~= "" and res.stdout or res.stderr)
+  cache[key] = { stamp = stamp, version = version }
+  write_cache(cache)
+  return version, "--version"
 end
 
 function M.check()
@@ -53,9 +98,9 @@ function M.check()
       if #cmd > 1 then
         health.info(("cmd: %s"):format(table.concat(cmd, " ")))
       end
-      local version, err = server_version(cmd)
+      local version, err = M.server_version(cmd, path)
       if version then
-        health.ok("Server version: " .. version)
+        health.ok(("Server version: %s (%s)"):format(version, err))
       else
         health.warn(("%s --version failed: %s"):format(table.concat(cmd, " "), err or "?"))
       end
@@ -74,9 +119,14 @@ function M.check()
   health.start("handoff: workspaces")
   local clients = vim.lsp.get_clients({ name = "handoff" })
   if #clients == 0 then
-    local root = require("handoff.client").root_for(0, cfg)
+    local root, marked = require("handoff.client").root_for(0, cfg)
     local folder = root .. "/" .. (settings.stateFolder or ".handoff")
-    health.info(("No handoff client running. Workspace would be %s."):format(root))
+    if marked then
+      health.info(("No handoff client running. Workspace would be %s."):format(root))
+    else
+      health.info(("No handoff client running; no root marker here: :Handoff asks before "
+        .. "keeping state in %s."):format(root))
+    end
     health.info(("State folder %s %s."):format(folder, vim.uv.fs_stat(folder) and "exists" or "does not exist yet"))
     return
   end

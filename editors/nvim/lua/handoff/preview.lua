@@ -28,6 +28,9 @@ local function buffer()
   vim.keymap.set("n", "R", function()
     M.refresh()
   end, { buffer = buf, nowait = true, silent = true, desc = "Re-check the evidence and re-render" })
+  vim.keymap.set("n", "<CR>", function()
+    M.follow()
+  end, { buffer = buf, nowait = true, silent = true, desc = "Open the file, revision or session under the cursor" })
   vim.keymap.set("n", "g?", function()
     M.help()
   end, { buffer = buf, nowait = true, silent = true, desc = "List the keys of the handoff preview" })
@@ -46,8 +49,9 @@ end
 --- The keys of the preview buffer, as `g?` lists them.
 M.KEYS = {
   { "q", "close" },
-  { "R", "re-check evidence" },
-  { "g?", "these keys" },
+  { "R", "re-check" },
+  { "<CR>", "open" },
+  { "g?", "keys" },
 }
 
 --- `g?`: the preview's keys, on one line.
@@ -57,6 +61,92 @@ function M.help()
     parts[#parts + 1] = key[1] .. " " .. key[2]
   end
   require("handoff.msg").notify("Handoff preview: " .. table.concat(parts, " · "), vim.log.levels.INFO)
+end
+
+--- The workspace folder of the client the preview shows, if any.
+local function view_root()
+  local view = M.view
+  local client = view and view.client_id and vim.lsp.get_client_by_id(view.client_id)
+  return client and client.root_dir
+end
+
+--- The things `<CR>` opens on `line`, in order: { first, last (columns), kind =
+--- "revision" | "session" | "file", value, lnum? }. A readable path (workspace-relative
+--- or absolute, `path:LINE` too) is a file, or in the sessions and lineage previews a
+--- session (`.jsonl`).
+function M.targets(line, root, title)
+  local out = {}
+  for first, rev, after in line:gmatch("()(handoff/[%w]+@%d+)()") do
+    out[#out + 1] = { first = first, last = after - 1, kind = "revision", value = rev }
+  end
+  local sessions = title == "sessions" or title == "lineage"
+  for first, word, after in line:gmatch("()([^%s`|()\"',;*]+)()") do
+    local path, lnum = word:match("^(.-):(%d+)$")
+    path = (path or word):gsub("[.:]+$", "")
+    if path ~= "" and not path:match("^handoff/") and not path:match("^source/") and not path:match("^%a+://") then
+      local full = vim.fn.fnamemodify(vim.fn.expand(path), ":p")
+      if root and not vim.startswith(path, "/") and not vim.startswith(path, "~") then
+        full = vim.fs.joinpath(root, path)
+      end
+      if vim.fn.filereadable(full) == 1 then
+        local kind = (sessions and path:match("%.jsonl$")) and "session" or "file"
+        out[#out + 1] = { first = first, last = after - 1, kind = kind, value = full, lnum = tonumber(lnum) }
+      end
+    end
+  end
+  table.sort(out, function(x, y)
+    return x.first < y.first
+  end)
+  return out
+end
+
+--- A window to open a file in: the last one you were in, else a new split above.
+local function work_window()
+  local preview_win = M.window()
+  local previous = vim.fn.win_getid(vim.fn.winnr("#"))
+  if previous ~= 0 and previous ~= preview_win and vim.api.nvim_win_is_valid(previous) then
+    return previous
+  end
+  for _, win in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+    local buf = vim.api.nvim_win_get_buf(win)
+    if win ~= preview_win and vim.bo[buf].buftype == "" then
+      return win
+    end
+  end
+  vim.cmd("aboveleft split")
+  return vim.api.nvim_get_current_win()
+end
+
+--- `<CR>`: on a cited path, opens the file at its line (in the window you came from);
+--- on a revision, shows that handoff; on a session, starts a generate from it. The
+--- target under the cursor, else the first on the line.
+function M.follow()
+  local line = vim.api.nvim_get_current_line()
+  local col = vim.api.nvim_win_get_cursor(0)[2] + 1
+  local found = M.targets(line, view_root(), M.view and M.view.title)
+  local target = found[1]
+  for _, t in ipairs(found) do
+    if t.first <= col and col <= t.last then
+      target = t
+      break
+    end
+  end
+  if not target then
+    require("handoff.msg").notify("Handoff preview: nothing to open on this line.", vim.log.levels.INFO)
+    return nil
+  end
+  if target.kind == "revision" then
+    require("handoff").run("report handoff " .. target.value)
+  elseif target.kind == "session" then
+    require("handoff").run("generate --session " .. target.value:gsub("([%s\"'\\])", "\\%1"))
+  else
+    vim.api.nvim_set_current_win(work_window())
+    vim.cmd.edit(vim.fn.fnameescape(target.value))
+    if target.lnum then
+      pcall(vim.api.nvim_win_set_cursor, 0, { target.lnum, 0 })
+    end
+  end
+  return target
 end
 
 --- The preview buffer, if it exists.
@@ -95,7 +185,9 @@ local function open_window(buf)
   vim.api.nvim_win_set_buf(win, buf)
   vim.wo[win].wrap = true
   vim.wo[win].linebreak = true
-  vim.wo[win].conceallevel = 2
+  -- Nothing hidden: record text is shown as written (a `_` or `*` in it is content,
+  -- not emphasis for the markdown syntax to conceal).
+  vim.wo[win].conceallevel = 0
   vim.wo[win].number = false
   vim.wo[win].relativenumber = false
   vim.wo[win].spell = false
