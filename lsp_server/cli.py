@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 
 from . import __version__
+from .commands import BY_NAME, REGISTRY
 from .errors import HandoffError
 from .service import HandoffService, ServiceConfig
 
@@ -385,21 +386,6 @@ def _human_store(result: dict[str, Any]) -> str:
 
 #: One line per contract command, for ``handoff call --help`` (docs/commands.md has
 #: the params, results and refusals of each).
-CALL_SUMMARIES: dict[str, str] = {
-    "handoff.contract": "record a Work Contract: objective, inScope, outOfScope, acceptance",
-    "handoff.recordWork": "record the work state: state fact, disposition, nextActions facts",
-    "handoff.prepare": "finalise a draft into a prepared handoff (writes nothing)",
-    "handoff.handoffCurrentWork": "write a boundary Source and prepare a handoff of current work",
-    "handoff.commit": "commit a prepared handoff as the scope's next revision (compare-and-swap)",
-    "handoff.continue": "read a handoff: mode latest, exact (revision) or prepared (untrusted history)",
-    "handoff.acknowledge": "acknowledge an exact target (revision or prepared) with four checks",
-    "handoff.recordOutcome": "record the Task Outcome: status, summary, checks, receipt",
-    "handoff.report": "render the continuity, history or handoff view as Markdown",
-    "handoff.generate": "generate a handoff document from an agent session (pi, Claude Code, Codex)",
-    "handoff.startSession": "start the next agent session from a draft, a prepared handoff or a revision",
-    "handoff.sessions": "list the agent sessions recorded for the workspace",
-}
-
 FACT_SYNTAX = (
     "A FACT is 'TEXT :: CITE[, CITE…]': the text, then '::', then one or more citations "
     "separated by commas. A CITE is either source/<id> (a recorded Source, e.g. the "
@@ -462,7 +448,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"handoff {__version__}")
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
 
-    call_list = "\n".join(f"  {name:<28}{CALL_SUMMARIES.get(name, '')}" for name in HandoffService.COMMANDS)
+    call_list = "\n".join(f"  {c.name:<28}{c.summary}" for c in REGISTRY)
     p = sub.add_parser(
         "call",
         parents=[common],
@@ -900,9 +886,9 @@ def run_call(args) -> int:
         # As the verbs do: a prepared handoff belongs to the scope it was prepared in.
         params = {**params, "scope": params["prepared"]["scope"]}
     svc = make_service(args)
-    if args.command not in svc.COMMANDS:
+    if args.command not in BY_NAME:
         raise UsageError(
-            f"unknown command {args.command!r}; known: {', '.join(sorted(svc.COMMANDS))}"
+            f"unknown command {args.command!r}; known: {', '.join(sorted(BY_NAME))}"
         )
     try:
         result = svc.call(args.command, params)
@@ -998,6 +984,11 @@ def _main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
+
+
+def mcp_main(argv: list[str] | None = None) -> int:
+    """``handoff-mcp``: the same as ``handoff mcp``."""
+    return main(["mcp", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

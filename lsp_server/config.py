@@ -8,10 +8,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath, PureWindowsPath
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:  # the service is imported lazily (server start time)
-    from .service import ServiceConfig
+from typing import Any
 
 SECTION = "handoff"
 DEFAULT_STATE_FOLDER = ".handoff"
@@ -34,6 +31,15 @@ KNOWN_KEYS = ("scope", "stateFolder", "logLevel", "generation")
 _SCOPE_RE = re.compile(r"(?![/.])(?!.*\.\.)[A-Za-z0-9._/-]{1,128}")
 
 
+@dataclass
+class ServiceConfig:
+    """Settings a workspace needs (parsed once by the adapters)."""
+
+    scope: str | None = None
+    state_folder: str = DEFAULT_STATE_FOLDER
+    generation: dict[str, Any] = field(default_factory=dict)
+
+
 @dataclass(frozen=True)
 class HandoffSettings:
     """What the ``handoff`` settings section says, checked."""
@@ -49,8 +55,6 @@ class HandoffSettings:
         return LOG_LEVELS[self.log_level]
 
     def service_config(self) -> ServiceConfig:
-        from .service import ServiceConfig
-
         return ServiceConfig(
             scope=self.scope,
             state_folder=self.state_folder,

@@ -833,3 +833,38 @@ def checks_failing(checks: Any) -> list[str]:
 
 def check_names_json(checks: Any) -> dict[str, bool]:
     return {camel(name): bool(getattr(checks, name)) for name in REQUIRED_CHECKS}
+
+
+# ---------------------------------------------------------------------------
+# The handoff a continue / acknowledge / start reads
+# ---------------------------------------------------------------------------
+
+
+def select_target(
+    mode: str, prepared: Any, revision: str | None, scope: str, ledger: AnyLedger
+) -> tuple[dict[str, Any], str | None]:
+    """The PreparedHandoff a continue/acknowledge reads, and the selected revision."""
+    if mode == "prepared":
+        if prepared is None:
+            raise HandoffError("invalid_params", "Mode 'prepared' needs the 'prepared' value.")
+        return check_prepared(prepared, scope), None
+    if revision is None:
+        raise HandoffError(
+            "invalid_params", "Mode 'exact' needs 'revision' (handoff/<id>@<n>)."
+        )
+    parse_revision(revision)
+    rec = ledger.revision(revision)
+    if rec is None:
+        raise HandoffError(
+            "revision_not_found",
+            f"There is no committed revision {revision}.",
+            revision=revision,
+        )
+    if rec["scope"] != scope:
+        raise HandoffError(
+            "scope_mismatch",
+            f"Revision {revision} belongs to scope {rec['scope']!r}, not {scope!r}.",
+            expected=scope,
+            actual=rec["scope"],
+        )
+    return rec["prepared"], revision

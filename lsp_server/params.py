@@ -312,6 +312,17 @@ REQUIRED_KEYS: dict[type, list[str]] = {
     SessionsParams: [],
 }
 
+def required_keys(cls: type) -> list[str]:
+    """The keys a caller must send for ``cls`` (camelCase)."""
+    return list(REQUIRED_KEYS.get(cls, []))
+
+
+def optional_keys(cls: type) -> list[str]:
+    """The keys a caller may leave out for ``cls`` (camelCase)."""
+    required = required_keys(cls)
+    return [camel(a.name) for a in attrs.fields(cls) if camel(a.name) not in required]
+
+
 _LITERAL_RE = re.compile(r"unknown error \((.*) not in literal typing\.Literal\[(.*)\]\)")
 _AT_RE = re.compile(r"@ (\S+)$")
 _SNAKE_RE = re.compile(r"[a-z0-9]+(?:_[a-z0-9]+)+")

@@ -1,0 +1,119 @@
+"""The records a session writes as it works: the Work Contract, the work state, and the
+Task Outcome of a successor's work. (Handlers import the domain modules when first run,
+so the registry costs the language server's start nothing.)"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..errors import HandoffError
+from ..params import ContractParams, OutcomeParams, RecordWorkParams
+
+if TYPE_CHECKING:
+    from ..context import CallContext
+    from ..workspace import Workspace
+
+
+def contract(ws: Workspace, p: ContractParams, ctx: CallContext) -> dict[str, Any]:
+    from .. import lifecycle as lc  # imported on first use, not at server start
+
+    scope = ws.resolve_scope(p.scope)
+    if not p.objective.strip():
+        raise HandoffError("invalid_params", "The Work Contract needs an objective.")
+    if not [s for s in p.in_scope if s.strip()]:
+        raise HandoffError(
+            "invalid_params", "The Work Contract needs at least one inScope item."
+        )
+    if not [s for s in p.acceptance if s.strip()]:
+        raise HandoffError(
+            "invalid_params", "The Work Contract needs at least one acceptance criterion."
+        )
+    payload = {
+        "objective": p.objective,
+        "inScope": list(p.in_scope),
+        "outOfScope": list(p.out_of_scope),
+        "acceptance": list(p.acceptance),
+    }
+    ctx.cancel.raise_if_cancelled()
+    with ws.store.transaction() as tx:
+        rec = lc.append_source(tx, scope, "work_contract", payload)
+    return {"scope": scope, "source": lc.source_ref(rec), "seq": rec["seq"]}
+
+
+def record_work(ws: Workspace, p: RecordWorkParams, ctx: CallContext) -> dict[str, Any]:
+    from .. import lifecycle as lc  # imported on first use, not at server start
+
+    scope = ws.resolve_scope(p.scope)
+    lc.check_disposition(p.disposition)
+    files = ws.files(ctx)
+
+    def payload_of(ledger: lc.AnyLedger) -> dict[str, Any]:
+        return {
+            "state": lc.finalize_fact(p.state, "state", scope, ledger, files),
+            "disposition": p.disposition,
+            "nextActions": [
+                lc.finalize_fact(f, f"nextActions[{i}]", scope, ledger, files)
+                for i, f in enumerate(p.next_actions)
+            ],
+        }
+
+    payload_of(ws.ledger())  # the artifacts are read here, not under the lock
+    ctx.cancel.raise_if_cancelled()
+    with ws.store.transaction() as tx:
+        payload = payload_of(lc.ledger_of(tx))  # re-checked by fstat only
+        rec = lc.append_source(tx, scope, "work_state", payload)
+    return {"scope": scope, "source": lc.source_ref(rec), "seq": rec["seq"]}
+
+
+def record_outcome(ws: Workspace, p: OutcomeParams, ctx: CallContext) -> dict[str, Any]:
+    from .. import lifecycle as lc  # imported on first use, not at server start
+
+    scope = ws.resolve_scope(p.scope)
+    if p.status not in lc.OUTCOME_STATUSES:
+        hint = (
+            f" ({p.status!r} is a TaskCheck status, not an outcome status)"
+            if p.status in lc.CHECK_STATUSES
+            else ""
+        )
+        raise HandoffError(
+            "invalid_status",
+            f"Task Outcome status {p.status!r} is not one of "
+            f"{', '.join(lc.OUTCOME_STATUSES)}{hint}.",
+            status=p.status,
+            allowed=list(lc.OUTCOME_STATUSES),
+        )
+    for i, check in enumerate(p.checks):
+        if check.status not in lc.CHECK_STATUSES:
+            raise HandoffError(
+                "invalid_status",
+                f"checks[{i}] ({check.name!r}) has status {check.status!r}, not one of "
+                f"{', '.join(lc.CHECK_STATUSES)}.",
+                status=check.status,
+                allowed=list(lc.CHECK_STATUSES),
+                at=f"checks[{i}]",
+            )
+    if not p.summary.strip():
+        raise HandoffError("invalid_params", "The Task Outcome needs a summary.")
+    ctx.cancel.raise_if_cancelled()
+    with ws.store.transaction() as tx:
+        ledger = lc.ledger_of(tx)
+        if p.receipt is not None:
+            rec = ledger.source_info(p.receipt)
+            if rec is None or rec["kind"] != "acknowledgement":
+                raise HandoffError(
+                    "invalid_evidence",
+                    f"{p.receipt} is not an acknowledgement receipt in the log.",
+                    receipt=p.receipt,
+                    reason="unknown_source",
+                )
+        checks = [
+            {"name": c.name, "status": c.status, **({"detail": c.detail} if c.detail else {})}
+            for c in p.checks
+        ]
+        rec = lc.append_source(
+            tx,
+            scope,
+            "task_outcome",
+            {"status": p.status, "summary": p.summary, "checks": checks, "receipt": p.receipt},
+        )
+    return {"scope": scope, "source": lc.source_ref(rec), "seq": rec["seq"]}
