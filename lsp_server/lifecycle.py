@@ -11,7 +11,7 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import orjson
 
@@ -24,7 +24,16 @@ from .evidence import (
     check_relative,
     normalise_rel,
 )
-from .params import Citation, Fact, HandoffDraftParams, camel
+from .params import (
+    AcknowledgeStatus,
+    CheckStatus,
+    Citation,
+    Disposition,
+    Fact,
+    HandoffDraftParams,
+    OutcomeStatus,
+    camel,
+)
 from .store import History, Transaction, revision_shape, source_shape
 
 SOURCE_KINDS = (
@@ -34,10 +43,10 @@ SOURCE_KINDS = (
     "acknowledgement",
     "task_outcome",
 )
-DISPOSITIONS = ("continuable", "blocked", "done")
-ACK_STATUSES = ("accepted", "needs_clarification", "declined")
-OUTCOME_STATUSES = ("succeeded", "partial", "blocked", "failed", "cancelled", "unknown")
-CHECK_STATUSES = ("passed", "failed", "skipped", "timed_out")
+DISPOSITIONS: tuple[str, ...] = get_args(Disposition)
+ACK_STATUSES: tuple[str, ...] = get_args(AcknowledgeStatus)
+OUTCOME_STATUSES: tuple[str, ...] = get_args(OutcomeStatus)
+CHECK_STATUSES: tuple[str, ...] = get_args(CheckStatus)
 REQUIRED_CHECKS = (
     "evidence_available",
     "live_state_confirmed",

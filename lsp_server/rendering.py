@@ -12,12 +12,14 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 from urllib.parse import quote
 
 from jinja2 import ChainableUndefined, ChoiceLoader, FileSystemLoader, StrictUndefined
 from jinja2.sandbox import SandboxedEnvironment, SecurityError
 from markupsafe import Markup
+
+from .params import RenderMode
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +140,7 @@ def text_link(path: Any, base: Any = "", lines: Any = None) -> Markup:
 #: How a report is rendered: ``preview`` escapes record text for a Markdown renderer
 #: that also renders HTML (VS Code's preview); ``terminal`` is Markdown read as text
 #: (Neovim): no entities and no backslash escapes.
-RENDER_MODES = ("preview", "terminal")
+RENDER_MODES: tuple[str, ...] = get_args(RenderMode)
 
 
 def short(value: Any, n: int = 12) -> str:

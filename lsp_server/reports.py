@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 from . import lifecycle as lc
 from . import projections, rendering
 from .errors import HandoffError
-from .params import ReportParams
+from .params import ReportKind, ReportParams
 from .rendering import (  # noqa: F401  (the filters, as the report templates know them)
     RENDER_MODES,
     builtin_templates,
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-REPORT_KINDS = ("continuity", "history", "handoff", "lineage")
+REPORT_KINDS: tuple[str, ...] = get_args(ReportKind)
 TEMPLATE_FOR = {
     "continuity": "continuity.md.j2",
     "history": "history.md.j2",
@@ -156,12 +156,6 @@ def run_report(
     service: Workspace, p: ReportParams, scope: str, ctx: CallContext
 ) -> dict[str, Any]:
     """``handoff.report``: ``{markdown, data}`` for one view; reads, never writes."""
-    if p.kind not in REPORT_KINDS:
-        raise HandoffError(
-            "invalid_params",
-            f"Report kind {p.kind!r} is not one of {', '.join(REPORT_KINDS)}.",
-            kind=p.kind,
-        )
     if p.kind != "handoff" and (p.revision is not None or p.prepared is not None):
         raise HandoffError(
             "invalid_params",
@@ -170,13 +164,6 @@ def run_report(
         )
     if p.revision is not None and p.prepared is not None:
         raise HandoffError("invalid_params", "Pass 'revision' or 'prepared', not both.")
-    if p.render not in RENDER_MODES:
-        raise HandoffError(
-            "invalid_params",
-            f"render {p.render!r} is not one of {', '.join(RENDER_MODES)}.",
-            render=p.render,
-            allowed=list(RENDER_MODES),
-        )
     overrides = service.store.folder / OVERRIDE_FOLDER
     cache: dict[tuple[Any, ...], dict[str, Any]] | None = getattr(service, "report_cache", None)
     key = None

@@ -120,10 +120,6 @@ def continue_(ws: Workspace, p: ContinueParams, ctx: CallContext) -> dict[str, A
     from .. import lifecycle as lc  # imported on first use, not at server start
 
     scope = ws.resolve_scope(p.scope)
-    if p.mode not in ("prepared", "exact", "latest"):
-        raise HandoffError(
-            "invalid_params", f"Mode {p.mode!r} is not one of prepared, exact, latest."
-        )
     ledger = ws.ledger()
     current = ledger.head(scope)
     result: dict[str, Any] = {
@@ -164,24 +160,6 @@ def acknowledge(ws: Workspace, p: AcknowledgeParams, ctx: CallContext) -> dict[s
     from .. import lifecycle as lc  # imported on first use, not at server start
 
     scope = ws.resolve_scope(p.scope)
-    if p.mode == "latest":
-        raise HandoffError(
-            "exact_target_required",
-            "An acknowledgement binds an exact target: continue from latest, then "
-            "acknowledge the exact revision it selected (mode 'exact').",
-        )
-    if p.mode not in ("prepared", "exact"):
-        raise HandoffError("invalid_params", f"Mode {p.mode!r} is not one of prepared, exact.")
-    if p.status not in lc.ACK_STATUSES:
-        raise HandoffError(
-            "invalid_status",
-            f"Acknowledgement status {p.status!r} is not one of {', '.join(lc.ACK_STATUSES)}.",
-            status=p.status,
-            allowed=list(lc.ACK_STATUSES),
-        )
-    for key, value in (("note", p.note), ("actor", p.actor)):
-        if value is not None and len(value) > lc.MAX_TEXT:
-            raise HandoffError("invalid_params", f"{key} is too long.")
     files = ws.files(ctx)
     before = ws.ledger()  # read the artifacts before the lock
     lc.evidence_chain(lc.select_target(p.mode, p.prepared, p.revision, scope, before)[0], before, files)
