@@ -824,6 +824,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="the session handed off from (default: the source of the newest generation)",
     )
 
+    sub.add_parser(
+        "schema",
+        parents=[common],
+        help="print the commands' JSON Schema (params, result, flags, enums)",
+        description="Print every command of the registry as JSON: its params and result "
+        "schema, whether it mutates, its progress and cancel flags, and the contract's enums. "
+        "The editors' command lists are tested against it.",
+    )
+
     p = sub.add_parser(
         "mcp",
         parents=[common],
@@ -952,6 +961,11 @@ def _main(argv: list[str] | None = None) -> int:
             from .demo import run_demo
 
             return run_demo(args)
+        if args.verb == "schema":
+            from .commands.schema import command_schema
+
+            print(_dump(command_schema()))
+            return EXIT_OK
         if args.verb == "mcp":
             from .mcp_server import run as run_mcp
 

@@ -31,6 +31,19 @@ ReportKind = Literal["continuity", "history", "handoff", "lineage"]
 RenderMode = Literal["preview", "terminal"]
 
 
+#: The enums by name (``handoff schema`` exports them).
+ENUMS: dict[str, Any] = {
+    "Disposition": Disposition,
+    "ContinueMode": ContinueMode,
+    "AcknowledgeMode": AcknowledgeMode,
+    "AcknowledgeStatus": AcknowledgeStatus,
+    "OutcomeStatus": OutcomeStatus,
+    "CheckStatus": CheckStatus,
+    "ReportKind": ReportKind,
+    "RenderMode": RenderMode,
+}
+
+
 def _one_of(values: tuple[str, ...]) -> str:
     return ", ".join(values)
 

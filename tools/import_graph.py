@@ -36,6 +36,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     (
         "domain",
         (
+            "lsp_server.mcp_schema",
             "lsp_server.evidence",
             "lsp_server.store",
             "lsp_server.storecheck",
@@ -51,7 +52,6 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "adapters",
         (
             "lsp_server.service",
-            "lsp_server.mcp_schema",
             "lsp_server.server",
             "lsp_server.mcp_server",
             "lsp_server.cli",

@@ -49,6 +49,9 @@ class Command:
     handler: Handler
     #: One line for ``handoff call --help`` and the docs.
     summary: str
+    #: The keys of its result object (``key?``: present only sometimes), as
+    #: ``docs/commands.md`` lists them; ``handoff schema`` exports them.
+    result: tuple[str, ...]
     #: Changes the store: adapters announce ``handoff/didChange`` after it.
     mutates: bool = False
     #: The title of its cancellable work-done progress (``None``: no progress).
@@ -58,6 +61,9 @@ class Command:
     #: A mutation that waits for the per-folder lock. Generation does not: it spends
     #: minutes in a model call and writes its record in one store transaction.
     serialised: bool = True
+    #: Worth cancelling from an editor (reads many files or calls a model); the others
+    #: are short and atomic.
+    cancellable: bool = False
 
 
 REGISTRY: tuple[Command, ...] = (
@@ -66,6 +72,7 @@ REGISTRY: tuple[Command, ...] = (
         ContractParams,
         records.contract,
         "record a Work Contract: objective, inScope, outOfScope, acceptance",
+        result=("scope", "source", "seq"),
         mutates=True,
     ),
     Command(
@@ -73,6 +80,7 @@ REGISTRY: tuple[Command, ...] = (
         RecordWorkParams,
         records.record_work,
         "record the work state: state fact, disposition, nextActions facts",
+        result=("scope", "source", "seq"),
         mutates=True,
     ),
     Command(
@@ -80,12 +88,14 @@ REGISTRY: tuple[Command, ...] = (
         PrepareParams,
         handoffs.prepare,
         "finalise a draft into a prepared handoff (writes nothing)",
+        result=("scope", "prepared", "written"),
     ),
     Command(
         "handoff.handoffCurrentWork",
         HandoffCurrentWorkParams,
         handoffs.handoff_current_work,
         "write a boundary Source and prepare a handoff of current work",
+        result=("scope", "prepared", "boundary", "note"),
         mutates=True,
     ),
     Command(
@@ -93,6 +103,7 @@ REGISTRY: tuple[Command, ...] = (
         CommitParams,
         handoffs.commit,
         "commit a prepared handoff as the scope's next revision (compare-and-swap)",
+        result=("scope", "revision", "handoffId", "number", "idempotent"),
         mutates=True,
     ),
     Command(
@@ -100,12 +111,29 @@ REGISTRY: tuple[Command, ...] = (
         ContinueParams,
         handoffs.continue_,
         "read a handoff: mode latest, exact (revision) or prepared (untrusted history)",
+        result=(
+            "scope",
+            "trust",
+            "mode",
+            "found",
+            "selected",
+            "current",
+            "content",
+            "citations",
+            "unreadableEvidence",
+            "requiredChecks",
+            "warning",
+            "boundary?",
+            "base?",
+            "digest?",
+        ),
     ),
     Command(
         "handoff.acknowledge",
         AcknowledgeParams,
         handoffs.acknowledge,
         "acknowledge an exact target (revision or prepared) with four checks",
+        result=("scope", "receipt", "status", "target", "unreadableEvidence", "grantsPermission"),
         mutates=True,
     ),
     Command(
@@ -113,6 +141,7 @@ REGISTRY: tuple[Command, ...] = (
         OutcomeParams,
         records.record_outcome,
         "record the Task Outcome: status, summary, checks, receipt",
+        result=("scope", "source", "seq"),
         mutates=True,
     ),
     Command(
@@ -120,23 +149,44 @@ REGISTRY: tuple[Command, ...] = (
         ReportParams,
         report.report,
         "render the continuity, history or handoff view as Markdown",
+        result=("scope", "kind", "markdown", "data", "warnings?"),
         progress="Rendering handoff report…",
+        cancellable=True,
     ),
     Command(
         "handoff.generate",
         GenerateParams,
         generate.generate,
         "generate a handoff document from an agent session (pi, Claude Code, Codex)",
+        result=(
+            "scope",
+            "document",
+            "missingSections",
+            "draft",
+            "provider",
+            "sourceSession",
+            "documentPath",
+            "draftPath",
+            "generation",
+            "durationMs",
+            "started?",
+            "prompt?",
+            "redactions?",
+            "facts",
+            "warnings?",
+        ),
         mutates=True,
         progress="Generating handoff…",
         server_progress=True,
         serialised=False,
+        cancellable=True,
     ),
     Command(
         "handoff.startSession",
         StartSessionParams,
         generate.start_session,
         "start the next agent session from a draft, a prepared handoff or a revision",
+        result=("scope", "agent", "command", "newSession", "documentPath", "lineage"),
         mutates=True,
     ),
     Command(
@@ -144,6 +194,8 @@ REGISTRY: tuple[Command, ...] = (
         SessionsParams,
         generate.sessions,
         "list the agent sessions recorded for the workspace",
+        result=("sessions", "searched"),
+        cancellable=True,
     ),
 )
 
