@@ -61,3 +61,9 @@ def test_a_handler_lookup_follows_to_its_function():
     entry = BY_NAME["handoff.acknowledge"]
     assert entry.handler is handoffs.acknowledge
     assert entry.params.__name__ == "AcknowledgeParams"
+
+
+def test_docs_architecture_shows_the_graph_the_tool_draws():
+    text = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    block = text.split("```mermaid\n", 1)[1].split("\n```", 1)[0]
+    assert block == graph_tool.mermaid(graph_tool.graph())
