@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from typing import Any, Literal, get_args, get_origin
@@ -421,9 +422,14 @@ def check_limits(value: Any, command: str, key: str = "params") -> None:
             check_limits(item, command, f"{key}[{i}]")
 
 
+@functools.cache
+def _required(cls: type) -> tuple[str, ...]:
+    return tuple(camel(a.name) for a in attrs.fields(cls) if a.default is attrs.NOTHING)
+
+
 def required_keys(cls: type) -> list[str]:
     """The keys a caller must send for ``cls`` (camelCase): its fields with no default."""
-    return [camel(a.name) for a in attrs.fields(cls) if a.default is attrs.NOTHING]
+    return list(_required(cls))
 
 
 def optional_keys(cls: type) -> list[str]:
@@ -524,13 +530,12 @@ def structure(params: Any, cls: type, command: str) -> Any:
             required=required_keys(cls),
         )
     check_plain_json(params, command)
-    required = required_keys(cls)
-    missing = [k for k in required if k not in params]
+    missing = [k for k in _required(cls) if k not in params]
     if missing:
         raise HandoffError(
             "invalid_params",
             f"{command} needs the keys {', '.join(missing)}.",
-            required=required,
+            required=required_keys(cls),
             missing=missing,
         )
     try:
