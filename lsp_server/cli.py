@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import orjson
 
@@ -417,6 +417,7 @@ class _Formatter(argparse.HelpFormatter):
 
 def build_parser() -> argparse.ArgumentParser:
     from . import lifecycle as lc
+    from . import params
 
     raw = _Formatter
 
@@ -705,7 +706,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "kind",
-        choices=["continuity", "history", "handoff", "lineage"],
+        choices=get_args(params.ReportKind),
         metavar="KIND",
         help="continuity, history, handoff or lineage",
     )
@@ -722,7 +723,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--render",
-        choices=["preview", "terminal"],
+        choices=get_args(params.RenderMode),
         default="terminal",
         help="terminal (default here: Markdown read as text) or preview (escaped for a "
         "Markdown renderer that renders HTML)",

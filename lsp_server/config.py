@@ -4,11 +4,12 @@ setting costs one warning and its default, never a crash."""
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
+
+from .params import SCOPE_RE
 
 SECTION = "handoff"
 DEFAULT_STATE_FOLDER = ".handoff"
@@ -27,8 +28,6 @@ LOG_LEVELS: dict[str, int] = {
 #: The keys this server reads; anything else in the section belongs to the editors.
 KNOWN_KEYS = ("scope", "stateFolder", "logLevel", "generation")
 
-# Same rule as ``lifecycle.SCOPE_RE`` (kept here so parsing settings imports nothing heavy).
-_SCOPE_RE = re.compile(r"(?![/.])(?!.*\.\.)[A-Za-z0-9._/-]{1,128}")
 
 
 @dataclass
@@ -109,7 +108,7 @@ def parse_settings(raw: Any) -> tuple[HandoffSettings, list[str]]:
 
     scope = section.get("scope")
     if scope is not None and scope != "":
-        if isinstance(scope, str) and _SCOPE_RE.fullmatch(scope):
+        if isinstance(scope, str) and SCOPE_RE.match(scope):
             values["scope"] = scope
         else:
             problems.append(

@@ -25,6 +25,7 @@ from .evidence import (
     normalise_rel,
 )
 from .params import (
+    SCOPE_RE,
     AcknowledgeStatus,
     CheckStatus,
     Citation,
@@ -56,7 +57,6 @@ REQUIRED_CHECKS = (
 PREPARED_TYPE = "prepared_handoff"
 PREPARED_FORMAT = 1
 
-SCOPE_RE = re.compile(r"^(?![/.])(?!.*\.\.)[A-Za-z0-9._/-]{1,128}\Z")
 REVISION_RE = re.compile(r"^handoff/([A-Za-z0-9_-]{1,64})@([1-9][0-9]{0,8})\Z")
 SOURCE_RE = re.compile(r"^source/([A-Za-z0-9_-]{1,64})\Z")
 SHA_RE = re.compile(r"^[0-9a-f]{64}\Z")

@@ -15,6 +15,10 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 
 from .errors import HandoffError
 
+#: A scope: 1-128 characters of ``A-Z a-z 0-9 . _ - /``, not starting with ``/`` or
+#: ``.``, without ``..`` (the settings, the lifecycle and the workspace use this one).
+SCOPE_RE = re.compile(r"^(?![/.])(?!.*\.\.)[A-Za-z0-9._/-]{1,128}\Z")
+
 # ---------------------------------------------------------------------------
 # The vocabulary: every enum of the contract once, enforced by the converter
 # ---------------------------------------------------------------------------

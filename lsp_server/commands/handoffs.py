@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 
 def prepare(ws: Workspace, p: PrepareParams, ctx: CallContext) -> dict[str, Any]:
+    """Finalise a draft into a PreparedHandoff; writes nothing."""
     from .. import lifecycle as lc  # imported on first use, not at server start
 
     scope = ws.resolve_scope(p.scope)
@@ -30,6 +31,7 @@ def prepare(ws: Workspace, p: PrepareParams, ctx: CallContext) -> dict[str, Any]
 
 
 def handoff_current_work(ws: Workspace, p: HandoffCurrentWorkParams, ctx: CallContext) -> dict[str, Any]:
+    """Write a handoff boundary and prepare the latest contract and work state."""
     from .. import lifecycle as lc  # imported on first use, not at server start
 
     scope = ws.resolve_scope(p.scope)
@@ -105,6 +107,7 @@ def _draft_from(contract: dict, work: dict, document: str | None) -> HandoffDraf
 
 
 def commit(ws: Workspace, p: CommitParams, ctx: CallContext) -> dict[str, Any]:
+    """Commit a PreparedHandoff as the scope's next revision (compare-and-swap)."""
     from .. import lifecycle as lc  # imported on first use, not at server start
 
     scope = ws.resolve_scope(p.scope)
@@ -117,6 +120,7 @@ def commit(ws: Workspace, p: CommitParams, ctx: CallContext) -> dict[str, Any]:
 
 
 def continue_(ws: Workspace, p: ContinueParams, ctx: CallContext) -> dict[str, Any]:
+    """Read a handoff (latest, exact or prepared) as untrusted history."""
     from .. import lifecycle as lc  # imported on first use, not at server start
 
     scope = ws.resolve_scope(p.scope)
@@ -157,6 +161,7 @@ def continue_(ws: Workspace, p: ContinueParams, ctx: CallContext) -> dict[str, A
 
 
 def acknowledge(ws: Workspace, p: AcknowledgeParams, ctx: CallContext) -> dict[str, Any]:
+    """Acknowledge an exact target; ``accepted`` needs the four checks."""
     from .. import lifecycle as lc  # imported on first use, not at server start
 
     scope = ws.resolve_scope(p.scope)

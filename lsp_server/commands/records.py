@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 
 def contract(ws: Workspace, p: ContractParams, ctx: CallContext) -> dict[str, Any]:
+    """Record the Work Contract of a scope: objective, scope, acceptance."""
     from .. import lifecycle as lc  # imported on first use, not at server start
 
     scope = ws.resolve_scope(p.scope)
@@ -31,6 +32,7 @@ def contract(ws: Workspace, p: ContractParams, ctx: CallContext) -> dict[str, An
 
 
 def record_work(ws: Workspace, p: RecordWorkParams, ctx: CallContext) -> dict[str, Any]:
+    """Record the work state: the state and next actions as facts with evidence."""
     from .. import lifecycle as lc  # imported on first use, not at server start
 
     scope = ws.resolve_scope(p.scope)
@@ -55,6 +57,7 @@ def record_work(ws: Workspace, p: RecordWorkParams, ctx: CallContext) -> dict[st
 
 
 def record_outcome(ws: Workspace, p: OutcomeParams, ctx: CallContext) -> dict[str, Any]:
+    """Record the Task Outcome, optionally bound to an acknowledgement receipt."""
     from .. import lifecycle as lc  # imported on first use, not at server start
 
     scope = ws.resolve_scope(p.scope)

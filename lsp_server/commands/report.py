@@ -11,6 +11,7 @@ if TYPE_CHECKING:
 
 
 def report(ws: Workspace, p: ReportParams, ctx: CallContext) -> dict[str, Any]:
+    """Render one view of the records as Markdown."""
     from ..reports import run_report  # Jinja and the templates: loaded by the first report
 
     return run_report(ws, p, ws.resolve_scope(p.scope), ctx)
