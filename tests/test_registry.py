@@ -244,3 +244,20 @@ def test_neovim_enums_are_the_params_literals():
 
 def test_mutations_are_the_entries_that_say_so():
     assert {c.name for c in REGISTRY if c.mutates} == MUTATIONS
+
+
+def test_every_command_has_a_cli_verb_and_the_verbs_call_only_registry_names():
+    import ast
+
+    tree = ast.parse((REPO / "lsp_server" / "cli.py").read_text(encoding="utf-8"))
+    called = {
+        node.args[0].value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "call"
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+        and isinstance(node.args[0].value, str)
+    }
+    assert called == set(NAMES)
