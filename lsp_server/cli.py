@@ -7,11 +7,12 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import orjson
 
 from . import __version__
+from .commands import BY_NAME, REGISTRY
 from .errors import HandoffError
 from .service import HandoffService, ServiceConfig
 
@@ -402,21 +403,6 @@ def _human_store(result: dict[str, Any]) -> str:
 
 #: One line per contract command, for ``handoff call --help`` (docs/commands.md has
 #: the params, results and refusals of each).
-CALL_SUMMARIES: dict[str, str] = {
-    "handoff.contract": "record a Work Contract: objective, inScope, outOfScope, acceptance",
-    "handoff.recordWork": "record the work state: state fact, disposition, nextActions facts",
-    "handoff.prepare": "finalise a draft into a prepared handoff (writes nothing)",
-    "handoff.handoffCurrentWork": "write a boundary Source and prepare a handoff of current work",
-    "handoff.commit": "commit a prepared handoff as the scope's next revision (compare-and-swap)",
-    "handoff.continue": "read a handoff: mode latest, exact (revision) or prepared (untrusted history)",
-    "handoff.acknowledge": "acknowledge an exact target (revision or prepared) with four checks",
-    "handoff.recordOutcome": "record the Task Outcome: status, summary, checks, receipt",
-    "handoff.report": "render the continuity, history or handoff view as Markdown",
-    "handoff.generate": "generate a handoff document from an agent session (pi, Claude Code, Codex)",
-    "handoff.startSession": "start the next agent session from a draft, a prepared handoff or a revision",
-    "handoff.sessions": "list the agent sessions recorded for the workspace",
-}
-
 FACT_SYNTAX = (
     "A FACT is 'TEXT :: CITE[, CITE…]': the text, then '::', then one or more citations "
     "separated by commas. A CITE is either source/<id> (a recorded Source, e.g. the "
@@ -448,6 +434,7 @@ class _Formatter(argparse.HelpFormatter):
 
 def build_parser() -> argparse.ArgumentParser:
     from . import lifecycle as lc
+    from . import params
 
     raw = _Formatter
 
@@ -479,7 +466,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"handoff {__version__}")
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
 
-    call_list = "\n".join(f"  {name:<28}{CALL_SUMMARIES.get(name, '')}" for name in HandoffService.COMMANDS)
+    call_list = "\n".join(f"  {c.name:<28}{c.summary}" for c in REGISTRY)
     p = sub.add_parser(
         "call",
         parents=[common],
@@ -736,7 +723,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "kind",
-        choices=["continuity", "history", "handoff", "lineage"],
+        choices=get_args(params.ReportKind),
         metavar="KIND",
         help="continuity, history, handoff or lineage",
     )
@@ -753,10 +740,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--render",
-        choices=["preview", "terminal"],
+        choices=get_args(params.RenderMode),
         default="terminal",
-        help="terminal (default here: Markdown read as text) or preview (escaped for a "
-        "Markdown renderer that renders HTML)",
+        help="terminal (default here: Markdown read as text), preview (escaped for a "
+        "Markdown renderer that renders HTML, cited files as file: links) or vscode (preview "
+        "with cited files as /path#Lline links, which VS Code's Markdown preview opens)",
     )
 
     verb("sessions", "list this workspace's agent sessions, newest first", verb_sessions)
@@ -869,6 +857,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="the session handed off from (default: the source of the newest generation)",
     )
 
+    sub.add_parser(
+        "schema",
+        parents=[common],
+        help="print the commands' JSON Schema (params, result, flags, enums)",
+        description="Print every command of the registry as JSON: its params and result "
+        "schema, whether it mutates, its progress and cancel flags, and the contract's enums. "
+        "The editors' command lists are tested against it.",
+    )
+
     p = sub.add_parser(
         "mcp",
         parents=[common],
@@ -931,9 +928,9 @@ def run_call(args) -> int:
         # As the verbs do: a prepared handoff belongs to the scope it was prepared in.
         params = {**params, "scope": params["prepared"]["scope"]}
     svc = make_service(args)
-    if args.command not in svc.COMMANDS:
+    if args.command not in BY_NAME:
         raise UsageError(
-            f"unknown command {args.command!r}; known: {', '.join(sorted(svc.COMMANDS))}"
+            f"unknown command {args.command!r}; known: {', '.join(sorted(BY_NAME))}"
         )
     try:
         result = svc.call(args.command, params)
@@ -997,6 +994,11 @@ def _main(argv: list[str] | None = None) -> int:
             from .demo import run_demo
 
             return run_demo(args)
+        if args.verb == "schema":
+            from .commands.schema import command_schema
+
+            print(_dump(command_schema()))
+            return EXIT_OK
         if args.verb == "mcp":
             from .mcp_server import run as run_mcp
 
@@ -1029,6 +1031,11 @@ def _main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
+
+
+def mcp_main(argv: list[str] | None = None) -> int:
+    """``handoff-mcp``: the same as ``handoff mcp``."""
+    return main(["mcp", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

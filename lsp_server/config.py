@@ -8,10 +8,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath, PureWindowsPath
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # the service is imported lazily (server start time)
-    from .service import ServiceConfig
+from .params import SCOPE_RE
 
 SECTION = "handoff"
 DEFAULT_STATE_FOLDER = ".handoff"
@@ -30,8 +29,19 @@ LOG_LEVELS: dict[str, int] = {
 #: The keys this server reads; anything else in the section belongs to the editors.
 KNOWN_KEYS = ("scope", "stateFolder", "logLevel", "generation", "store", "project")
 
-# Same rule as ``lifecycle.SCOPE_RE`` (kept here so parsing settings imports nothing heavy).
-_SCOPE_RE = re.compile(r"(?![/.])(?!.*\.\.)[A-Za-z0-9._/-]{1,128}")
+
+
+@dataclass
+class ServiceConfig:
+    """Settings a workspace needs (parsed once by the adapters)."""
+
+    scope: str | None = None
+    state_folder: str = DEFAULT_STATE_FOLDER
+    generation: dict[str, Any] = field(default_factory=dict)
+    #: ``postgresql://…`` for a shared database; ``None``: TinyDB in ``state_folder``.
+    store: str | None = None
+    #: The project id that namespaces scopes in a shared database (default: git remote).
+    project: str | None = None
 
 
 @dataclass(frozen=True)
@@ -53,8 +63,6 @@ class HandoffSettings:
         return LOG_LEVELS[self.log_level]
 
     def service_config(self) -> ServiceConfig:
-        from .service import ServiceConfig
-
         return ServiceConfig(
             scope=self.scope,
             state_folder=self.state_folder,
@@ -111,7 +119,7 @@ def parse_settings(raw: Any) -> tuple[HandoffSettings, list[str]]:
 
     scope = section.get("scope")
     if scope is not None and scope != "":
-        if isinstance(scope, str) and _SCOPE_RE.fullmatch(scope):
+        if isinstance(scope, str) and SCOPE_RE.match(scope):
             values["scope"] = scope
         else:
             problems.append(

@@ -11,7 +11,7 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import orjson
 
@@ -24,7 +24,17 @@ from .evidence import (
     check_relative,
     normalise_rel,
 )
-from .params import Citation, Fact, HandoffDraftParams, camel
+from .params import (
+    SCOPE_RE,
+    AcknowledgeStatus,
+    CheckStatus,
+    Citation,
+    Disposition,
+    Fact,
+    HandoffDraftParams,
+    OutcomeStatus,
+    camel,
+)
 from .storage import HistoryView as History
 from .storage import StoreTransaction as Transaction
 from .storage import head_moved, revision_shape, source_shape
@@ -36,10 +46,10 @@ SOURCE_KINDS = (
     "acknowledgement",
     "task_outcome",
 )
-DISPOSITIONS = ("continuable", "blocked", "done")
-ACK_STATUSES = ("accepted", "needs_clarification", "declined")
-OUTCOME_STATUSES = ("succeeded", "partial", "blocked", "failed", "cancelled", "unknown")
-CHECK_STATUSES = ("passed", "failed", "skipped", "timed_out")
+DISPOSITIONS: tuple[str, ...] = get_args(Disposition)
+ACK_STATUSES: tuple[str, ...] = get_args(AcknowledgeStatus)
+OUTCOME_STATUSES: tuple[str, ...] = get_args(OutcomeStatus)
+CHECK_STATUSES: tuple[str, ...] = get_args(CheckStatus)
 REQUIRED_CHECKS = (
     "evidence_available",
     "live_state_confirmed",
@@ -49,7 +59,6 @@ REQUIRED_CHECKS = (
 PREPARED_TYPE = "prepared_handoff"
 PREPARED_FORMAT = 1
 
-SCOPE_RE = re.compile(r"^(?![/.])(?!.*\.\.)[A-Za-z0-9._/-]{1,128}\Z")
 REVISION_RE = re.compile(r"^handoff/([A-Za-z0-9_-]{1,64})@([1-9][0-9]{0,8})\Z")
 SOURCE_RE = re.compile(r"^source/([A-Za-z0-9_-]{1,64})\Z")
 SHA_RE = re.compile(r"^[0-9a-f]{64}\Z")
@@ -822,3 +831,38 @@ def checks_failing(checks: Any) -> list[str]:
 
 def check_names_json(checks: Any) -> dict[str, bool]:
     return {camel(name): bool(getattr(checks, name)) for name in REQUIRED_CHECKS}
+
+
+# ---------------------------------------------------------------------------
+# The handoff a continue / acknowledge / start reads
+# ---------------------------------------------------------------------------
+
+
+def select_target(
+    mode: str, prepared: Any, revision: str | None, scope: str, ledger: AnyLedger
+) -> tuple[dict[str, Any], str | None]:
+    """The PreparedHandoff a continue/acknowledge reads, and the selected revision."""
+    if mode == "prepared":
+        if prepared is None:
+            raise HandoffError("invalid_params", "Mode 'prepared' needs the 'prepared' value.")
+        return check_prepared(prepared, scope), None
+    if revision is None:
+        raise HandoffError(
+            "invalid_params", "Mode 'exact' needs 'revision' (handoff/<id>@<n>)."
+        )
+    parse_revision(revision)
+    rec = ledger.revision(revision)
+    if rec is None:
+        raise HandoffError(
+            "revision_not_found",
+            f"There is no committed revision {revision}.",
+            revision=revision,
+        )
+    if rec["scope"] != scope:
+        raise HandoffError(
+            "scope_mismatch",
+            f"Revision {revision} belongs to scope {rec['scope']!r}, not {scope!r}.",
+            expected=scope,
+            actual=rec["scope"],
+        )
+    return rec["prepared"], revision

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 import attrs
 
-from .params import REQUIRED_KEYS, camel
+from .params import camel, required_keys
 
 #: The dialect the schemas are written in (MCP's default when ``$schema`` is absent).
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -122,6 +122,6 @@ def params_schema(
     cls: type, overlays: dict[tuple[str, str], dict[str, Any]] | None = None
 ) -> dict[str, Any]:
     """The input schema of a command: its class, the command's required keys."""
-    schema = class_schema(cls, overlays, required=REQUIRED_KEYS.get(cls))
+    schema = class_schema(cls, overlays, required=required_keys(cls))
     schema.pop("description", None)
     return schema

@@ -2,8 +2,8 @@
 coding agent (Claude Code, Codex, Gemini CLI, Cursor, VS Code…) records, commits,
 continues and acknowledges handoffs itself.
 
-An adapter over :class:`~lsp_server.service.HandoffService`, like the CLI: one tool per
-command, the service's JSON result as ``structuredContent``, a refusal as an ``isError``
+An adapter over the command registry (:mod:`lsp_server.commands`), like the CLI: one
+tool per command, the command's JSON result as ``structuredContent``, a refusal as an ``isError``
 result carrying ``{code, message, data}``. Resources are the Markdown reports and the
 latest handoff of a scope, announced as updated when the state file changes (a write by
 this server, the CLI, an editor's language server or another MCP server). Speaks stdio
@@ -35,11 +35,13 @@ from mcp.shared.exceptions import MCPError
 
 from . import __version__
 from . import lifecycle as lc
-from . import params as params_module
-from .commands import PARAMS_OF
+from .commands import BY_NAME, REGISTRY
+from .commands import run as run_command
+from .config import ServiceConfig
+from .context import CallContext, CancelToken
 from .errors import HandoffError
 from .mcp_schema import params_schema
-from .service import CallContext, CancelToken, HandoffService, ServiceConfig
+from .workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -322,16 +324,12 @@ TOOLS_BY_NAME = {t.name: t for t in TOOLS}
 #: Commands whose content comes from a previous session (the text says so).
 _UNTRUSTED_COMMANDS = frozenset({"handoff.continue", "handoff.report"})
 
-#: Commands not serialised with the others (a model call can take minutes).
-_UNSERIALISED = frozenset({"handoff.generate"})
-
-
-#: The params class of each command: the adapters' one table.
-PARAMS_CLASSES: dict[str, str] = PARAMS_OF
+#: The params class of each command, as the registry has it.
+PARAMS_CLASSES: dict[str, type] = {c.name: c.params for c in REGISTRY}
 
 
 def _params_class(command: str) -> type:
-    return getattr(params_module, PARAMS_CLASSES[command])
+    return BY_NAME[command].params
 
 
 def tool_schema(spec: ToolSpec) -> dict[str, Any]:
@@ -547,7 +545,7 @@ class HandoffMCP:
     """One workspace's service behind an MCP server."""
 
     def __init__(self, workspace: str | os.PathLike[str], config: ServiceConfig | None = None):
-        self.svc = HandoffService(workspace, config or ServiceConfig())
+        self.svc = Workspace(workspace, config or ServiceConfig())
         self.bus = InMemorySubscriptionBus()
         self._lock = anyio.Lock()
         #: Legacy (handshake-era) subscriptions: uri → sessions.
@@ -612,11 +610,12 @@ class HandoffMCP:
     async def run(self, command: str, arguments: Any, progress: Any = None) -> dict[str, Any]:
         """Run one service command in a worker thread; announce a change after a write."""
         cancel = CancelToken()
+        entry = BY_NAME[command]
         call = partial(
-            self.svc.call, command, arguments, CallContext(cancel=cancel, progress=progress)
+            run_command, self.svc, command, arguments, CallContext(cancel=cancel, progress=progress)
         )
         try:
-            if command in _UNSERIALISED:
+            if not entry.serialised:
                 result = await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
             else:
                 async with self._lock:
@@ -624,7 +623,7 @@ class HandoffMCP:
         except anyio.get_cancelled_exc_class():
             cancel.cancel()
             raise
-        if command in HandoffService.MUTATIONS:
+        if entry.mutates:
             await self.announce()
         return result
 
@@ -954,14 +953,3 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return 130
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``handoff-mcp``: the same as ``handoff mcp``."""
-    from .cli import main as cli_main
-
-    return cli_main(["mcp", *(sys.argv[1:] if argv is None else argv)])
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import re
-from typing import Any, Literal, get_origin
+from collections.abc import Callable
+from typing import Any, Literal, get_args, get_origin
 
 import attrs
 import cattrs
@@ -13,8 +15,121 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 
 from .errors import HandoffError
 
+#: A scope: 1-128 characters of ``A-Z a-z 0-9 . _ - /``, not starting with ``/`` or
+#: ``.``, without ``..`` (the settings, the lifecycle and the workspace use this one).
+SCOPE_RE = re.compile(r"^(?![/.])(?!.*\.\.)[A-Za-z0-9._/-]{1,128}\Z")
+
+# ---------------------------------------------------------------------------
+# The vocabulary: every enum of the contract once, enforced by the converter
+# ---------------------------------------------------------------------------
+
 Disposition = Literal["continuable", "blocked", "done"]
 ContinueMode = Literal["prepared", "exact", "latest"]
+#: An acknowledgement binds an exact target: no ``latest``.
+AcknowledgeMode = Literal["prepared", "exact"]
+AcknowledgeStatus = Literal["accepted", "needs_clarification", "declined"]
+OutcomeStatus = Literal["succeeded", "partial", "blocked", "failed", "cancelled", "unknown"]
+CheckStatus = Literal["passed", "failed", "skipped", "timed_out"]
+ReportKind = Literal["continuity", "history", "handoff", "lineage"]
+#: ``preview`` escapes record text for a Markdown renderer that also renders HTML,
+#: cited files as ``file:`` links; ``vscode`` is ``preview`` with cited files as
+#: workspace-rooted links (``/path#L60``), the only kind VS Code's Markdown preview both
+#: renders and opens at the line; ``terminal`` is Markdown read as text (no entities, no
+#: backslash escapes).
+RenderMode = Literal["preview", "terminal", "vscode"]
+
+
+#: The enums by name (``handoff schema`` exports them).
+ENUMS: dict[str, Any] = {
+    "Disposition": Disposition,
+    "ContinueMode": ContinueMode,
+    "AcknowledgeMode": AcknowledgeMode,
+    "AcknowledgeStatus": AcknowledgeStatus,
+    "OutcomeStatus": OutcomeStatus,
+    "CheckStatus": CheckStatus,
+    "ReportKind": ReportKind,
+    "RenderMode": RenderMode,
+}
+
+
+def _one_of(values: tuple[str, ...]) -> str:
+    return ", ".join(values)
+
+
+def _outcome_status_error(value: str) -> HandoffError:
+    allowed = get_args(OutcomeStatus)
+    hint = (
+        f" ({value!r} is a TaskCheck status, not an outcome status)"
+        if value in get_args(CheckStatus)
+        else ""
+    )
+    return HandoffError(
+        "invalid_status",
+        f"Task Outcome status {value!r} is not one of {_one_of(allowed)}{hint}.",
+        status=value,
+        allowed=list(allowed),
+    )
+
+
+def _acknowledge_mode_error(value: str) -> HandoffError:
+    if value == "latest":
+        return HandoffError(
+            "exact_target_required",
+            "An acknowledgement binds an exact target: continue from latest, then "
+            "acknowledge the exact revision it selected (mode 'exact').",
+        )
+    return HandoffError(
+        "invalid_params", f"Mode {value!r} is not one of {_one_of(get_args(AcknowledgeMode))}."
+    )
+
+
+#: How a value outside each enum is refused (the converter raises it).
+CHOICE_ERRORS: dict[Any, Callable[[str], HandoffError]] = {
+    Disposition: lambda v: HandoffError(
+        "invalid_params",
+        f"Disposition {v!r} is not one of {_one_of(get_args(Disposition))}.",
+        disposition=v,
+    ),
+    ContinueMode: lambda v: HandoffError(
+        "invalid_params", f"Mode {v!r} is not one of {_one_of(get_args(ContinueMode))}."
+    ),
+    AcknowledgeMode: _acknowledge_mode_error,
+    AcknowledgeStatus: lambda v: HandoffError(
+        "invalid_status",
+        f"Acknowledgement status {v!r} is not one of {_one_of(get_args(AcknowledgeStatus))}.",
+        status=v,
+        allowed=list(get_args(AcknowledgeStatus)),
+    ),
+    OutcomeStatus: _outcome_status_error,
+    CheckStatus: lambda v: HandoffError(
+        "invalid_status",
+        f"has status {v!r}, not one of {_one_of(get_args(CheckStatus))}.",
+        status=v,
+        allowed=list(get_args(CheckStatus)),
+    ),
+    ReportKind: lambda v: HandoffError(
+        "invalid_params",
+        f"Report kind {v!r} is not one of {_one_of(get_args(ReportKind))}.",
+        kind=v,
+    ),
+    RenderMode: lambda v: HandoffError(
+        "invalid_params",
+        f"render {v!r} is not one of {_one_of(get_args(RenderMode))}.",
+        render=v,
+        allowed=list(get_args(RenderMode)),
+    ),
+}
+
+
+def _not_blank(message: str) -> Callable[[Any, Any, Any], None]:
+    """An attrs validator: the text (or one item of the list) must not be blank."""
+
+    def check(_instance: Any, _attribute: Any, value: Any) -> None:
+        items = value if isinstance(value, list) else [value]
+        if not [item for item in items if item.strip()]:
+            raise HandoffError("invalid_params", message)
+
+    return check
 
 
 def camel(name: str) -> str:
@@ -69,6 +184,20 @@ def _make_converter() -> cattrs.Converter:
 
     conv.register_structure_hook_factory(lambda t: get_origin(t) is list, strict_list_factory)
 
+    def choice_factory(t: Any) -> Any:
+        allowed, refuse = frozenset(get_args(t)), CHOICE_ERRORS[t]
+
+        def hook(value: Any, _type: Any) -> Any:
+            if type(value) is not str:
+                raise TypeError(f"expected a string, got {_json_kind(value)}")
+            if value not in allowed:
+                raise refuse(value)
+            return value
+
+        return hook
+
+    conv.register_structure_hook_factory(lambda t: t in CHOICE_ERRORS, choice_factory)
+
     def structure_factory(cl: type) -> Any:
         renames = {a.name: override(rename=camel(a.name)) for a in attrs.fields(cl)}
         return make_dict_structure_fn(cl, conv, _cattrs_forbid_extra_keys=True, **renames)
@@ -112,7 +241,7 @@ class HandoffDraftParams:
 
     objective: str
     state: Fact
-    disposition: str
+    disposition: Disposition
     next_actions: list[Fact]
     document: str | None = None
 
@@ -132,23 +261,27 @@ class TaskCheckParams:
     """One check of a Task Outcome, its status kept verbatim."""
 
     name: str
-    status: str
+    status: CheckStatus
     detail: str | None = None
 
 
-@attrs.frozen
+@attrs.frozen(kw_only=True)
 class ContractParams:
+    objective: str = attrs.field(validator=_not_blank("The Work Contract needs an objective."))
+    in_scope: list[str] = attrs.field(
+        validator=_not_blank("The Work Contract needs at least one inScope item.")
+    )
+    acceptance: list[str] = attrs.field(
+        validator=_not_blank("The Work Contract needs at least one acceptance criterion.")
+    )
     scope: str | None = None
-    objective: str = ""
-    in_scope: list[str] = attrs.field(factory=list)
     out_of_scope: list[str] = attrs.field(factory=list)
-    acceptance: list[str] = attrs.field(factory=list)
 
 
 @attrs.frozen
 class RecordWorkParams:
     state: Fact
-    disposition: str
+    disposition: Disposition
     next_actions: list[Fact]
     scope: str | None = None
 
@@ -173,28 +306,28 @@ class CommitParams:
 
 @attrs.frozen
 class ContinueParams:
-    mode: str
+    mode: ContinueMode
     scope: str | None = None
     prepared: dict[str, Any] | None = None
     revision: str | None = None
 
 
-@attrs.frozen
+@attrs.frozen(kw_only=True)
 class AcknowledgeParams:
-    mode: str
-    status: str
+    mode: AcknowledgeMode
+    status: AcknowledgeStatus
+    checks: AcceptanceChecks
     scope: str | None = None
     prepared: dict[str, Any] | None = None
     revision: str | None = None
-    checks: AcceptanceChecks = attrs.field(factory=AcceptanceChecks)
     note: str | None = None
     actor: str | None = None
 
 
 @attrs.frozen
 class OutcomeParams:
-    status: str
-    summary: str
+    status: OutcomeStatus
+    summary: str = attrs.field(validator=_not_blank("The Task Outcome needs a summary."))
     scope: str | None = None
     checks: list[TaskCheckParams] = attrs.field(factory=list)
     receipt: str | None = None
@@ -202,11 +335,11 @@ class OutcomeParams:
 
 @attrs.frozen
 class ReportParams:
-    kind: str
+    kind: ReportKind
     scope: str | None = None
     revision: str | None = None
     prepared: dict[str, Any] | None = None
-    render: str = "preview"
+    render: RenderMode = "preview"
 
 
 @attrs.frozen
@@ -296,21 +429,21 @@ def check_limits(value: Any, command: str, key: str = "params") -> None:
             check_limits(item, command, f"{key}[{i}]")
 
 
-#: Keys a caller must send for each command (for palette calls with no argument).
-REQUIRED_KEYS: dict[type, list[str]] = {
-    ContractParams: ["objective", "inScope", "acceptance"],
-    RecordWorkParams: ["state", "disposition", "nextActions"],
-    PrepareParams: ["draft"],
-    HandoffCurrentWorkParams: [],
-    CommitParams: ["prepared"],
-    ContinueParams: ["mode"],
-    AcknowledgeParams: ["mode", "status", "checks"],
-    OutcomeParams: ["status", "summary"],
-    ReportParams: ["kind"],
-    GenerateParams: [],
-    StartSessionParams: [],
-    SessionsParams: [],
-}
+@functools.cache
+def _required(cls: type) -> tuple[str, ...]:
+    return tuple(camel(a.name) for a in attrs.fields(cls) if a.default is attrs.NOTHING)
+
+
+def required_keys(cls: type) -> list[str]:
+    """The keys a caller must send for ``cls`` (camelCase): its fields with no default."""
+    return list(_required(cls))
+
+
+def optional_keys(cls: type) -> list[str]:
+    """The keys a caller may leave out for ``cls`` (camelCase)."""
+    required = required_keys(cls)
+    return [camel(a.name) for a in attrs.fields(cls) if camel(a.name) not in required]
+
 
 _LITERAL_RE = re.compile(r"unknown error \((.*) not in literal typing\.Literal\[(.*)\]\)")
 _AT_RE = re.compile(r"@ (\S+)$")
@@ -321,6 +454,8 @@ def _format_exception(exc: BaseException, type_: Any) -> str:
     """Our own hooks' messages as they are ("expected an array, got a string")."""
     if isinstance(exc, TypeError) and str(exc).startswith("expected "):
         return str(exc)
+    if isinstance(exc, HandoffError):  # an enum value refused by the converter
+        return exc.message.rstrip(".")
     return cattrs.v.format_exception(exc, type_)
 
 
@@ -360,6 +495,37 @@ def check_plain_json(params: Any, command: str) -> None:
         raise _too_big(command, "params", f"are {size:,} bytes of JSON", MAX_PARAMS_BYTES)
 
 
+def _leaves(exc: BaseException, path: str) -> list[tuple[str, BaseException]]:
+    """The errors inside a cattrs error group, each with the key path it was raised at."""
+    if not isinstance(exc, cattrs.BaseValidationError):
+        return [(path, exc)]
+    out = []
+    for sub in exc.exceptions:
+        where = path
+        for note in getattr(sub, "__notes__", ()):
+            if isinstance(note, cattrs.AttributeValidationNote):
+                where = f"{path}.{camel(note.name)}" if path else camel(note.name)
+            elif isinstance(note, cattrs.IterableValidationNote):
+                where = f"{path}[{note.index}]"
+        out += _leaves(sub, where)
+    return out
+
+
+def _domain_refusal(exc: cattrs.BaseValidationError) -> HandoffError | None:
+    """The converter's refusal of an enum value (``invalid_status``…), when that is all
+    that is wrong; a nested one names where it is (``checks[0] has status …``)."""
+    leaves = _leaves(exc, "")
+    if not leaves or not all(isinstance(e, HandoffError) for _, e in leaves):
+        return None
+    where, first = leaves[0]
+    assert isinstance(first, HandoffError)
+    if "." in where or "[" in where:
+        owner = where.rsplit(".", 1)[0] if where.endswith(".status") else where
+        said = f"{owner} {first.message}" if first.message[:1].islower() else f"{where}: {first.message}"
+        return HandoffError(first.code, said, **{**first.data, "at": owner})
+    return first
+
+
 def structure(params: Any, cls: type, command: str) -> Any:
     """Turn one JSON object into ``cls`` or raise ``invalid_params`` saying what is wrong."""
     if params is None:
@@ -368,20 +534,30 @@ def structure(params: Any, cls: type, command: str) -> Any:
         raise HandoffError(
             "invalid_params",
             f"{command} takes one JSON object as its argument; got {type(params).__name__}.",
-            required=REQUIRED_KEYS.get(cls, []),
+            required=required_keys(cls),
         )
     check_plain_json(params, command)
-    missing = [k for k in REQUIRED_KEYS.get(cls, []) if k not in params]
+    missing = [k for k in _required(cls) if k not in params]
     if missing:
         raise HandoffError(
             "invalid_params",
             f"{command} needs the keys {', '.join(missing)}.",
-            required=REQUIRED_KEYS.get(cls, []),
+            required=required_keys(cls),
             missing=missing,
         )
     try:
         structured = converter.structure(params, cls)
-    except (cattrs.BaseValidationError, TypeError, ValueError, KeyError) as exc:
+    except cattrs.BaseValidationError as exc:
+        refusal = _domain_refusal(exc)
+        if refusal is not None:
+            raise refusal from None
+        problems = _describe(exc)
+        raise HandoffError(
+            "invalid_params",
+            f"{command}: " + "; ".join(problems[:5]) + ".",
+            problems=problems[:20],
+        ) from None
+    except (TypeError, ValueError, KeyError) as exc:
         problems = _describe(exc)
         raise HandoffError(
             "invalid_params",

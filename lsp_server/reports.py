@@ -1,33 +1,38 @@
-"""The ``handoff.report`` command: the projections rendered to Markdown by Jinja templates
-(the built-in ones in ``templates/``, or a workspace's overrides in
-``.handoff/templates/``, loaded in a sandbox), with record text escaped."""
+"""The reports of ``handoff.report``: the projections rendered to Markdown by the
+templates of :mod:`lsp_server.rendering` (the built-in ones in ``templates/``, or a
+workspace's overrides in ``.handoff/templates/``), with record text escaped."""
 
 from __future__ import annotations
 
 import logging
-import os
-import re
-import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
-
-from jinja2 import ChainableUndefined, ChoiceLoader, FileSystemLoader
-from jinja2.sandbox import SandboxedEnvironment, SecurityError
-from markupsafe import Markup
+from typing import TYPE_CHECKING, Any, get_args
 
 from . import lifecycle as lc
-from . import projections
+from . import projections, rendering
 from .errors import HandoffError
-from .params import ReportParams
+from .params import ReportKind, ReportParams
+from .rendering import (  # noqa: F401  (the filters, as the report templates know them)
+    RENDER_MODES,
+    builtin_templates,
+    md_block,
+    md_code,
+    md_inline,
+    md_lines,
+    md_link,
+    one_line_error,
+    short,
+    text_inline,
+)
 
 if TYPE_CHECKING:
-    from .service import CallContext, HandoffService
+    from .context import CallContext
     from .store import StateStore
+    from .workspace import Workspace
 
 log = logging.getLogger(__name__)
 
-REPORT_KINDS = ("continuity", "history", "handoff", "lineage")
+REPORT_KINDS: tuple[str, ...] = get_args(ReportKind)
 TEMPLATE_FOR = {
     "continuity": "continuity.md.j2",
     "history": "history.md.j2",
@@ -35,222 +40,7 @@ TEMPLATE_FOR = {
     "lineage": "lineage.md.j2",
 }
 OVERRIDE_FOLDER = "templates"  # inside the state folder: .handoff/templates/
-#: What an override may produce before it is abandoned for the built-in template.
-OVERRIDE_MAX_CHARS = 8_000_000
-OVERRIDE_MAX_SECONDS = 5.0
 CACHE_SIZE = 32
-
-
-def builtin_templates() -> Path:
-    """The templates shipped with the package (or the checkout's ``templates/``)."""
-    here = Path(__file__).resolve().parent
-    packaged = here / "templates"
-    return packaged if packaged.is_dir() else here.parent / "templates"
-
-
-# ---------------------------------------------------------------------------
-# Escaping: record text can never add structure to the report
-# ---------------------------------------------------------------------------
-
-# C0/C1 controls (terminal escapes) and bidi overrides; newlines and tabs are whitespace.
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-_INLINE = re.compile(r"[\\`*\[\]|~$<>&]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
-_ENTITY = {"<": "&lt;", ">": "&gt;", "&": "&amp;"}
-# What would open a block at the start of a line: heading, list, setext/thematic, quote.
-_BLOCK_START = re.compile(r"^(?:([#+=-])|(\d{1,9})([.)])(?=\s|$))")
-
-
-def _inline_sub(m: re.Match[str]) -> str:
-    ch = m.group(0)
-    return _ENTITY.get(ch) or "\\" + ch
-
-
-def _block_sub(m: re.Match[str]) -> str:
-    return "\\" + m.group(1) if m.group(1) else f"{m.group(2)}\\{m.group(3)}"
-
-
-def _plain(value: Any) -> str:
-    return _CONTROL.sub("\ufffd", str(value))
-
-
-def md_inline(value: Any) -> Markup:
-    """Record text as one line of literal Markdown text: no structure, no HTML, no links."""
-    text = " ".join(_plain(value).split())
-    return Markup(_BLOCK_START.sub(_block_sub, _INLINE.sub(_inline_sub, text)))
-
-
-def md_lines(value: Any, indent: int = 0) -> Markup:
-    """Multi-line record text: each line escaped, joined by hard line breaks (blank
-    lines dropped, so the text stays one paragraph wherever the template puts it)."""
-    lines = [md_inline(line) for line in _plain(value).splitlines() if line.strip()]
-    return Markup(("\\\n" + " " * indent).join(lines))
-
-
-def md_block(value: Any, info: str = "") -> Markup:
-    """Record text shown verbatim in a fence longer than any fence it contains."""
-    text = _CONTROL.sub("\ufffd", str(value).replace("\r\n", "\n").replace("\r", "\n"))
-    longest = max((len(m) for m in re.findall(r"`{3,}|~{3,}", text)), default=0)
-    fence = "~" * max(4, longest + 1)
-    info = re.sub(r"[^A-Za-z0-9_+-]", "", str(info))
-    return Markup(f"{fence}{info}\n{text.rstrip()}\n{fence}")
-
-
-def md_code(value: Any) -> Markup:
-    """A short value (a reference, a hash) as a code span; plain escaped text when it
-    holds a pipe (which would end a table cell even inside a code span)."""
-    text = " ".join(_plain(value).split())
-    if not text or "|" in text:
-        return md_inline(text)
-    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
-    ticks = "`" * (longest + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return Markup(f"{ticks}{pad}{text}{pad}{ticks}")
-
-
-def _workspace_relative(path: str) -> bool:
-    return bool(path) and not (
-        _CONTROL.search(path)
-        or path.startswith(("/", "\\"))
-        or (len(path) > 1 and path[1] == ":")
-        or ".." in path.replace("\\", "/").split("/")
-    )
-
-
-def md_link(path: Any, base: Any = "", lines: Any = None) -> Markup:
-    """A workspace-relative artifact path as a link to the file in the workspace (a
-    ``file:`` URI under ``base`` when given); a path that would leave the workspace is
-    shown as text only."""
-    p = str(path)
-    if not _workspace_relative(p):
-        return md_inline(p)
-    target = quote(p.removeprefix("./"), safe="/")
-    if base:
-        target = f"{str(base).rstrip('/')}/{target}"
-    if isinstance(lines, list | tuple) and lines and type(lines[0]) is int:
-        target += f"#L{lines[0]}"
-    return Markup(f"[{md_inline(p)}]({target})")
-
-
-def text_inline(value: Any) -> Markup:
-    """Record text as one line for a client that shows Markdown as text (a terminal):
-    whitespace collapsed and controls replaced, nothing escaped."""
-    return Markup(" ".join(_plain(value).split()))
-
-
-def text_lines(value: Any, indent: int = 0) -> Markup:
-    lines = [text_inline(line) for line in _plain(value).splitlines() if line.strip()]
-    return Markup(("\n" + " " * indent).join(lines))
-
-
-def text_link(path: Any, base: Any = "", lines: Any = None) -> Markup:
-    """An artifact path as ``path:line`` (what an editor's go-to-file takes)."""
-    p = text_inline(path)
-    if isinstance(lines, list | tuple) and lines and type(lines[0]) is int:
-        return Markup(f"{p}:{lines[0]}")
-    return p
-
-
-#: How a report is rendered: ``preview`` escapes record text for a Markdown renderer
-#: that also renders HTML, cited files as ``file:`` links; ``vscode`` is ``preview`` with
-#: cited files as workspace-rooted links (``/path#L60``), the only kind VS Code's Markdown
-#: preview both renders and opens at the line; ``terminal`` is Markdown read as text
-#: (Neovim): no entities and no backslash escapes.
-RENDER_MODES = ("preview", "terminal", "vscode")
-
-
-def short(value: Any, n: int = 12) -> str:
-    """A hash or digest shortened to its first ``n`` hex digits."""
-    return str(value or "").removeprefix("sha256:")[:n]
-
-
-def _finalize(value: Any) -> Any:
-    """Everything a template prints is escaped unless a filter already made it Markdown."""
-    if value is None:
-        return ""
-    if isinstance(value, Markup):
-        return value
-    return md_inline(value)
-
-
-def _finalize_text(value: Any) -> Any:
-    if value is None:
-        return ""
-    if isinstance(value, Markup):
-        return value
-    return text_inline(value)
-
-
-# ---------------------------------------------------------------------------
-# Environments
-# ---------------------------------------------------------------------------
-
-
-class ReportSandbox(SandboxedEnvironment):
-    """The sandbox for report templates; also refuses arithmetic that would exhaust
-    memory or time (``9**9**9``, ``"x" * 10**9``)."""
-
-    intercepted_binops = frozenset({"**", "*"})
-
-    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
-        if operator == "**" and isinstance(right, int | float) and abs(right) > 256:
-            raise SecurityError("exponent too large in a report template")
-        if operator == "*":
-            for seq, count in ((left, right), (right, left)):
-                if (
-                    isinstance(seq, str | list | tuple)
-                    and isinstance(count, int)
-                    and len(seq) * count > 1_000_000
-                ):
-                    raise SecurityError("repetition too large in a report template")
-        return super().call_binop(context, operator, left, right)
-
-
-def make_environment(folders: list[Path], mode: str = "preview") -> ReportSandbox:
-    """A sandboxed environment over template folders (first folder wins)."""
-    env = ReportSandbox(
-        loader=ChoiceLoader([FileSystemLoader(str(f)) for f in folders]),
-        undefined=ChainableUndefined,
-        finalize=_finalize_text if mode == "terminal" else _finalize,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-        autoescape=False,
-    )
-    env.filters.update(md=md_inline, lines=md_lines, block=md_block, code=md_code, link=md_link)
-    if mode == "terminal":
-        env.filters.update(md=text_inline, lines=text_lines, link=text_link)
-    env.filters["short"] = short
-    return env
-
-
-_environments: dict[tuple[str, ...], ReportSandbox] = {}
-
-
-def environment(folders: list[Path], stamp: Any = None, mode: str = "preview") -> ReportSandbox:
-    """A cached environment per folder list, override stamp and render mode: compiled
-    templates are reused until an override file changes (even within one mtime tick)."""
-    key = (mode, *(str(f) for f in folders), repr(stamp))
-    env = _environments.get(key)
-    if env is None:
-        if len(_environments) > 16:
-            _environments.clear()
-        env = _environments[key] = make_environment(folders, mode)
-    return env
-
-
-def _render_bounded(env: ReportSandbox, name: str, context: dict[str, Any]) -> str:
-    """Render an override, giving up when it grows too large or takes too long."""
-    started = time.monotonic()
-    size = 0
-    parts = []
-    for chunk in env.get_template(name).generate(**context):
-        size += len(chunk)
-        parts.append(chunk)
-        if size > OVERRIDE_MAX_CHARS:
-            raise SecurityError(f"the output grew beyond {OVERRIDE_MAX_CHARS:,} characters")
-        if time.monotonic() - started > OVERRIDE_MAX_SECONDS:
-            raise SecurityError(f"rendering took longer than {OVERRIDE_MAX_SECONDS:g} s")
-    return "".join(parts)
 
 
 def render(
@@ -259,28 +49,8 @@ def render(
     workspace_templates: Path | None = None,
     mode: str = "preview",
 ) -> tuple[str, list[str]]:
-    """Render one view; a broken workspace override falls back to the built-in template
-    with a warning (never a crash)."""
-    warnings: list[str] = []
-    name = TEMPLATE_FOR[kind]
-    stamp = None if workspace_templates is None else _templates_stamp(workspace_templates)
-    if stamp is not None and workspace_templates is not None:
-        try:
-            env = environment([workspace_templates, builtin_templates()], stamp, mode)
-            return _render_bounded(env, name, context), warnings
-        except Exception as exc:  # a broken override must never break the report
-            msg = (
-                f"The template override in {workspace_templates} failed "
-                f"({type(exc).__name__}: {one_line_error(exc)}); the built-in template was used."
-            )
-            log.warning(msg)
-            warnings.append(msg)
-    env = environment([builtin_templates()], None, mode)
-    return env.get_template(name).render(**context), warnings
-
-
-def one_line_error(exc: BaseException) -> str:
-    return projections.one_line(str(exc) or type(exc).__name__, 300)
+    """Render the report ``kind``; a broken override falls back to the built-in one."""
+    return rendering.render(TEMPLATE_FOR[kind], context, workspace_templates, mode)
 
 
 # ---------------------------------------------------------------------------
@@ -297,7 +67,7 @@ def _malformed_revision(ref: str) -> HandoffError:
     )
 
 
-def handoff_view(service: HandoffService, p: ReportParams, scope: str) -> dict[str, Any]:
+def handoff_view(service: Workspace, p: ReportParams, scope: str) -> dict[str, Any]:
     """One handoff (a committed revision or a prepared value), its evidence re-checked."""
     ledger = service.ledger()
     current = ledger.head(scope)
@@ -366,21 +136,6 @@ def _store_stamp(store: StateStore) -> tuple[int, int, int] | None:
     return store.checked_state_key()
 
 
-def _templates_stamp(folder: Path) -> tuple[Any, ...] | None:
-    """What the override folder looks like now (names, mtimes, sizes), for the cache."""
-    if not folder.is_dir():
-        return None
-    found = []
-    for root, _dirs, files in os.walk(folder):
-        for name in files:
-            try:
-                st = os.stat(os.path.join(root, name))
-            except OSError:
-                continue
-            found.append((root, name, st.st_mtime_ns, st.st_size))
-    return tuple(sorted(found))
-
-
 def _projection(kind: str, data: dict[str, Any], scope: str) -> dict[str, Any]:
     if kind == "continuity":
         return projections.continuity(data, scope)
@@ -398,15 +153,9 @@ def _result_copy(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_report(
-    service: HandoffService, p: ReportParams, scope: str, ctx: CallContext
+    service: Workspace, p: ReportParams, scope: str, ctx: CallContext
 ) -> dict[str, Any]:
     """``handoff.report``: ``{markdown, data}`` for one view; reads, never writes."""
-    if p.kind not in REPORT_KINDS:
-        raise HandoffError(
-            "invalid_params",
-            f"Report kind {p.kind!r} is not one of {', '.join(REPORT_KINDS)}.",
-            kind=p.kind,
-        )
     if p.kind != "handoff" and (p.revision is not None or p.prepared is not None):
         raise HandoffError(
             "invalid_params",
@@ -415,13 +164,6 @@ def run_report(
         )
     if p.revision is not None and p.prepared is not None:
         raise HandoffError("invalid_params", "Pass 'revision' or 'prepared', not both.")
-    if p.render not in RENDER_MODES:
-        raise HandoffError(
-            "invalid_params",
-            f"render {p.render!r} is not one of {', '.join(RENDER_MODES)}.",
-            render=p.render,
-            allowed=list(RENDER_MODES),
-        )
     overrides = service.store.folder / OVERRIDE_FOLDER
     cache: dict[tuple[Any, ...], dict[str, Any]] | None = getattr(service, "report_cache", None)
     key = None
@@ -432,7 +174,7 @@ def run_report(
             p.render,
             scope,
             _store_stamp(service.store),
-            _templates_stamp(overrides),
+            rendering.templates_stamp(overrides),
         )
         hit = cache.get(key)
         if hit is not None:

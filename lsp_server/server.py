@@ -1,10 +1,11 @@
 """The language server: every command of ``docs/commands.md`` over
-``workspace/executeCommand``, a thin adapter over the service layer the CLI uses.
+``workspace/executeCommand``, a thin adapter over the command registry
+(:mod:`lsp_server.commands`) the CLI and the MCP server read too.
 
 It owns the protocol edge only: one object argument per command, the workspace folder,
 settings, work-done progress, cancellation, the mapping of errors to JSON-RPC, and the
-``handoff/didChange`` notification. The service, the store and Jinja are imported
-lazily so that ``initialize`` is answered as fast as a bare pygls server answers it.
+``handoff/didChange`` notification. The domain modules, the store and Jinja are
+imported lazily (the registry itself is light) so that ``initialize`` is answered as fast as a bare pygls server answers it.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.uris import to_fs_path, uri_scheme
 
 from . import __version__, logmessage
-from .commands import PARAMS_OF
+from .commands import BY_NAME, Command
 from .config import (
     DEFAULT_LOG_LEVEL,
     LOG_LEVELS,
@@ -44,7 +45,8 @@ from .config import (
 from .errors import JSONRPC_INVALID_PARAMS, JSONRPC_REQUEST_FAILED, HandoffError
 
 if TYPE_CHECKING:
-    from .service import CallContext, CancelToken, HandoffService
+    from .context import CallContext, CancelToken
+    from .workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -56,27 +58,12 @@ DID_CHANGE = "handoff/didChange"
 #: The no-op command (health checks, benchmarks); needs no folder.
 PING = "handoff.ping"
 
-#: The commands of ``docs/commands.md`` and the params class that checks each one.
-SERVICE_COMMANDS: dict[str, str] = PARAMS_OF
+#: The commands of ``docs/commands.md``: the registry's entries by name (each says
+#: whether it mutates, its progress title, whether the folder lock serialises it).
+SERVICE_COMMANDS: dict[str, Command] = BY_NAME
 
 #: Every command advertised in ``executeCommandProvider``.
 COMMANDS: tuple[str, ...] = (*SERVICE_COMMANDS, PING)
-
-#: Commands whose work-done progress is cancellable, with its title.
-LONG_COMMANDS: dict[str, str] = {
-    "handoff.generate": "Generating handoff…",
-    "handoff.report": "Rendering handoff report…",
-}
-#: Commands that get progress even when the client sent no token (the server creates
-#: one). Reports are quick and refreshed after every change: they show progress only on
-#: the client's own token, so an editor's status bar does not flicker on each refresh.
-SERVER_PROGRESS = frozenset({"handoff.generate"})
-
-#: Mutations that are not serialised by the per-folder lock: generation spends most of
-#: its time in a model call and writes its record in one store transaction, which the
-#: store's own lock serialises. Holding the folder lock for minutes would block every
-#: other mutation behind a model call.
-UNSERIALISED_MUTATIONS = frozenset({"handoff.generate"})
 
 #: JSON-RPC codes the server uses besides those of ``HandoffError``.
 JSONRPC_INTERNAL_ERROR = -32603
@@ -153,17 +140,10 @@ def _json_type(value: Any) -> str:
 
 def command_keys(command: str) -> tuple[list[str], list[str]]:
     """The required and the optional keys of ``command``'s argument object."""
-    import attrs
+    from .params import optional_keys, required_keys
 
-    from . import params as params_module
-    from .params import REQUIRED_KEYS, camel
-
-    cls = getattr(params_module, SERVICE_COMMANDS[command], None)
-    if cls is None:
-        return [], ["workspace"]
-    required = list(REQUIRED_KEYS.get(cls, []))
-    optional = [camel(a.name) for a in attrs.fields(cls) if camel(a.name) not in required]
-    return required, [*optional, "workspace"]
+    cls = SERVICE_COMMANDS[command].params
+    return required_keys(cls), [*optional_keys(cls), "workspace"]
 
 
 @dataclass(frozen=True)
@@ -284,7 +264,7 @@ class HandoffLanguageServer(LanguageServer):
         self.settings = HandoffSettings()
         self.log_level_pinned = log_level_pinned
         self.parent_pid = parent_pid
-        self._services: dict[str, HandoffService] = {}
+        self._services: dict[str, Workspace] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._in_flight: set[CancelToken] = set()
         self._pending_problems: list[str] = []
@@ -423,13 +403,13 @@ class HandoffLanguageServer(LanguageServer):
             openFolders=open_uris,
         )
 
-    def service_for(self, folder: Folder) -> HandoffService:
+    def service_for(self, folder: Folder) -> Workspace:
         key = str(folder.path)
         svc = self._services.get(key)
         if svc is None:
-            from .service import HandoffService
+            from .workspace import Workspace
 
-            svc = HandoffService(folder.path, self.settings.service_config())
+            svc = Workspace(folder.path, self.settings.service_config())
             self._services[key] = svc
         if key not in self._folder_uris:
             self._folder_uris[key] = folder.uri
@@ -530,23 +510,25 @@ class HandoffLanguageServer(LanguageServer):
             try:
                 if not _WARM.is_set():  # never import on the event loop
                     await loop.run_in_executor(None, warm_imports)
-                from .service import CallContext, CancelToken, HandoffService
+                from .commands import run
+                from .context import CallContext, CancelToken
 
+                entry = SERVICE_COMMANDS[command]
                 svc = self.service_for(folder)
                 ctx = CallContext(cancel=CancelToken())
                 self._in_flight.add(ctx.cancel)
-                mutation = command in HandoffService.MUTATIONS
+                mutation = entry.mutates
                 if mutation:
                     self._begin_write(folder)
-                progress = await self._begin_progress(command, client_token, ctx)
+                progress = await self._begin_progress(entry, client_token, ctx)
                 lock = (
                     self.lock_for(folder)
-                    if mutation and command not in UNSERIALISED_MUTATIONS
+                    if mutation and entry.serialised
                     else contextlib.nullcontext()
                 )
                 async with lock, self.budget_for(command):
                     ctx.cancel.raise_if_cancelled()
-                    work = loop.run_in_executor(self.workers, svc.call, command, args, ctx)
+                    work = loop.run_in_executor(self.workers, run, svc, command, args, ctx)
                     result = await self._finish(work, ctx)
             except asyncio.CancelledError:
                 # $/cancelRequest (or shutdown) before the work started: nothing ran.
@@ -591,7 +573,7 @@ class HandoffLanguageServer(LanguageServer):
                 _uncancel()
 
     def _announce_change(
-        self, command: str, folder: Folder, svc: HandoffService, args: dict, result: Any
+        self, command: str, folder: Folder, svc: Workspace, args: dict, result: Any
     ) -> None:
         scope = result.get("scope") if isinstance(result, dict) else None
         if not isinstance(scope, str):
@@ -607,14 +589,14 @@ class HandoffLanguageServer(LanguageServer):
             log.info("could not announce %s: %s", command, exc)
 
     async def _begin_progress(
-        self, command: str, client_token: Any, ctx: CallContext
+        self, entry: Command, client_token: Any, ctx: CallContext
     ) -> WorkDone | None:
-        long = command in LONG_COMMANDS
+        long = entry.progress is not None
         token = client_token
         if token is None:
-            if command not in SERVER_PROGRESS or not self._client_has_progress():
+            if not entry.server_progress or not self._client_has_progress():
                 return None
-            token = f"handoff/{command}/{uuid.uuid4().hex}"
+            token = f"handoff/{entry.name}/{uuid.uuid4().hex}"
             try:
                 await asyncio.wait_for(
                     self.work_done_progress.create_async(token), PROGRESS_CREATE_TIMEOUT
@@ -625,7 +607,7 @@ class HandoffLanguageServer(LanguageServer):
                 log.info("window/workDoneProgress/create failed (%s); no progress shown", exc)
                 return None
         progress = WorkDone(self, token, asyncio.get_running_loop())
-        progress.begin(LONG_COMMANDS.get(command, command), cancellable=long, cancel=ctx.cancel)
+        progress.begin(entry.progress or entry.name, cancellable=long, cancel=ctx.cancel)
         ctx.progress = progress.report_threadsafe
         return progress
 
@@ -889,7 +871,7 @@ _WARM = threading.Event()
 def warm_imports() -> None:
     """Import what the first command needs (run in a thread after ``initialized``)."""
     try:
-        from . import params, reports, service  # noqa: F401
+        from . import lifecycle, params, reports, workspace  # noqa: F401
     except Exception:  # the first command reports it properly
         log.exception("could not import the service layer")
     else:

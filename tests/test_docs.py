@@ -65,7 +65,7 @@ def test_every_advertised_command_has_a_section():
 def test_every_params_key_is_documented(command):
     text = COMMANDS_MD.read_text(encoding="utf-8")
     own = section(text, command)
-    top = getattr(params_module, SERVICE_COMMANDS[command])
+    top = SERVICE_COMMANDS[command].params
     common = {"scope", "workspace"}  # documented once for every command
     for field in attrs.fields(top):
         key = camel(field.name)

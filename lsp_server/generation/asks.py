@@ -5,12 +5,17 @@ each makes. The session facts, the readers' titles and the prompt share these ru
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ..redaction import redact
 
-if TYPE_CHECKING:
-    from .transcript import Message
+
+class Message(Protocol):
+    """What these rules read of a transcript's message (``transcript.Message`` has it)."""
+
+    role: str
+    kind: str | None
+    text: str
 
 #: Text that opens an injected message (environment, instructions, notifications,
 #: hook output, compaction prompts): never the user's request.

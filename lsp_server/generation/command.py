@@ -15,7 +15,7 @@ from .. import lifecycle as lc
 from ..errors import HandoffError
 from ..faults import pause_point
 from ..gcpause import gc_paused, return_freed_memory
-from ..params import GenerateParams, SessionsParams, structure
+from ..params import GenerateParams, SessionsParams, StartSessionParams, structure
 from ..projections import table
 from ..redaction import redact
 from . import discovery
@@ -30,7 +30,8 @@ from .settings import PROVIDERS, GenerationSettings
 from .transcript import FORMATS, Transcript
 
 if TYPE_CHECKING:
-    from ..service import CallContext, HandoffService
+    from ..context import CallContext
+    from ..workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -40,11 +41,10 @@ AGENTS = ("pi", "omp", "claude", "codex")
 DRAFTS_FOLDER = "drafts"
 
 
-def run_sessions(service: HandoffService, params: Any, ctx: CallContext) -> dict[str, Any]:
+def run_sessions(service: Workspace, p: SessionsParams, ctx: CallContext) -> dict[str, Any]:
     """The workspace's agent sessions, newest first; those a handoff started are marked
     with their parent, and a started session that holds nothing but the handoff is not
     offered (there is nothing in it to hand off)."""
-    structure(params, SessionsParams, "handoff.sessions")
     sessions = discovery.list_sessions(service.workspace, should_stop=lambda: ctx.cancel.cancelled)
     ctx.cancel.raise_if_cancelled()
     starts = _start_records(service)
@@ -76,7 +76,7 @@ def run_sessions(service: HandoffService, params: Any, ctx: CallContext) -> dict
     }
 
 
-def _start_records(service: HandoffService) -> list[dict[str, Any]]:
+def _start_records(service: Workspace) -> list[dict[str, Any]]:
     """Every session start recorded in this workspace's store (any scope)."""
     if not service.store.exists():
         return []
@@ -92,14 +92,14 @@ def _start_records(service: HandoffService) -> list[dict[str, Any]]:
     ]
 
 
-def _settings(service: HandoffService) -> GenerationSettings:
+def _settings(service: Workspace) -> GenerationSettings:
     settings = GenerationSettings.parse(getattr(service.config, "generation", None))
     for warning in settings.warnings:
         log.warning("%s", warning)
     return settings
 
 
-def _session_path(service: HandoffService, p: GenerateParams, ctx: CallContext) -> tuple[Path, str]:
+def _session_path(service: Workspace, p: GenerateParams, ctx: CallContext) -> tuple[Path, str]:
     """The session to read and its agent: the named file, else the newest one."""
     if p.session is not None:
         if not p.session.strip() or "\x00" in p.session:
@@ -152,7 +152,7 @@ def _check_params(p: GenerateParams) -> None:
 def load_ahead() -> None:
     """Load what a first generation would load during the call: the providers'
     modules and the extractive template (the language server does it after start)."""
-    from .prompt import _environment
+    from ..rendering import text_environment as _environment
     from .providers.extractive import TEMPLATE
 
     _environment().get_template(TEMPLATE)
@@ -195,19 +195,18 @@ def _parent_file(t: Transcript) -> str | None:
     return str(candidate) if candidate.is_file() else None
 
 
-def run_generate(service: HandoffService, params: Any, ctx: CallContext) -> dict[str, Any]:
+def run_generate(service: Workspace, p: GenerateParams, ctx: CallContext) -> dict[str, Any]:
     """Turn one agent session into a handoff document and its draft; no agent session
     is written (``handoff.startSession`` starts one from the edited text), except with
     ``startSession: true``, the one-step flow for scripts. The transcript is gone when
     this returns, and the memory it took is handed back to the system."""
     try:
-        return _generate(service, params, ctx)
+        return _generate(service, p, ctx)
     finally:
         return_freed_memory()  # the transcript's frames are freed by now
 
 
-def _generate(service: HandoffService, params: Any, ctx: CallContext) -> dict[str, Any]:
-    p: GenerateParams = structure(params, GenerateParams, "handoff.generate")
+def _generate(service: Workspace, p: GenerateParams, ctx: CallContext) -> dict[str, Any]:
     _check_params(p)
     settings = _settings(service)
     provider_name = p.provider or settings.provider
@@ -349,12 +348,16 @@ def _generate(service: HandoffService, params: Any, ctx: CallContext) -> dict[st
 
         result["started"] = run_start_session(
             service,
-            {
-                "document": document,
-                "generation": generation_id,
-                "scope": scope,
-                **({"agent": agent} if agent in AGENTS else {}),
-            },
+            structure(
+                {
+                    "document": document,
+                    "generation": generation_id,
+                    "scope": scope,
+                    **({"agent": agent} if agent in AGENTS else {}),
+                },
+                StartSessionParams,
+                "handoff.startSession",
+            ),
             ctx,
         )
     result["redactions"] = redactions

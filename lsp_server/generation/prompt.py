@@ -3,16 +3,14 @@ the conversation serialised within a token budget, first request and newest turn
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from dataclasses import dataclass
 
 import orjson
-from jinja2 import FileSystemLoader, StrictUndefined
-from jinja2.sandbox import SandboxedEnvironment
 
 from ..redaction import redact
+from ..rendering import text_environment
 from .transcript import Message, Transcript, clip
 
 PROMPT_TEMPLATE = "handoff_prompt.md.j2"
@@ -50,16 +48,7 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(len(text) / CHARS_PER_TOKEN)
 
 
-@functools.lru_cache(maxsize=1)
-def _environment() -> SandboxedEnvironment:
-    from ..reports import builtin_templates
-
-    return SandboxedEnvironment(
-        loader=FileSystemLoader(str(builtin_templates())),
-        undefined=StrictUndefined,
-        keep_trailing_newline=True,
-        autoescape=False,
-    )
+_environment = text_environment
 
 
 def render_template(name: str, **values: object) -> str:

@@ -14,16 +14,18 @@ from typing import TYPE_CHECKING, Any
 from .. import lifecycle as lc
 from ..errors import HandoffError
 from ..faults import pause_point
-from ..params import StartSessionParams, structure
+from ..params import ReportParams, StartSessionParams
 from ..projections import table
 from ..redaction import redact
+from ..reports import run_report
 from . import discovery
 from .capture import wrap
 from .newsession import kept_if_recorded, save_text, write_pi_session
 from .readers import SUMMARIES, sniff_format
 
 if TYPE_CHECKING:
-    from ..service import CallContext, HandoffService
+    from ..context import CallContext
+    from ..workspace import Workspace
 
 #: The agents a session can be started in, and the program that runs each.
 AGENTS: dict[str, str] = {"pi": "pi", "omp": "omp", "claude": "claude", "codex": "codex"}
@@ -40,7 +42,7 @@ def agent_of(path: str, format: str | None) -> str | None:
     return format if format in AGENTS else None
 
 
-def _generations(service: HandoffService, scope: str) -> list[dict[str, Any]]:
+def _generations(service: Workspace, scope: str) -> list[dict[str, Any]]:
     """The scope's generation records (not its starts), oldest first."""
     found = [
         rec
@@ -55,7 +57,7 @@ def _generations(service: HandoffService, scope: str) -> list[dict[str, Any]]:
     return found
 
 
-def _generation(service: HandoffService, p: StartSessionParams, scope: str) -> dict | None:
+def _generation(service: Workspace, p: StartSessionParams, scope: str) -> dict | None:
     """The generation the handed-over text came from: the named one, else (for a
     document) the scope's latest."""
     records = _generations(service, scope)
@@ -75,7 +77,7 @@ def _generation(service: HandoffService, p: StartSessionParams, scope: str) -> d
 
 
 def _parent(
-    service: HandoffService, p: StartSessionParams, generation: dict | None
+    service: Workspace, p: StartSessionParams, generation: dict | None
 ) -> dict[str, Any] | None:
     """The session handed off from: ``{path, format, id}``, or None when unknown."""
     if p.parent_session is not None:
@@ -105,7 +107,7 @@ def _parent(
 
 
 def _handed_text(
-    service: HandoffService, p: StartSessionParams, ctx: CallContext
+    service: Workspace, p: StartSessionParams, ctx: CallContext
 ) -> tuple[str, str, dict[str, Any]]:
     """The text the successor gets, its scope, and what it is (for the lineage)."""
     if p.document is not None:
@@ -126,13 +128,12 @@ def _handed_text(
         scope = service.resolve_scope(
             p.scope if p.scope is not None or type(own) is not str else own
         )
-        checked = service.call(
-            "handoff.continue", {"scope": scope, "mode": "prepared", "prepared": p.prepared}, ctx
-        )
-        report = service.call(
-            "handoff.report",
+        checked, _ = lc.select_target("prepared", p.prepared, None, scope, service.ledger())
+        report = run_report(
+            service,
             # An agent reads the Markdown as text: no HTML entities or backslash escapes.
-            {"kind": "handoff", "scope": scope, "prepared": p.prepared, "render": "terminal"},
+            ReportParams(kind="handoff", scope=scope, prepared=p.prepared, render="terminal"),
+            scope,
             ctx,
         )
         return report["markdown"], scope, {"kind": "prepared", "digest": checked["digest"]}
@@ -145,11 +146,9 @@ def _handed_text(
             revision=ref,
         )
     scope = service.resolve_scope(p.scope if p.scope is not None else rec["scope"])
-    service.call("handoff.continue", {"scope": scope, "mode": "exact", "revision": ref}, ctx)
-    report = service.call(
-        "handoff.report",
-        {"kind": "handoff", "scope": scope, "revision": ref, "render": "terminal"},
-        ctx,
+    lc.select_target("exact", None, ref, scope, service.ledger())
+    report = run_report(
+        service, ReportParams(kind="handoff", scope=scope, revision=ref, render="terminal"), scope, ctx
     )
     return report["markdown"], scope, {"kind": "revision", "revision": ref}
 
@@ -179,9 +178,10 @@ def start_command(agent: str, workspace: Path, session_path: str | None, text_fi
     return f'{cd}{program} "$(cat {shlex.quote(text_file)})"'
 
 
-def run_start_session(service: HandoffService, params: Any, ctx: CallContext) -> dict[str, Any]:
+def run_start_session(
+    service: Workspace, p: StartSessionParams, ctx: CallContext
+) -> dict[str, Any]:
     """Start the successor from exactly one of document / prepared / revision."""
-    p: StartSessionParams = structure(params, StartSessionParams, "handoff.startSession")
     given = [k for k in ("document", "prepared", "revision") if getattr(p, k) is not None]
     if len(given) != 1:
         raise HandoffError(

@@ -305,10 +305,11 @@ async def test_workspace_that_no_longer_exists_is_a_clear_error(start_session, t
 BUGGY_SERVER = [
     sys.executable,
     "-c",
-    "import lsp_server.service as s\n"
-    "def prepare(self, params, ctx):\n"
+    "import dataclasses\n"
+    "from lsp_server.commands import BY_NAME\n"
+    "def prepare(ws, params, ctx):\n"
     "    raise ZeroDivisionError('secret internal detail')\n"
-    "s.HandoffService.prepare = prepare\n"
+    "BY_NAME['handoff.prepare'] = dataclasses.replace(BY_NAME['handoff.prepare'], handler=prepare)\n"
     "from lsp_server.server import main\n"
     "main()\n",
 ]
@@ -316,7 +317,7 @@ BUGGY_SERVER = [
 
 async def test_unexpected_bug_is_an_internal_error_with_a_short_id(start_session, capfd):
     lsp = await start_session(server_command=BUGGY_SERVER)
-    err = await lsp.refuse("handoff.prepare", {"draft": {}})
+    err = await lsp.refuse("handoff.prepare", {"draft": draft("source/0123456789abcdef0123")})
     assert err.code == INTERNAL and err.data["code"] == "internal_error"
     error_id = err.data["errorId"]
     assert re.fullmatch(r"[0-9a-f]{8}", error_id) and error_id in err.message

@@ -65,14 +65,14 @@ def test_version_flag():
 STRAY_SERVER = [
     sys.executable,
     "-c",
-    "import os, sys\n"
-    "import lsp_server.service as s\n"
-    "real = s.HandoffService.continue_\n"
-    "def continue_(self, params, ctx):\n"
+    "import dataclasses, os, sys\n"
+    "from lsp_server.commands import BY_NAME\n"
+    "entry = BY_NAME['handoff.continue']\n"
+    "def continue_(ws, params, ctx):\n"
     "    print('stray print from python')\n"
     "    os.system('echo stray output of a child process')\n"
-    "    return real(self, params, ctx)\n"
-    "s.HandoffService.continue_ = continue_\n"
+    "    return entry.handler(ws, params, ctx)\n"
+    "BY_NAME['handoff.continue'] = dataclasses.replace(entry, handler=continue_)\n"
     "from lsp_server.server import main\n"
     "main()\n",
 ]

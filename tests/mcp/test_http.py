@@ -83,7 +83,7 @@ def test_http_refuses_a_non_loopback_host(workspace, host):
 
 def test_handoff_mcp_console_script_is_handoff_mcp(workspace):
     proc = subprocess.run(
-        [sys.executable, "-m", "lsp_server.mcp_server", "--help"],
+        [sys.executable, "-c", "import sys; from lsp_server.cli import mcp_main; sys.exit(mcp_main())", "--help"],
         cwd=REPO,
         capture_output=True,
         text=True,

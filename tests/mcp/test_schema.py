@@ -30,7 +30,7 @@ def test_one_tool_per_service_command_and_every_params_class_exists():
     from lsp_server import params
 
     assert set(PARAMS_CLASSES) == set(HandoffService.COMMANDS)
-    assert all(isinstance(getattr(params, name, None), type) for name in PARAMS_CLASSES.values())
+    assert all(getattr(params, cls.__name__, None) is cls for cls in PARAMS_CLASSES.values())
     assert set(TOOL_OF) == set(HandoffService.COMMANDS)
     names = [t.name for t in TOOLS]
     assert len(set(names)) == len(names)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server import reports
+from lsp_server import rendering, reports
 from lsp_server.errors import HandoffError
 from lsp_server.service import HandoffService
 from tests.helpers import SCOPE, artifact, source
@@ -335,7 +335,7 @@ def test_workspace_override_of_one_partial_is_used_by_the_builtin_view(svc, walk
     ],
 )
 def test_broken_override_falls_back_to_builtin_with_a_warning(svc, walk, text, caplog, monkeypatch):
-    monkeypatch.setattr(reports, "OVERRIDE_MAX_SECONDS", 1.0)
+    monkeypatch.setattr(rendering, "OVERRIDE_MAX_SECONDS", 1.0)
     _override(svc, "continuity.md.j2", text)
     started = time.monotonic()
     out = report(svc, "continuity")

@@ -13,7 +13,7 @@ from . import prompt_text as _prompt_text
 from .http_stream import StreamedPost, error_message, json_object, sse_data
 
 if TYPE_CHECKING:
-    from ...service import CallContext
+    from ...context import CallContext
     from ..settings import AnthropicSettings, GenerationSettings
 
 API_VERSION = "2023-06-01"

@@ -17,7 +17,7 @@ from . import GenerationRequest, ProviderOutput
 from . import prompt_text as _prompt_text
 
 if TYPE_CHECKING:
-    from ...service import CallContext
+    from ...context import CallContext
     from ..settings import CommandSettings, GenerationSettings
 
 MAX_STDOUT = 8 * 1024 * 1024

@@ -30,7 +30,7 @@ from ..transcript import Transcript, call_command, clip
 from . import GenerationRequest, ProviderOutput
 
 if TYPE_CHECKING:
-    from ...service import CallContext
+    from ...context import CallContext
     from ..settings import GenerationSettings
 
 TEMPLATE = "handoff_extractive.md.j2"

@@ -19,7 +19,7 @@ from ...errors import HandoffError
 from ...redaction import redact
 
 if TYPE_CHECKING:
-    from ...service import CancelToken
+    from ...context import CancelToken
 
 MAX_ERROR_BODY = 64 * 1024
 MAX_BODY = 16 * 1024 * 1024

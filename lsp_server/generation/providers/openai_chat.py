@@ -20,7 +20,7 @@ from .http_stream import (
 )
 
 if TYPE_CHECKING:
-    from ...service import CallContext
+    from ...context import CallContext
     from ..settings import GenerationSettings, OpenAISettings
 
 MAX_OUTPUT_CHARS = 1_000_000

@@ -1,0 +1,223 @@
+"""The registry: every command of ``docs/commands.md`` once, with its params class, its
+handler and how the adapters run it. The language server (``executeCommandProvider``
+and dispatch), the CLI (``call`` and ``schema``), the MCP server and the docs test all
+read :data:`REGISTRY`; nothing else lists the commands.
+
+A handler is a plain function ``handler(ws, params, ctx) -> result``: ``ws`` the
+:class:`~lsp_server.workspace.Workspace`, ``params`` the structured params object,
+``ctx`` the :class:`~lsp_server.context.CallContext`. Adding a command is one entry
+here, its params class in ``params.py`` and its handler in this package.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..context import CallContext
+from ..errors import HandoffError
+from ..params import (
+    AcknowledgeParams,
+    CommitParams,
+    ContinueParams,
+    ContractParams,
+    GenerateParams,
+    HandoffCurrentWorkParams,
+    OutcomeParams,
+    PrepareParams,
+    RecordWorkParams,
+    ReportParams,
+    SessionsParams,
+    StartSessionParams,
+    structure,
+)
+from . import generate, handoffs, records, report
+
+if TYPE_CHECKING:
+    from ..workspace import Workspace
+
+Handler = Callable[["Workspace", Any, CallContext], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Command:
+    """One command of the contract and how the adapters run it."""
+
+    name: str
+    params: type
+    handler: Handler
+    #: One line for ``handoff call --help`` and the docs.
+    summary: str
+    #: The keys of its result object (``key?``: present only sometimes), as
+    #: ``docs/commands.md`` lists them; ``handoff schema`` exports them.
+    result: tuple[str, ...]
+    #: Changes the store: adapters announce ``handoff/didChange`` after it.
+    mutates: bool = False
+    #: The title of its cancellable work-done progress (``None``: no progress).
+    progress: str | None = None
+    #: Progress even when the client sent no token (the server creates one).
+    server_progress: bool = False
+    #: A mutation that waits for the per-folder lock. Generation does not: it spends
+    #: minutes in a model call and writes its record in one store transaction.
+    serialised: bool = True
+    #: Worth cancelling from an editor (reads many files or calls a model); the others
+    #: are short and atomic.
+    cancellable: bool = False
+
+
+REGISTRY: tuple[Command, ...] = (
+    Command(
+        "handoff.contract",
+        ContractParams,
+        records.contract,
+        "record a Work Contract: objective, inScope, outOfScope, acceptance",
+        result=("scope", "source", "seq"),
+        mutates=True,
+    ),
+    Command(
+        "handoff.recordWork",
+        RecordWorkParams,
+        records.record_work,
+        "record the work state: state fact, disposition, nextActions facts",
+        result=("scope", "source", "seq"),
+        mutates=True,
+    ),
+    Command(
+        "handoff.prepare",
+        PrepareParams,
+        handoffs.prepare,
+        "finalise a draft into a prepared handoff (writes nothing)",
+        result=("scope", "prepared", "written"),
+    ),
+    Command(
+        "handoff.handoffCurrentWork",
+        HandoffCurrentWorkParams,
+        handoffs.handoff_current_work,
+        "write a boundary Source and prepare a handoff of current work",
+        result=("scope", "prepared", "boundary", "note"),
+        mutates=True,
+    ),
+    Command(
+        "handoff.commit",
+        CommitParams,
+        handoffs.commit,
+        "commit a prepared handoff as the scope's next revision (compare-and-swap)",
+        result=("scope", "revision", "handoffId", "number", "idempotent"),
+        mutates=True,
+    ),
+    Command(
+        "handoff.continue",
+        ContinueParams,
+        handoffs.continue_,
+        "read a handoff: mode latest, exact (revision) or prepared (untrusted history)",
+        result=(
+            "scope",
+            "trust",
+            "mode",
+            "found",
+            "selected",
+            "current",
+            "content",
+            "citations",
+            "unreadableEvidence",
+            "requiredChecks",
+            "warning",
+            "boundary?",
+            "base?",
+            "digest?",
+        ),
+    ),
+    Command(
+        "handoff.acknowledge",
+        AcknowledgeParams,
+        handoffs.acknowledge,
+        "acknowledge an exact target (revision or prepared) with four checks",
+        result=("scope", "receipt", "status", "target", "unreadableEvidence", "grantsPermission"),
+        mutates=True,
+    ),
+    Command(
+        "handoff.recordOutcome",
+        OutcomeParams,
+        records.record_outcome,
+        "record the Task Outcome: status, summary, checks, receipt",
+        result=("scope", "source", "seq"),
+        mutates=True,
+    ),
+    Command(
+        "handoff.report",
+        ReportParams,
+        report.report,
+        "render the continuity, history or handoff view as Markdown",
+        result=("scope", "kind", "markdown", "data", "warnings?"),
+        progress="Rendering handoff report…",
+        cancellable=True,
+    ),
+    Command(
+        "handoff.generate",
+        GenerateParams,
+        generate.generate,
+        "generate a handoff document from an agent session (pi, Claude Code, Codex)",
+        result=(
+            "scope",
+            "document",
+            "missingSections",
+            "draft",
+            "provider",
+            "sourceSession",
+            "documentPath",
+            "draftPath",
+            "generation",
+            "durationMs",
+            "started?",
+            "prompt?",
+            "redactions?",
+            "facts",
+            "warnings?",
+        ),
+        mutates=True,
+        progress="Generating handoff…",
+        server_progress=True,
+        serialised=False,
+        cancellable=True,
+    ),
+    Command(
+        "handoff.startSession",
+        StartSessionParams,
+        generate.start_session,
+        "start the next agent session from a draft, a prepared handoff or a revision",
+        result=("scope", "agent", "command", "newSession", "documentPath", "lineage"),
+        mutates=True,
+    ),
+    Command(
+        "handoff.sessions",
+        SessionsParams,
+        generate.sessions,
+        "list the agent sessions recorded for the workspace",
+        result=("sessions", "searched"),
+        cancellable=True,
+    ),
+)
+
+#: Command name → its entry.
+BY_NAME: dict[str, Command] = {c.name: c for c in REGISTRY}
+#: The names that change the store.
+MUTATIONS = frozenset(c.name for c in REGISTRY if c.mutates)
+
+
+def lookup(name: str) -> Command:
+    """The entry of ``name``, or ``invalid_params`` naming the known commands."""
+    command = BY_NAME.get(name)
+    if command is None:
+        raise HandoffError(
+            "invalid_params",
+            f"Unknown command {name!r}; known: {', '.join(sorted(BY_NAME))}.",
+            command=name,
+        )
+    return command
+
+
+def run(ws: Workspace, name: str, params: Any, ctx: CallContext | None = None) -> dict[str, Any]:
+    """Run one command by its contract name: its params structured, then its handler."""
+    command = lookup(name)
+    return command.handler(ws, structure(params, command.params, name), ctx or CallContext())

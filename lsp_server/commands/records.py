@@ -1,0 +1,86 @@
+"""The records a session writes as it works: the Work Contract, the work state, and the
+Task Outcome of a successor's work. (Handlers import the domain modules when first run,
+so the registry costs the language server's start nothing.)"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..errors import HandoffError
+from ..params import ContractParams, OutcomeParams, RecordWorkParams
+
+if TYPE_CHECKING:
+    from ..context import CallContext
+    from ..workspace import Workspace
+
+
+def contract(ws: Workspace, p: ContractParams, ctx: CallContext) -> dict[str, Any]:
+    """Record the Work Contract of a scope: objective, scope, acceptance."""
+    from .. import lifecycle as lc  # imported on first use, not at server start
+
+    scope = ws.resolve_scope(p.scope)
+    payload = {
+        "objective": p.objective,
+        "inScope": list(p.in_scope),
+        "outOfScope": list(p.out_of_scope),
+        "acceptance": list(p.acceptance),
+    }
+    ctx.cancel.raise_if_cancelled()
+    with ws.store.transaction() as tx:
+        rec = lc.append_source(tx, scope, "work_contract", payload)
+    return {"scope": scope, "source": lc.source_ref(rec), "seq": rec["seq"]}
+
+
+def record_work(ws: Workspace, p: RecordWorkParams, ctx: CallContext) -> dict[str, Any]:
+    """Record the work state: the state and next actions as facts with evidence."""
+    from .. import lifecycle as lc  # imported on first use, not at server start
+
+    scope = ws.resolve_scope(p.scope)
+    files = ws.files(ctx)
+
+    def payload_of(ledger: lc.AnyLedger) -> dict[str, Any]:
+        return {
+            "state": lc.finalize_fact(p.state, "state", scope, ledger, files),
+            "disposition": p.disposition,
+            "nextActions": [
+                lc.finalize_fact(f, f"nextActions[{i}]", scope, ledger, files)
+                for i, f in enumerate(p.next_actions)
+            ],
+        }
+
+    payload_of(ws.ledger())  # the artifacts are read here, not under the lock
+    ctx.cancel.raise_if_cancelled()
+    with ws.store.transaction() as tx:
+        payload = payload_of(lc.ledger_of(tx))  # re-checked by fstat only
+        rec = lc.append_source(tx, scope, "work_state", payload)
+    return {"scope": scope, "source": lc.source_ref(rec), "seq": rec["seq"]}
+
+
+def record_outcome(ws: Workspace, p: OutcomeParams, ctx: CallContext) -> dict[str, Any]:
+    """Record the Task Outcome, optionally bound to an acknowledgement receipt."""
+    from .. import lifecycle as lc  # imported on first use, not at server start
+
+    scope = ws.resolve_scope(p.scope)
+    ctx.cancel.raise_if_cancelled()
+    with ws.store.transaction() as tx:
+        ledger = lc.ledger_of(tx)
+        if p.receipt is not None:
+            rec = ledger.source_info(p.receipt)
+            if rec is None or rec["kind"] != "acknowledgement":
+                raise HandoffError(
+                    "invalid_evidence",
+                    f"{p.receipt} is not an acknowledgement receipt in the log.",
+                    receipt=p.receipt,
+                    reason="unknown_source",
+                )
+        checks = [
+            {"name": c.name, "status": c.status, **({"detail": c.detail} if c.detail else {})}
+            for c in p.checks
+        ]
+        rec = lc.append_source(
+            tx,
+            scope,
+            "task_outcome",
+            {"status": p.status, "summary": p.summary, "checks": checks, "receipt": p.receipt},
+        )
+    return {"scope": scope, "source": lc.source_ref(rec), "seq": rec["seq"]}

@@ -1,0 +1,48 @@
+"""What one command call carries besides its params: the cancel token the adapter sets
+when the client cancels, and a progress callback. The ground floor: imports nothing of
+the project but its errors."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .errors import HandoffError
+
+
+class CancelToken:
+    """Set by the adapter when the client cancels; long work polls it."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+
+    def cancel(self) -> None:
+        self._event.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+    def raise_if_cancelled(self) -> None:
+        if self._event.is_set():
+            raise HandoffError("cancelled", "The command was cancelled; nothing was written.")
+
+    def wait(self, timeout: float) -> bool:
+        return self._event.wait(timeout)
+
+
+#: ``progress(message, percentage)``; the percentage is ``None`` when unknown.
+ProgressFn = Callable[[str, int | None], None]
+
+
+@dataclass
+class CallContext:
+    """What one command call carries besides its params."""
+
+    cancel: CancelToken = field(default_factory=CancelToken)
+    progress: ProgressFn | None = None
+
+    def report(self, message: str, percentage: int | None = None) -> None:
+        if self.progress is not None:
+            self.progress(message, percentage)

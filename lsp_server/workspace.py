@@ -1,0 +1,77 @@
+"""One workspace folder as the commands see it: its folder, its settings, its store, the
+ledger of the store's current state, its files as evidence, and how a request's scope
+is chosen (the request's, the configured one, the git branch, else ``default``)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from . import lifecycle as lc
+from .config import DEFAULT_STATE_FOLDER, ServiceConfig
+from .context import CallContext
+from .evidence import WorkspaceFiles
+from .storage import open_store
+
+__all__ = ["DEFAULT_STATE_FOLDER", "ServiceConfig", "Workspace", "git_branch"]
+
+
+def git_branch(workspace: Path) -> str | None:
+    """The checked-out branch of a git workspace, read from ``.git/HEAD``."""
+    git = workspace / ".git"
+    try:
+        if git.is_file():
+            line = git.read_text(encoding="utf-8").strip()
+            if not line.startswith("gitdir:"):
+                return None
+            git = (workspace / line.split(":", 1)[1].strip()).resolve()
+        head = (git / "HEAD").read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    prefix = "ref: refs/heads/"
+    return head[len(prefix) :] if head.startswith(prefix) else None
+
+
+class Workspace:
+    """A workspace folder, its config and its store: what every handler gets."""
+
+    def __init__(self, workspace: str | os.PathLike[str], config: ServiceConfig | None = None):
+        self.workspace = Path(workspace).resolve()
+        self.config = config or ServiceConfig()
+        self.store = open_store(
+            self.workspace,
+            self.config.state_folder,
+            store=self.config.store,
+            project=self.config.project,
+        )
+        self._ledger: lc.StoreLedger | None = None
+        #: Rendered continuity/history reports (see ``reports.run_report``).
+        self.report_cache: dict[tuple[Any, ...], dict[str, Any]] = {}
+
+    @property
+    def folder(self) -> Path:
+        """The workspace folder (resolved)."""
+        return self.workspace
+
+    def ledger(self) -> lc.StoreLedger:
+        """The ledger of the current state: narrow lookups over the live file and the
+        sealed segments' indexes (kept until the live file changes)."""
+        history = self.store.snapshot()
+        if self._ledger is None or self._ledger.history is not history:
+            self._ledger = lc.StoreLedger(history)
+        return self._ledger
+
+    def files(self, ctx: CallContext) -> WorkspaceFiles:
+        """The workspace's artifacts as this call reads them (hashed once, stopped by a
+        cancel); a second look inside the store transaction only ``fstat``s them."""
+        return WorkspaceFiles(self.workspace, stop=lambda: ctx.cancel.cancelled)
+
+    def resolve_scope(self, scope: str | None) -> str:
+        """The request's scope, else the configured one, else the git branch, else default."""
+        if scope is not None:
+            return lc.check_scope(scope)
+        for candidate in (self.config.scope, git_branch(self.workspace)):
+            if candidate and lc.SCOPE_RE.match(candidate):
+                return candidate
+        return "default"
