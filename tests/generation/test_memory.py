@@ -90,8 +90,9 @@ def test_server_memory_stays_flat_over_six_big_generations(tmp_path: Path) -> No
             assert "result" in reply, reply
             after.append(_rss_mib(client.proc.pid))
         first_cost = after[0] - idle
-        # Five more generations may add allocator drift (a few MiB each), never what one
-        # generation takes: a retained transcript adds more than first_cost each time.
-        assert after[-1] - after[0] < first_cost, (idle, after)
+        # Five more generations may add allocator drift (a few MiB each, up to ~12 on a
+        # loaded machine), never what one generation takes: a retained transcript adds
+        # about first_cost or more each time (five times over here).
+        assert after[-1] - after[0] < 2 * first_cost, (idle, after)
     finally:
         client.shutdown()

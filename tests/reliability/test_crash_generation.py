@@ -64,17 +64,17 @@ def check_generation_state(workspace: Path, sessions: Path, source: Path) -> dic
 
 def records_before(point: str, nth: int) -> int:
     """The records on disk when a child is killed at the ``nth`` time it reaches
-    ``point``. Each loop of the one-step flow makes two records, in this order: four
-    new files (document, draft; started text, pi session), ``generation.document``
-    after the first two and ``generation.session`` after the last two, and one
-    transaction after each of those two points."""
+    ``point``. Each loop of the one-step flow makes two records, in this order: five
+    new files (document, draft, the draft's sidecar; started text, pi session),
+    ``generation.document`` after the first three and ``generation.session`` after the
+    last two, and one transaction after each of those two points."""
     n = nth - 1
     if point == "generation.document":
         return 2 * n
     if point == "generation.session":
         return 2 * n + 1
     if point == "newfile.synced":
-        return 2 * (n // 4) + (n % 4 >= 2)
+        return 2 * (n // 5) + (n % 5 >= 3)
     return 2 * (n // 2) + n % 2 + (point in faults.AFTER_COMMIT)
 
 
