@@ -342,3 +342,33 @@ def test_a_long_lived_process_merges_the_indexes_and_old_snapshots_stay_old(svc,
     assert all(old.source_info(sid) is not None for sid in in_old_tail)
     assert old.source_info(newest["source"].removeprefix("source/")) is None
     assert old.revision(later[-1]["revision"]) is None
+
+
+def test_a_manifest_entry_damaged_after_the_process_checked_it_is_still_refused(workspace):
+    """The checked-prefix cache of the manifest never lets a changed entry through."""
+    svc = service(workspace)
+    contract = record_contract(svc)
+    rounds(svc, contract, 6)
+    assert len(live(workspace)["_meta"]["1"]["segments"]) >= 2
+    svc.call("handoff.continue", {"scope": SCOPE, "mode": "latest"})  # manifest checked once
+    state = live(workspace)
+    state["_meta"]["1"]["segments"][0]["name"] = "not-a-segment.json"
+    (workspace / ".handoff/state.json").write_bytes(orjson.dumps(state))
+    err = refused(
+        svc.call, "handoff.recordOutcome", {"scope": SCOPE, "status": "unknown", "summary": "s"}
+    )
+    assert err.code == "store_corrupt" and "manifest" in err.data["reason"]
+
+
+def test_a_killed_seals_temp_segment_is_swept_by_the_next_write_even_without_a_seal(workspace):
+    svc = service(workspace)
+    contract = record_contract(svc)
+    rounds(svc, contract, 4)
+    folder = workspace / ".handoff"
+    left = [folder / "segments" / ".seg-x.json.tmp-1-dead", folder / ".state.json.tmp-1-dead"]
+    for path in left:
+        path.write_bytes(b"{")
+    svc.store.seal_bytes = 10**9  # this write does not seal
+    svc.call("handoff.recordOutcome", {"scope": SCOPE, "status": "unknown", "summary": "s"})
+    assert [p.exists() for p in left] == [False, False]
+    assert len(segments(workspace)) == len(live(workspace)["_meta"]["1"]["segments"])
