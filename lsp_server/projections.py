@@ -3,8 +3,11 @@ in one pass from the Source log and the committed history. Nothing here writes."
 
 from __future__ import annotations
 
+import bisect
 import re
-from collections.abc import Iterable
+import threading
+from collections import ChainMap, OrderedDict
+from collections.abc import Iterable, Iterator, Sequence
 from operator import itemgetter
 from typing import Any
 
@@ -233,12 +236,28 @@ class CheckedRecords:
     def __init__(self) -> None:
         self.seen: dict[int, Any] = {}
 
-    def start(self) -> tuple[dict[int, Any], dict[int, Any]]:
-        """(the previous projection's records, the mapping this one fills)."""
-        return self.seen, {}
+    def session(self) -> _CheckSession:
+        """The checks of one projection (``done()`` makes its records the remembered ones)."""
+        return _CheckSession(self)
 
     def finish(self, found: dict[int, Any]) -> None:
         self.seen = found
+
+
+class _CheckSession:
+    def __init__(self, checked: CheckedRecords) -> None:
+        self.checked = checked
+        self.before = checked.seen
+        self.found: dict[int, Any] = {}
+
+    def __call__(self, rec: Any, shape: Any) -> bool:
+        if self.before.get(id(rec)) is rec or shape(rec):
+            self.found[id(rec)] = rec
+            return True
+        return False
+
+    def done(self) -> None:
+        self.checked.finish(self.found)
 
 
 CHECKED = CheckedRecords()
@@ -262,70 +281,197 @@ def _source_shape(rec: dict[str, Any]) -> bool:
 # ---------------------------------------------------------------------------
 
 
+class _Refold(Exception):
+    """Records that a kept log cannot take in order (a reused id or ref, a late
+    revision or receipt that an earlier record was waiting for, seqs out of order):
+    the view is projected from scratch instead."""
+
+
+def _checked(rec: Any, shape: Any) -> bool:
+    return shape(rec)
+
+
+_NUMBER = itemgetter("number")
+
+
+class _Appended(Sequence):
+    """A list shared with a kept log, followed by what one view appended to it."""
+
+    def __init__(self, base: list[Any]) -> None:
+        self.base = base
+        self.added: list[Any] = []
+
+    def __len__(self) -> int:
+        return len(self.base) + len(self.added)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        n = len(self.base)
+        j = i + len(self) if i < 0 else i
+        if j < 0 or j >= len(self):
+            raise IndexError(i)
+        return self.base[j] if j < n else self.added[j - n]
+
+    def __iter__(self) -> Iterator[Any]:
+        yield from self.base
+        yield from self.added
+
+    def append(self, item: Any) -> None:
+        self.added.append(item)
+
+    def __iadd__(self, items: Iterable[Any]) -> _Appended:
+        self.added.extend(items)
+        return self
+
+
 class ScopeLog:
     """The valid records of one scope in log order, their indexes, and how many records
-    were skipped as malformed (``invalid``)."""
+    were skipped as malformed (``invalid``).
 
-    def __init__(self, data: dict[str, Any], scope: str) -> None:
+    ``ScopeLog(data, scope)`` reads a whole snapshot in one pass. ``KeptScopeLogs``
+    keeps one per scope that folds in only the segments sealed since (``_extend``) and
+    lays the live tail on a copy: the same rules, record by record, so both give the
+    same view; a record the fold cannot take in order (``_Refold``) sends the view back
+    to a pass from scratch.
+    """
+
+    def __init__(self, data: dict[str, Any] | None, scope: str) -> None:
         self.scope = scope
         self.invalid = 0
-        before, found = CHECKED.start()
-        # Revisions first: Sources refer to them.
-        all_revisions: dict[str, dict[str, Any]] = {}
-        for rec in table(data, "revisions"):
-            if before.get(id(rec)) is rec or _revision(rec):
-                found[id(rec)] = rec
-                all_revisions[rec["ref"]] = rec
-            elif not (type(rec) is dict and type(rec.get("scope")) is str) or (
-                rec["scope"] == scope
-            ):
-                self.invalid += 1
-        self.all_revisions = all_revisions
+        self.all_revisions: dict[str, dict[str, Any]] = {}
+        self.revisions: list[dict[str, Any]] = []
+        self.by_ref: dict[str, dict[str, Any]] = {}
+        self.sources: list[dict[str, Any]] = []
+        self.by_id: dict[str, dict[str, Any]] = {}
+        self._foreign_acks: dict[str, Any] = {}
+        self._awaiting: dict[str, dict[str, Any]] = {}  # outcomes whose receipt is missing
+        self._unresolved: list[dict[str, Any]] = []  # Sources citing a missing revision
+        self.generations: list[dict[str, Any]] = []
+        self.starts: list[dict[str, Any]] = []
+        self.receipts: dict[str, list[dict[str, Any]]] = {}
+        self.covered_by: dict[str, list[dict[str, Any]]] = {}
+        self.outcome_covers: dict[str, str] = {}
+        self.outcomes: list[dict[str, Any]] = []
+        self.boundaries: list[dict[str, Any]] = []
+        self.committed_boundaries: dict[str, str] = {}
+        self.by_digest: dict[str, dict[str, Any]] = {}
+        self.head: str | None = None
+        self._own_lists: set[int] | None = None  # a copy: the index lists it may append to
+        if data is not None:
+            session = CHECKED.session()
+            self._build([data], session)
+            session.done()
+            self._finish(data.get("scopes"))
+
+    # -- one pass over whole tables ------------------------------------------------
+
+    def _build(self, parts: list[dict[str, Any]], check: Any) -> None:
+        """Every record of ``parts`` (tables in document order) as one pass reads them:
+        all revisions first (Sources refer to them), then Sources, then receipts."""
+        scope = self.scope
+        for part in parts:
+            for rec in table(part, "revisions"):
+                if check(rec, _revision):
+                    self.all_revisions[rec["ref"]] = rec
+                elif self._counts(rec):
+                    self.invalid += 1
         self.revisions = sorted(
-            (r for r in all_revisions.values() if r["scope"] == scope), key=itemgetter("number")
+            (r for r in self.all_revisions.values() if r["scope"] == scope), key=_NUMBER
         )
         self.by_ref = {r["ref"]: r for r in self.revisions}
+        self._index_revisions()
+        batch: list[dict[str, Any]] = []
+        for part in parts:
+            self._first_pass(table(part, "sources"), check, batch, extending=False)
+        kept = self._settle(batch)
+        kept.sort(key=_SEQ)
+        self._take(kept)
+        for part in parts:
+            self._add_generations(table(part, "generations"))
 
-        # The Source log: this scope validated in full; elsewhere only receipts are kept.
-        sources: list[dict[str, Any]] = []
-        by_id: dict[str, dict[str, Any]] = {}
-        foreign_acks: dict[str, Any] = {}
-        for rec in table(data, "sources"):
+    def _counts(self, rec: Any) -> bool:
+        """Whether a malformed record counts against this scope (it names no scope, or
+        this one)."""
+        return not (type(rec) is dict and type(rec.get("scope")) is str) or rec["scope"] == self.scope
+
+    def _claimed(self, rid: str) -> bool:
+        return rid in self.by_id or rid in self._awaiting
+
+    def _first_pass(
+        self, recs: Iterable[Any], check: Any, batch: list[dict[str, Any]], *, extending: bool
+    ) -> None:
+        """The Source log: this scope validated in full (the first record of an id wins);
+        elsewhere only receipts are kept."""
+        scope, foreign = self.scope, self._foreign_acks
+        last = batch[-1]["seq"] if batch else (self.sources[-1]["seq"] if self.sources else None)
+        for rec in recs:
             rec_scope = rec.get("scope") if type(rec) is dict else None
             if rec_scope != scope:
                 if type(rec_scope) is not str:
                     self.invalid += 1
                 elif rec.get("kind") == "acknowledgement" and type(rec.get("id")) is str:
-                    foreign_acks[rec["id"]] = rec
+                    if extending and (rec["id"] in foreign or self._claimed(rec["id"])):
+                        raise _Refold
+                    foreign[rec["id"]] = rec
                 continue
-            if before.get(id(rec)) is rec or _source_shape(rec):
-                found[id(rec)] = rec
+            if check(rec, _source_shape):
                 rid = rec["id"]
-                if rid not in by_id and _refs_resolve(rec["kind"], rec["payload"], all_revisions):
-                    sources.append(rec)
-                    by_id[rid] = rec
-                    continue
+                if not self._claimed(rid):
+                    if _refs_resolve(rec["kind"], rec["payload"], self.all_revisions):
+                        if extending and (rid in foreign or (last is not None and rec["seq"] < last)):
+                            raise _Refold
+                        last = rec["seq"]
+                        batch.append(rec)
+                        self.by_id[rid] = rec
+                        continue
+                    self._unresolved.append(rec)
             self.invalid += 1
-        CHECKED.finish(found)
 
-        # Outcomes must name a receipt that exists (here, or in another scope).
+    def _settle(self, batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Outcomes must name a receipt that exists (here, or in another scope)."""
         kept: list[dict[str, Any]] = []
-        for rec in sources:
-            if rec["kind"] == "task_outcome" and rec["payload"].get("receipt") is not None:
-                receipt = self._resolve_receipt(rec["payload"]["receipt"], by_id, foreign_acks)
-                if receipt is None:
-                    self.invalid += 1
-                    del by_id[rec["id"]]
-                    continue
+        for rec in batch:
+            receipt = rec["payload"].get("receipt") if rec["kind"] == "task_outcome" else None
+            if receipt is not None and self._resolve_receipt(receipt) is None:
+                self.invalid += 1
+                del self.by_id[rec["id"]]
+                self._awaiting[rec["id"]] = rec
+                continue
             kept.append(rec)
-        kept.sort(key=_SEQ)
-        self.sources = kept
-        self.by_id = by_id
-        self._foreign_acks = foreign_acks
+        return kept
 
-        self.generations: list[dict[str, Any]] = []
-        self.starts: list[dict[str, Any]] = []
-        for rec in table(data, "generations"):
+    def _take(self, kept: list[dict[str, Any]]) -> None:
+        """Add valid Sources (in seq order) and index them: receipts by target,
+        outcomes and what each covers, boundaries."""
+        self.sources += kept
+        for rec in kept:
+            kind = rec["kind"]
+            if kind == "acknowledgement":
+                self._append(self.receipts, rec["payload"]["target"], rec)
+            elif kind == "task_outcome":
+                self.outcomes.append(rec)
+                ref = self.covers(rec)
+                if ref is not None:
+                    self._append(self.covered_by, ref, rec)
+                    self.outcome_covers[rec["id"]] = ref
+            elif kind == "handoff_boundary":
+                self.boundaries.append(rec)
+
+    def _append(self, index: dict[str, list[Any]], key: str, rec: Any) -> None:
+        """Append to an index list (a copy copies a shared list before its first append)."""
+        lst = index.get(key)
+        own = self._own_lists
+        if lst is not None and (own is None or id(lst) in own):
+            lst.append(rec)
+            return
+        lst = index[key] = [*(lst or ()), rec]
+        if own is not None:
+            own.add(id(lst))
+
+    def _add_generations(self, recs: Iterable[Any]) -> None:
+        scope = self.scope
+        for rec in recs:
             if type(rec) is dict and rec.get("kind") == "start":
                 if _start(rec):
                     if rec["scope"] == scope:
@@ -335,24 +481,97 @@ class ScopeLog:
             elif _generation(rec):
                 if rec["scope"] == scope:
                     self.generations.append(rec)
-            elif not (type(rec) is dict and type(rec.get("scope")) is str) or (
-                rec["scope"] == scope
-            ):
+            elif self._counts(rec):
                 self.invalid += 1
 
-        self.head = self._head(data)
-        self._index()
+    def _index_revisions(self) -> None:
+        """Which revision committed each boundary, and each digest's revision (the
+        highest number wins)."""
+        self.committed_boundaries = {}
+        self.by_digest = {}
+        for rev in self.revisions:
+            self._index_revision(rev)
 
-    def _resolve_receipt(
-        self, ref: str, by_id: dict[str, Any], foreign: dict[str, Any]
-    ) -> dict[str, Any] | None:
+    def _index_revision(self, rev: dict[str, Any]) -> None:
+        if rev["prepared"].get("boundary"):
+            self.committed_boundaries[rev["prepared"]["boundary"]] = rev["ref"]
+        self.by_digest[rev["digest"]] = rev
+
+    def _add_revision(self, rev: dict[str, Any]) -> None:
+        """A new revision of this scope, in number order."""
+        at = bisect.bisect_right(self.revisions, rev["number"], key=_NUMBER)
+        self.revisions.insert(at, rev)
+        self.by_ref[rev["ref"]] = rev
+        if at == len(self.revisions) - 1:
+            self._index_revision(rev)
+        else:
+            self._index_revisions()
+
+    def _finish(self, scopes: Any) -> None:
+        """The head, from the live heads."""
+        self.head = self._head(scopes)
+
+    # -- folding in what was added since -----------------------------------------
+
+    def _extend(self, parts: list[dict[str, Any]]) -> None:
+        """Fold in records added after the ones this log holds, in document order;
+        ``_Refold`` when one cannot be taken in order (the log is then discarded)."""
+        for part in parts:
+            added = False
+            for rec in table(part, "revisions"):
+                if _revision(rec):
+                    if rec["ref"] in self.all_revisions:
+                        raise _Refold
+                    self.all_revisions[rec["ref"]] = rec
+                    added = True
+                    if rec["scope"] == self.scope:
+                        self._add_revision(rec)
+                elif self._counts(rec):
+                    self.invalid += 1
+            if added and any(
+                _refs_resolve(r["kind"], r["payload"], self.all_revisions) for r in self._unresolved
+            ):
+                raise _Refold
+            batch: list[dict[str, Any]] = []
+            self._first_pass(table(part, "sources"), _checked, batch, extending=True)
+            waited = list(self._awaiting.values())
+            self._take(self._settle(batch))
+            if any(self._resolve_receipt(o["payload"]["receipt"]) for o in waited):
+                raise _Refold
+            self._add_generations(table(part, "generations"))
+
+    def _copy(self) -> ScopeLog:
+        """A view to lay a live tail on: what it adds goes into its own layer over this
+        log's containers (a ``ChainMap`` per index, an ``_Appended`` per list), so
+        nothing the size of the history is copied and this log stays as it was."""
+        new = object.__new__(ScopeLog)
+        for name, value in self.__dict__.items():
+            if type(value) is dict:
+                value = ChainMap({}, value)
+            elif type(value) is list:
+                value = list(value) if name == "revisions" else _Appended(value)
+            new.__dict__[name] = value
+        new._own_lists = set()
+        return new
+
+    def with_tail(self, live: dict[str, Any]) -> ScopeLog | None:
+        """This log with the live tail laid on a copy (``None``: project from scratch)."""
+        view = self._copy()
+        try:
+            view._extend([live])
+        except _Refold:
+            return None
+        view._finish(live.get("scopes"))
+        return view
+
+    def _resolve_receipt(self, ref: str) -> dict[str, Any] | None:
         m = _SOURCE_REF(ref)
         if m is None:
             return None
-        rec = by_id.get(m.group(1))
+        rec = self.by_id.get(m.group(1))
         if rec is not None:
             return rec if rec["kind"] == "acknowledgement" else None
-        rec = foreign.get(m.group(1))
+        rec = self._foreign_acks.get(m.group(1))
         if (
             rec is not None
             and type(rec.get("seq")) is int
@@ -362,10 +581,10 @@ class ScopeLog:
             return rec
         return None
 
-    def _head(self, data: dict[str, Any]) -> str | None:
+    def _head(self, scopes: Any) -> str | None:
         """The scope's head: its head pointer when that names a valid revision of the scope,
         else the newest valid revision (a broken pointer is counted as malformed)."""
-        for rec in table(data, "scopes"):
+        for rec in scopes.values() if isinstance(scopes, dict) else ():
             if type(rec) is dict and rec.get("scope") == self.scope:
                 head = rec.get("head")
                 if head in self.by_ref:
@@ -374,34 +593,9 @@ class ScopeLog:
                 break
         return self.revisions[-1]["ref"] if self.revisions else None
 
-    def _index(self) -> None:
-        """Receipts by target, the newest outcome, and what each outcome covers."""
-        self.receipts: dict[str, list[dict[str, Any]]] = {}
-        self.covered_by: dict[str, list[dict[str, Any]]] = {}
-        self.outcome_covers: dict[str, str] = {}
-        self.outcomes: list[dict[str, Any]] = []
-        self.boundaries: list[dict[str, Any]] = []
-        for rec in self.sources:
-            kind = rec["kind"]
-            if kind == "acknowledgement":
-                self.receipts.setdefault(rec["payload"]["target"], []).append(rec)
-            elif kind == "task_outcome":
-                self.outcomes.append(rec)
-                ref = self.covers(rec)
-                if ref is not None:
-                    self.covered_by.setdefault(ref, []).append(rec)
-                    self.outcome_covers[rec["id"]] = ref
-            elif kind == "handoff_boundary":
-                self.boundaries.append(rec)
-        self.committed_boundaries = {
-            r["prepared"]["boundary"]: r["ref"]
-            for r in self.revisions
-            if r["prepared"].get("boundary")
-        }
-
     def receipt_of(self, outcome: dict[str, Any]) -> dict[str, Any] | None:
         ref = outcome["payload"].get("receipt")
-        return None if ref is None else self._resolve_receipt(ref, self.by_id, self._foreign_acks)
+        return None if ref is None else self._resolve_receipt(ref)
 
     def covers(self, outcome: dict[str, Any]) -> str | None:
         """The revision an outcome covers under the four conditions of the Coverage rule:
@@ -454,6 +648,65 @@ class ScopeLog:
         if not self.outcomes:
             return "none"
         return "covered" if self.head is not None and self.head in self.covered_by else "uncovered"
+
+
+class KeptScopeLogs:
+    """Each scope's ``ScopeLog`` of the sealed log, kept per process.
+
+    Sealed segments only ever grow at the end of the manifest and hand out the same
+    record objects (``store.SealedTables``), so a view after a write folds in only the
+    segments sealed since and lays the small live tail on a copy: its cost follows what
+    changed, not the history (docs/performance.md, "Views after one new record"). A
+    snapshot of another history (a restored store) or records that cannot be folded in
+    order are projected from scratch.
+    """
+
+    def __init__(self, scopes: int = 8) -> None:
+        self.scopes = scopes
+        self._lock = threading.Lock()
+        self._kept: OrderedDict[str, tuple[Any, int, ScopeLog]] = OrderedDict()
+
+    def log_of(self, log: Any, scope: str) -> ScopeLog:
+        """The scope's log of a ``store.StoreLog`` snapshot."""
+        view = None
+        if log.tail_in_order():
+            with self._lock:
+                view = self._sealed_log(log, scope).with_tail(log.live)
+        return view if view is not None else ScopeLog(log.full(), scope)
+
+    def _sealed_log(self, log: Any, scope: str) -> ScopeLog:
+        parts = log.sealed.parts
+        kept = self._kept.get(scope)
+        if kept is not None and kept[0] is log.sealed and kept[1] <= log.count:
+            base = kept[2]
+            try:
+                base._extend(parts[kept[1] : log.count])
+            except _Refold:
+                base = None
+        else:
+            base = None
+        if base is None:
+            base = ScopeLog(None, scope)
+            base._build(parts[: log.count], _checked)
+        if kept is None or kept[0] is not log.sealed or kept[1] <= log.count:
+            self._kept[scope] = (log.sealed, log.count, base)
+            self._kept.move_to_end(scope)
+            while len(self._kept) > self.scopes:
+                self._kept.popitem(last=False)
+        return base
+
+    def forget(self) -> None:
+        with self._lock:
+            self._kept.clear()
+
+
+KEPT = KeptScopeLogs()
+
+
+def scope_log(data: Any, scope: str) -> ScopeLog:
+    """The scope's log of a snapshot: a ``dict`` read in one pass, a ``store.StoreLog``
+    through the kept logs."""
+    return ScopeLog(data, scope) if isinstance(data, dict) else KEPT.log_of(data, scope)
 
 
 # ---------------------------------------------------------------------------
@@ -591,18 +844,30 @@ def _start_event(rec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _newest(
+    streams: tuple[list[dict[str, Any]], ...], cap: int
+) -> list[tuple[int, int, dict[str, Any]]]:
+    """The newest ``cap`` records of the streams merged by (seq, stream), oldest first:
+    only each stream's newest ``cap`` can be among them (the Sources are already in seq
+    order, so a view does not sort the whole history)."""
+    if cap <= 0:
+        return []
+    merged: list[tuple[int, int, dict[str, Any]]] = []
+    for which, records in enumerate(streams):
+        newest = records[-cap:] if which == 0 else sorted(records, key=_SEQ)[-cap:]
+        merged += [(r["seq"], which, r) for r in newest]
+    merged.sort(key=itemgetter(0, 1))
+    return merged[-cap:]
+
+
 def continuity(data: dict[str, Any], scope: str, cap: int = CONTINUITY_CAP) -> dict[str, Any]:
     """The work-continuity view of one scope: the newest ``cap`` valid events, oldest
     first, with the total, the head, the transfer state and the outcome coverage."""
-    log = ScopeLog(data, scope)
+    log = scope_log(data, scope)
     # Merge four seq-ordered streams; only the shown tail is turned into events.
-    stream: list[tuple[int, int, dict[str, Any]]] = [(r["seq"], 0, r) for r in log.sources]
-    stream += [(r["seq"], 1, r) for r in log.revisions]
-    stream += [(g["seq"], 2, g) for g in log.generations]
-    stream += [(g["seq"], 3, g) for g in log.starts]
-    stream.sort(key=itemgetter(0, 1))
-    total = len(stream)
-    shown = stream[-cap:] if cap > 0 else []
+    streams = (log.sources, log.revisions, log.generations, log.starts)
+    total = sum(map(len, streams))
+    shown = _newest(streams, cap)
     build = (
         lambda rec: _source_event(rec, log),
         _commit_event,
@@ -690,7 +955,7 @@ def cited_sources(log: ScopeLog, contents: Iterable[dict[str, Any]]) -> dict[str
 
 def history(data: dict[str, Any], scope: str) -> dict[str, Any]:
     """The Handoff Report: committed revisions only, newest first."""
-    log = ScopeLog(data, scope)
+    log = scope_log(data, scope)
     newest_first = list(reversed(log.revisions))
     return {
         "scope": scope,
@@ -704,8 +969,8 @@ def history(data: dict[str, Any], scope: str) -> dict[str, Any]:
 def lineage(data: dict[str, Any], scope: str) -> dict[str, Any]:
     """Which session continued which, through which handoff, and whether the successor
     acknowledged it: the scope's generations and session starts, oldest first."""
-    log = ScopeLog(data, scope)
-    by_digest = {r["digest"]: r for r in log.revisions}
+    log = scope_log(data, scope)
+    by_digest = log.by_digest
     started: dict[str, list[str]] = {}
     links = []
     for rec in sorted(log.starts, key=_SEQ):
@@ -758,7 +1023,7 @@ def lineage(data: dict[str, Any], scope: str) -> dict[str, Any]:
 def revision_view(data: dict[str, Any], scope: str, ref: str) -> dict[str, Any] | None:
     """One valid committed revision of ``scope`` with its receipts, coverage and the
     Sources it cites; ``None`` when there is no such valid revision."""
-    log = ScopeLog(data, scope)
+    log = scope_log(data, scope)
     rev = log.by_ref.get(ref)
     if rev is None:
         return None
@@ -770,4 +1035,4 @@ def revision_view(data: dict[str, Any], scope: str, ref: str) -> dict[str, Any] 
 
 def prepared_sources(data: dict[str, Any], scope: str, content: dict[str, Any]) -> dict[str, Any]:
     """The Sources a prepared handoff's content cites (see ``cited_sources``)."""
-    return cited_sources(ScopeLog(data, scope), [content])
+    return cited_sources(scope_log(data, scope), [content])

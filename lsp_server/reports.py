@@ -173,7 +173,10 @@ def run_report(
     if p.kind == "handoff":
         data = handoff_view(service, p, scope)
     else:
-        data = _projection(p.kind, service.store.read(), scope)
+        # The TinyDB store hands out its log as sealed parts + live tail, which the
+        # projections keep per scope (projections.KeptScopeLogs); others: every record.
+        read_log = getattr(service.store, "read_log", None)
+        data = _projection(p.kind, read_log() if read_log else service.store.read(), scope)
     ctx.cancel.raise_if_cancelled()
     # VS Code's preview resolves a link that starts with "/" against the workspace folder.
     base = "/" if p.render == "vscode" else service.workspace.as_uri()

@@ -498,12 +498,17 @@ class SealedTables:
     segments sealed since the last one (before: every segment, ~0.6 s at 100,000
     Sources), and sealed records stay the same objects from read to read, which lets
     the projections keep what they checked about them (docs/performance.md,
-    "Views after one new record").
+    "Views after one new record"). ``parts`` holds each segment's tables in manifest
+    order, so a kept projection folds in only the segments sealed since it last looked.
     """
 
     def __init__(self) -> None:
         self.keys: list[tuple[str, int]] = []
         self.tables: dict[str, dict[str, Any]] = {name: {} for name in SEALED_TABLES}
+        self.parts: list[dict[str, dict[str, Any]]] = []
+        #: The highest document id per table (``None``: ids out of order, not integers,
+        #: or reused across segments: the order of ``parts`` is not the table order).
+        self.top_id: dict[str, int] | None = dict.fromkeys(SEALED_TABLES, 0)
 
     @staticmethod
     def keys_of(entries: list[dict[str, Any]]) -> list[tuple[str, int]]:
@@ -511,8 +516,65 @@ class SealedTables:
 
     def add(self, key: tuple[str, int], records: dict[str, Any]) -> None:
         self.keys.append(key)
+        self.parts.append({name: records[name] for name in SEALED_TABLES})
         for name in SEALED_TABLES:
             self.tables[name].update(records[name])
+            self._raise_top(name, records[name])
+
+    def _raise_top(self, name: str, docs: dict[str, Any]) -> None:
+        if self.top_id is None or not docs:
+            return
+        try:
+            ids = [int(k) for k in docs]
+        except ValueError:
+            self.top_id = None
+            return
+        if min(ids) <= self.top_id[name]:
+            self.top_id = None
+        else:
+            self.top_id[name] = max(ids)
+
+
+class StoreLog:
+    """One snapshot as a log: the sealed segments' tables (``parts[:count]`` of this
+    process's ``SealedTables``, shared and append-only) under the live tail.
+
+    What the kept projections read (``projections.KeptScopeLogs``): they fold in only
+    the parts after the ones they saw and lay the small live tail on top, instead of
+    walking every record of the history after each write."""
+
+    def __init__(self, store: StateStore, sealed: SealedTables, count: int, live: dict[str, Any]) -> None:
+        self.store = store
+        self.sealed = sealed
+        self.count = count
+        self.live = live
+
+    def tail_in_order(self) -> bool:
+        """Whether parts then tail are the tables' document order (always, unless a
+        hand-edited log reuses or reorders document ids)."""
+        top = self.sealed.top_id
+        if top is None or len(self.sealed.parts) != self.count:
+            return top is not None and self._prefix_in_order()
+        return self._tail_above(top)
+
+    def _prefix_in_order(self) -> bool:
+        top = dict.fromkeys(SEALED_TABLES, 0)
+        for part in self.sealed.parts[: self.count]:
+            for name in SEALED_TABLES:
+                if part[name]:
+                    top[name] = max(top[name], max(int(k) for k in part[name]))
+        return self._tail_above(top)
+
+    def _tail_above(self, top: dict[str, int]) -> bool:
+        for name in SEALED_TABLES:
+            docs = self.live.get(name) or {}
+            if any(not k.isdigit() or int(k) <= top[name] for k in docs):
+                return False
+        return True
+
+    def full(self) -> dict[str, Any]:
+        """The snapshot as ``store.read()`` returns it (every record; for a fallback)."""
+        return self.store.assemble(self.live)
 
 
 class History:
@@ -827,23 +889,48 @@ class StateStore:
             self._full_of, self._full = live, full
         return full
 
-    def _with_sealed(self, live: dict[str, Any]) -> dict[str, Any]:
-        """The live tables with this process's ``SealedTables`` under them, extended by
-        the segments sealed since (a manifest only grows at its end)."""
-        keys = SealedTables.keys_of(live["_meta"]["1"]["segments"])
+    def read_log(self) -> StoreLog:
+        """The current state as a ``StoreLog``: sealed parts and live tail, nothing
+        assembled (for the kept projections)."""
+        live = self._read_live()
+        view = self._sealed_for(live)
+        return StoreLog(self, view, len(live["_meta"]["1"]["segments"]), live)
+
+    def _sealed_for(self, live: dict[str, Any]) -> SealedTables:
+        """This process's ``SealedTables``, extended by the segments sealed since (a
+        manifest only grows at its end); a fresh one for an older snapshot or another
+        history."""
+        entries = live["_meta"]["1"]["segments"]
+        keys = SealedTables.keys_of(entries)
         with self._sealed_lock, gc_paused():  # millions of containers: no cycles to find
             view = self._sealed_tables
             if keys[: len(view.keys)] != view.keys:
                 view = SealedTables()  # an older snapshot, or another history
-            for seg in self._segments_of(live["_meta"]["1"]["segments"][len(view.keys) :]):
+            for seg in self._segments_of(entries[len(view.keys) :]):
                 view.add((seg.name, seg.size), self._segment_records(seg, cache=False))
             if len(keys) >= len(self._sealed_tables.keys):
                 self._sealed_tables = view
+            return view
+
+    def _with_sealed(self, live: dict[str, Any]) -> dict[str, Any]:
+        """The live tables with this process's ``SealedTables`` under them."""
+        view = self._sealed_for(live)
+        with self._sealed_lock, gc_paused():
+            if len(view.keys) != len(live["_meta"]["1"]["segments"]):
+                view = self._sealed_prefix(view, len(live["_meta"]["1"]["segments"]))
             full: dict[str, Any] = {}
             for name, table in live.items():
                 sealed = view.tables.get(name)
                 full[name] = {**sealed, **table} if sealed else table
             return full
+
+    @staticmethod
+    def _sealed_prefix(view: SealedTables, count: int) -> SealedTables:
+        """The first ``count`` segments of ``view`` (a snapshot older than the view)."""
+        prefix = SealedTables()
+        for key, part in zip(view.keys[:count], view.parts[:count], strict=True):
+            prefix.add(key, part)
+        return prefix
 
     def _load(self) -> tuple[dict[str, Any], bool]:
         """Parse and check the live file (quarantined when it is not a state file);

@@ -1,0 +1,226 @@
+"""Views kept per scope (projections.KeptScopeLogs): a view after a write folds in only
+what was sealed since and lays the live tail on top, and it always equals the view
+projected from scratch by a fresh process, whatever the log holds."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from lsp_server import projections
+from lsp_server.service import HandoffService, ServiceConfig
+from lsp_server.store import StateStore, StoreLog
+
+from ..helpers import ALL_CHECKS, SCOPE, record_contract
+
+SEAL = 4096  # bytes: a few records seal
+VIEWS = (projections.continuity, projections.history, projections.lineage)
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def _nothing_kept():
+    projections.KEPT.forget()
+    yield
+    projections.KEPT.forget()
+
+
+def service(workspace: Path) -> HandoffService:
+    svc = HandoffService(workspace, ServiceConfig())
+    svc.store.seal_bytes = SEAL
+    return svc
+
+
+def assert_kept_equals_scratch(svc: HandoffService, scopes=(SCOPE,)) -> None:
+    """Every view of the kept path equals the one a fresh process projects."""
+    scratch = StateStore(svc.store.folder).read()
+    for scope in scopes:
+        for project in VIEWS:
+            assert project(svc.store.read_log(), scope) == project(scratch, scope), project
+
+
+def commit_round(svc: HandoffService, contract: str, i: int, scope: str = SCOPE) -> dict:
+    """A commit, its accepted receipt and an outcome that links it."""
+    draft = {
+        "objective": "pets client",
+        "state": {"text": f"round {i} " + "x" * 150, "citations": [{"kind": "source", "ref": contract}]},
+        "disposition": "continuable",
+        "nextActions": [{"text": "go on", "citations": [{"kind": "source", "ref": contract}]}],
+    }
+    prepared = svc.call("handoff.prepare", {"scope": scope, "draft": draft})["prepared"]
+    rev = svc.call("handoff.commit", {"scope": scope, "prepared": prepared})
+    ack = svc.call(
+        "handoff.acknowledge",
+        {"scope": scope, "mode": "exact", "revision": rev["revision"], "status": "accepted",
+         "checks": ALL_CHECKS},
+    )
+    svc.call(
+        "handoff.recordOutcome",
+        {"scope": scope, "status": "succeeded", "summary": f"round {i}", "receipt": ack["receipt"]},
+    )
+    return {"revision": rev["revision"], "receipt": ack["receipt"]}
+
+
+def hand_write(workspace: Path, table: str, records: list[dict]) -> None:
+    """Records added to the live file by hand, after every document id in use."""
+    path = workspace / ".handoff" / "state.json"
+    state = orjson.loads(path.read_bytes())
+    top = max([int(k) for k in state[table]] + [state["_meta"]["1"]["idFloor"].get(table, 0)])
+    for n, rec in enumerate(records, start=top + 1):
+        state[table][str(n)] = rec
+    state["_meta"]["1"]["nextSeq"] = max(r["seq"] for r in records) + 1
+    path.write_bytes(orjson.dumps(state))
+
+
+def test_views_kept_across_writes_and_seals_equal_views_from_scratch(workspace):
+    svc = service(workspace)
+    contract = record_contract(svc)
+    other = record_contract(svc, "other-scope")
+    for i in range(10):
+        commit_round(svc, contract, i)
+        if i % 3 == 0:
+            commit_round(svc, other, i, scope="other-scope")
+        svc.call("handoff.recordOutcome", {"scope": SCOPE, "status": "partial", "summary": f"s{i}"})
+        assert_kept_equals_scratch(svc, (SCOPE, "other-scope"))
+    assert len(svc.store.read_log().sealed.parts) >= 3
+
+
+def test_a_view_after_a_write_folds_in_only_the_new_records(workspace, monkeypatch):
+    """After the first view the kept log is extended, never rebuilt, and nothing
+    assembles every record."""
+    svc = service(workspace)
+    contract = record_contract(svc)
+    for i in range(6):
+        commit_round(svc, contract, i)
+    svc.call("handoff.report", {"scope": SCOPE, "kind": "continuity"})
+    builds = []
+    real_build = projections.ScopeLog._build
+    monkeypatch.setattr(
+        projections.ScopeLog, "_build", lambda self, *a: builds.append(1) or real_build(self, *a)
+    )
+    monkeypatch.setattr(StoreLog, "full", lambda self: pytest.fail("assembled every record"))
+    sealed_before = len(svc.store.read_log().sealed.parts)
+    for i in range(6, 12):
+        commit_round(svc, contract, i)
+        for kind in ("continuity", "history", "lineage"):
+            svc.call("handoff.report", {"scope": SCOPE, "kind": kind})
+    assert len(svc.store.read_log().sealed.parts) > sealed_before  # seals happened
+    assert builds == []
+    monkeypatch.undo()
+    assert_kept_equals_scratch(svc)
+
+
+def test_a_restored_older_history_is_projected_afresh(workspace, tmp_path):
+    svc = service(workspace)
+    contract = record_contract(svc)
+    for i in range(5):
+        commit_round(svc, contract, i)
+    backup = tmp_path / "backup"
+    shutil.copytree(workspace / ".handoff", backup)
+    for i in range(5, 10):
+        commit_round(svc, contract, i)
+    assert_kept_equals_scratch(svc)
+    shutil.rmtree(workspace / ".handoff")
+    shutil.copytree(backup, workspace / ".handoff")  # the older history restored
+    assert_kept_equals_scratch(svc)
+    assert len(projections.history(svc.store.read_log(), SCOPE)["revisions"]) == 5
+    commit_round(svc, contract, 99)
+    assert_kept_equals_scratch(svc)
+
+
+def _anomalies(ack: dict, revision: dict) -> dict[str, tuple[list[dict], list[dict]]]:
+    """Records a hand-edited or foreign log may hold: (written first, written later),
+    numbered after the log unless they say otherwise."""
+    ack = {k: v for k, v in ack.items() if k != "seq"}
+    revision = {k: v for k, v in revision.items() if k != "seq"}
+    late = {**ack, "id": "late-receipt", "scope": "other-scope"}
+    waits = {"id": "waits", "scope": SCOPE, "kind": "task_outcome",
+             "payload": {"status": "succeeded", "summary": "late", "receipt": "source/late-receipt"}}
+    return {
+        "malformed": ([{"id": "bad id!", "scope": SCOPE, "kind": "work_state", "payload": {}}], []),
+        "duplicate id": ([{**ack}], [{**ack}]),
+        "ack of a missing revision": (
+            [{**ack, "id": "dangling", "payload": {**ack["payload"], "target": "h-nothere/r1"}}], []
+        ),
+        "receipt that arrives later": ([waits], [late]),
+        "foreign ack reusing an id": (
+            [waits, late], [{**late, "payload": {**late["payload"], "status": "no such status"}}]
+        ),
+        "ack of a revision that arrives later": (
+            [{**ack, "id": "early-ack", "payload": {**ack["payload"], "target": "handoff/later@1"}}],
+            [{**revision, "ref": "handoff/later@1", "handoffId": "later", "number": 1,
+              "scope": "other-scope", "table": "revisions"}],
+        ),
+        "revision reusing a ref": ([], [{**revision, "scope": "other-scope", "table": "revisions"}]),
+        "foreign ack with a scope's id": ([], [{**ack, "scope": "other-scope"}]),
+        "out of seq order": ([], [{**ack, "id": "early", "seq": 1}]),
+    }
+
+
+@pytest.mark.parametrize("case", list(_anomalies({"payload": {}}, {})))
+def test_malformed_foreign_and_dangling_records_give_the_same_views_kept_or_not(workspace, case):
+    """Kept views equal views from scratch with such records in the live tail, after
+    they are sealed, and after what they wait for arrives."""
+    svc = service(workspace)
+    contract = record_contract(svc)
+    first = commit_round(svc, contract, 0)
+    assert_kept_equals_scratch(svc, (SCOPE, "other-scope"))
+    ack = svc.store.snapshot().source(first["receipt"].removeprefix("source/"))
+    revision = svc.store.snapshot().revision(first["revision"])
+    for phase in range(2):
+        seq = orjson.loads((workspace / ".handoff/state.json").read_bytes())["_meta"]["1"]["nextSeq"]
+        records = [{"seq": seq + n, **r} for n, r in enumerate(_anomalies(ack, revision)[case][phase])]
+        tables = [r.pop("table", "sources") for r in records]
+        for table in ("sources", "revisions"):
+            mine = [r for r, t in zip(records, tables, strict=True) if t == table]
+            if mine:
+                hand_write(workspace, table, mine)
+        assert_kept_equals_scratch(svc, (SCOPE, "other-scope"))
+        for i in range(3):  # seal them into segments
+            commit_round(svc, contract, 1 + i + 3 * phase)
+        assert_kept_equals_scratch(svc, (SCOPE, "other-scope"))
+
+
+def test_records_written_by_another_process_are_folded_in(workspace):
+    svc = service(workspace)
+    contract = record_contract(svc)
+    for i in range(4):
+        commit_round(svc, contract, i)
+    assert_kept_equals_scratch(svc)
+    go = workspace / "go"
+    go.touch()
+    env = {**os.environ, "HANDOFF_SEAL_BYTES": str(SEAL)}
+    for scope in (SCOPE, "elsewhere"):
+        subprocess.run(
+            [sys.executable, "-m", "tests.store.layout_worker", "append", str(workspace), scope,
+             "40", str(go)],
+            cwd=REPO, env=env, check=True, timeout=120,
+        )
+        assert_kept_equals_scratch(svc, (SCOPE, "elsewhere"))
+    view = projections.continuity(svc.store.read_log(), SCOPE)
+    assert view["totalEvents"] > 40 + 4
+
+
+def test_a_live_record_reusing_a_sealed_document_id_is_projected_as_a_fresh_process_would(
+    workspace,
+):
+    """The full view lets a live record replace the sealed one of the same document id
+    (a hand-edited file); the kept view then agrees."""
+    svc = service(workspace)
+    contract = record_contract(svc)
+    for i in range(4):
+        commit_round(svc, contract, i)
+    assert_kept_equals_scratch(svc)
+    path = workspace / ".handoff" / "state.json"
+    state = orjson.loads(path.read_bytes())
+    sealed = svc.store.read_log().sealed.parts[0]["sources"]
+    doc_id, rec = next(iter(sealed.items()))
+    state["sources"][doc_id] = {**rec, "id": "replaced", "seq": state["_meta"]["1"]["nextSeq"]}
+    path.write_bytes(orjson.dumps(state))
+    assert_kept_equals_scratch(svc)
