@@ -651,7 +651,8 @@ class ScopeLog:
 
 
 class KeptScopeLogs:
-    """Each scope's ``ScopeLog`` of the sealed log, kept per process.
+    """Each store's and scope's ``ScopeLog`` of the sealed log, kept per process (the
+    newest 16).
 
     Sealed segments only ever grow at the end of the manifest and hand out the same
     record objects (``store.SealedTables``), so a view after a write folds in only the
@@ -661,10 +662,11 @@ class KeptScopeLogs:
     order are projected from scratch.
     """
 
-    def __init__(self, scopes: int = 8) -> None:
+    def __init__(self, scopes: int = 16) -> None:
         self.scopes = scopes
         self._lock = threading.Lock()
-        self._kept: OrderedDict[str, tuple[Any, int, ScopeLog]] = OrderedDict()
+        #: (store, scope) → (the SealedTables folded, how many parts, the log)
+        self._kept: OrderedDict[tuple[Any, str], tuple[Any, int, ScopeLog]] = OrderedDict()
 
     def log_of(self, log: Any, scope: str) -> ScopeLog:
         """The scope's log of a ``store.StoreLog`` snapshot."""
@@ -675,8 +677,8 @@ class KeptScopeLogs:
         return view if view is not None else ScopeLog(log.full(), scope)
 
     def _sealed_log(self, log: Any, scope: str) -> ScopeLog:
-        parts = log.sealed.parts
-        kept = self._kept.get(scope)
+        parts, key = log.sealed.parts, (log.store, scope)
+        kept = self._kept.get(key)
         if kept is not None and kept[0] is log.sealed and kept[1] <= log.count:
             base = kept[2]
             try:
@@ -689,8 +691,8 @@ class KeptScopeLogs:
             base = ScopeLog(None, scope)
             base._build(parts[: log.count], _checked)
         if kept is None or kept[0] is not log.sealed or kept[1] <= log.count:
-            self._kept[scope] = (log.sealed, log.count, base)
-            self._kept.move_to_end(scope)
+            self._kept[key] = (log.sealed, log.count, base)
+            self._kept.move_to_end(key)
             while len(self._kept) > self.scopes:
                 self._kept.popitem(last=False)
         return base

@@ -30,6 +30,7 @@ from typing import Any
 
 import orjson
 
+from lsp_server import projections
 from lsp_server.service import HandoffService, ServiceConfig
 from lsp_server.store import SCHEMA_VERSION, StateStore, atomic_write, new_store_id
 
@@ -114,6 +115,11 @@ def gc_paused_parse(raw: bytes) -> float:
         gc.enable()
 
 
+def project_only(svc: HandoffService, kind: str) -> None:
+    """The view's projection without its rendering (what the kept logs change)."""
+    getattr(projections, kind)(svc.store.read_log(), SCOPE)
+
+
 def one_run(stores: list[dict[str, Any]], tmp: Path, args: argparse.Namespace, n0: int):
     """One run: every measurement at every size, interleaved. Returns per-size medians."""
     out: dict[str, dict[int, float]] = {}
@@ -160,6 +166,13 @@ def one_run(stores: list[dict[str, Any]], tmp: Path, args: argparse.Namespace, n
                 samples.setdefault((kind, st["size"]), []).append(
                     timed(st["svc"].call, "handoff.report", {"kind": kind, "scope": SCOPE})
                 )
+                st["svc"].call(
+                    "handoff.recordOutcome",
+                    {"scope": SCOPE, "status": "partial", "summary": "one new record"},
+                )
+                samples.setdefault((f"{kind} projection", st["size"]), []).append(
+                    timed(project_only, st["svc"], kind)
+                )
     big = stores[-1]
     raw = orjson.dumps(big["svc"].store.read())
     samples[("parse", 0)] = [gc_paused_parse(raw) for _ in range(3)]
@@ -186,6 +199,10 @@ def ratios(run: dict[str, dict[int, float]], small: int, large: int) -> dict[str
         r[f"{kind} view after one new record, {large:,} vs {small}"] = (
             run[kind][large] / run[kind][small]
         )
+    for kind in VIEWS:
+        r[f"{kind} projection (no rendering) after one new record, {large:,} vs {small}"] = (
+            run[f"{kind} projection"][large] / run[f"{kind} projection"][small]
+        )
     r[f"continuity view at {large:,} vs a GC-paused orjson.loads of its data"] = (
         run["continuity"][large] / run["parse"][0]
     )
@@ -197,6 +214,7 @@ LIMITS = {
     "vs the fsync": 10.0,
     "fresh service's": 1.5,
     "view after one new record": 2.0,
+    "projection (no rendering)": 2.0,
 }
 
 
@@ -230,7 +248,7 @@ def summary_table(per_run: list[dict[str, float]], loads: list[float]) -> Table:
 
 def absolute_table(runs: list[dict[str, dict[int, float]]], sizes: list[int]) -> Table:
     rows = []
-    for key in ("commit", "fresh commit", "continue", *VIEWS):
+    for key in ("commit", "fresh commit", "continue", *VIEWS, *(f"{k} projection" for k in VIEWS)):
         cells = [statistics.median(r[key][s] for r in runs) * 1000 for s in sizes]
         rows.append([key] + [f"{c:.2f} ms" for c in cells])
     for key in ("fsync floor", "sqlite", "parse"):

@@ -224,3 +224,29 @@ def test_a_live_record_reusing_a_sealed_document_id_is_projected_as_a_fresh_proc
     state["sources"][doc_id] = {**rec, "id": "replaced", "seq": state["_meta"]["1"]["nextSeq"]}
     path.write_bytes(orjson.dumps(state))
     assert_kept_equals_scratch(svc)
+
+
+def test_two_stores_with_the_same_scope_keep_a_log_each(workspace, tmp_path, monkeypatch):
+    """A process serving two workspaces (one scope name in both) folds each store's
+    log on its own instead of rebuilding one over the other."""
+    second = tmp_path / "second"
+    second.mkdir()
+    svcs = [service(workspace), service(second)]
+    contracts = [record_contract(svc) for svc in svcs]
+    for i in range(4):
+        for svc, contract in zip(svcs, contracts, strict=True):
+            commit_round(svc, contract, i)
+            svc.call("handoff.report", {"scope": SCOPE, "kind": "continuity"})
+    builds = []
+    real_build = projections.ScopeLog._build
+    monkeypatch.setattr(
+        projections.ScopeLog, "_build", lambda self, *a: builds.append(1) or real_build(self, *a)
+    )
+    for i in range(4, 8):
+        for svc, contract in zip(svcs, contracts, strict=True):
+            commit_round(svc, contract, i)
+            svc.call("handoff.report", {"scope": SCOPE, "kind": "continuity"})
+    assert builds == []
+    monkeypatch.undo()
+    for svc in svcs:
+        assert_kept_equals_scratch(svc)
