@@ -32,6 +32,7 @@ import uuid
 import zlib
 from collections import OrderedDict
 from collections.abc import Iterator
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -491,6 +492,9 @@ class MergedIndex:
         self.names.append(seg.name)
 
 
+_NAME, _BYTES = itemgetter("name"), itemgetter("bytes")
+
+
 class SealedTables:
     """The sealed log tables, parsed once per process.
 
@@ -503,19 +507,26 @@ class SealedTables:
     """
 
     def __init__(self) -> None:
-        self.keys: list[tuple[str, int]] = []
+        #: The manifest entries ({name, bytes}) of the segments held, in order.
+        self.entries: list[dict[str, Any]] = []
+        self._names: list[str] = []
+        self._sizes: list[int] = []
         self.tables: dict[str, dict[str, Any]] = {name: {} for name in SEALED_TABLES}
         self.parts: list[dict[str, dict[str, Any]]] = []
         #: The highest document id per table (``None``: ids out of order, not integers,
         #: or reused across segments: the order of ``parts`` is not the table order).
         self.top_id: dict[str, int] | None = dict.fromkeys(SEALED_TABLES, 0)
 
-    @staticmethod
-    def keys_of(entries: list[dict[str, Any]]) -> list[tuple[str, int]]:
-        return [(e["name"], e["bytes"]) for e in entries]
+    def holds_prefix_of(self, entries: list[dict[str, Any]]) -> bool:
+        """Whether this history's segments are the first of ``entries`` (names and
+        sizes compared as two C-level lists, not entry by entry in Python)."""
+        prefix = entries[: len(self._names)]
+        return list(map(_NAME, prefix)) == self._names and list(map(_BYTES, prefix)) == self._sizes
 
-    def add(self, key: tuple[str, int], records: dict[str, Any]) -> None:
-        self.keys.append(key)
+    def add(self, entry: dict[str, Any], records: dict[str, Any]) -> None:
+        self.entries.append({"name": entry["name"], "bytes": entry["bytes"]})
+        self._names.append(entry["name"])
+        self._sizes.append(entry["bytes"])
         self.parts.append({name: records[name] for name in SEALED_TABLES})
         for name in SEALED_TABLES:
             self.tables[name].update(records[name])
@@ -901,14 +912,16 @@ class StateStore:
         manifest only grows at its end); a fresh one for an older snapshot or another
         history."""
         entries = live["_meta"]["1"]["segments"]
-        keys = SealedTables.keys_of(entries)
-        with self._sealed_lock, gc_paused():  # millions of containers: no cycles to find
+        with self._sealed_lock:
             view = self._sealed_tables
-            if keys[: len(view.keys)] != view.keys:
+            if not view.holds_prefix_of(entries):
                 view = SealedTables()  # an older snapshot, or another history
-            for seg in self._segments_of(entries[len(view.keys) :]):
-                view.add((seg.name, seg.size), self._segment_records(seg, cache=False))
-            if len(keys) >= len(self._sealed_tables.keys):
+            if len(entries) > len(view.entries):
+                with gc_paused():  # millions of containers: no cycles to find
+                    for seg in self._segments_of(entries[len(view.entries) :]):
+                        entry = {"name": seg.name, "bytes": seg.size}
+                        view.add(entry, self._segment_records(seg, cache=False))
+            if len(entries) >= len(self._sealed_tables.entries):
                 self._sealed_tables = view
             return view
 
@@ -916,7 +929,7 @@ class StateStore:
         """The live tables with this process's ``SealedTables`` under them."""
         view = self._sealed_for(live)
         with self._sealed_lock, gc_paused():
-            if len(view.keys) != len(live["_meta"]["1"]["segments"]):
+            if len(view.entries) != len(live["_meta"]["1"]["segments"]):
                 view = self._sealed_prefix(view, len(live["_meta"]["1"]["segments"]))
             full: dict[str, Any] = {}
             for name, table in live.items():
@@ -928,8 +941,8 @@ class StateStore:
     def _sealed_prefix(view: SealedTables, count: int) -> SealedTables:
         """The first ``count`` segments of ``view`` (a snapshot older than the view)."""
         prefix = SealedTables()
-        for key, part in zip(view.keys[:count], view.parts[:count], strict=True):
-            prefix.add(key, part)
+        for entry, part in zip(view.entries[:count], view.parts[:count], strict=True):
+            prefix.add(entry, part)
         return prefix
 
     def _load(self) -> tuple[dict[str, Any], bool]:
