@@ -4,8 +4,6 @@ while many acyclic objects are built, and handing freed memory back to the syste
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import gc
 from collections.abc import Iterator
 from functools import cache
@@ -38,6 +36,8 @@ def gc_paused(*, promote: bool = False) -> Iterator[None]:
 @cache
 def _malloc_trim():
     """glibc's ``malloc_trim``, or None where the C library has none (musl, macOS)."""
+    import ctypes.util  # here, not at import: it pulls in subprocess (a cold CLI call)
+
     try:
         return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
     except (OSError, AttributeError):

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -171,6 +170,8 @@ def project_id(workspace: Path) -> str:
 
 
 def _remotes(workspace: Path) -> Iterator[str]:
+    import subprocess  # only when a shared store needs the project id
+
     try:
         out = subprocess.run(
             ["git", "-C", str(workspace), "config", "--get-regexp", r"^remote\..*\.url$"],

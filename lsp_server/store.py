@@ -37,7 +37,6 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from filelock import FileLock, Timeout
 from tinydb import TinyDB
 from tinydb.storages import Storage
 from tinydb.table import Table
@@ -759,9 +758,7 @@ class StateStore:
         self.lock_timeout = lock_timeout
         self.seal_bytes = seal_bytes
         self._thread_lock = threading.RLock()
-        self._file_lock = FileLock(
-            str(self.lock_path), timeout=self.lock_timeout, poll_interval=LOCK_POLL_INTERVAL
-        )
+        self._lock_made: Any = None
         self._live_key: tuple[int, int, int] | None = None
         self._live: dict[str, Any] | None = None
         self._history: History | None = None
@@ -1285,10 +1282,25 @@ class StateStore:
                 errno=exc.errno,
             ) from None
 
+    @property
+    def _file_lock(self) -> Any:
+        """The cross-process lock, made on first use: ``filelock`` is imported only by a
+        process that writes (a read-only command line does not pay for the import)."""
+        with self._thread_lock:
+            if self._lock_made is None:
+                from filelock import FileLock
+
+                self._lock_made = FileLock(
+                    str(self.lock_path), timeout=self.lock_timeout, poll_interval=LOCK_POLL_INTERVAL
+                )
+            return self._lock_made
+
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
         with self._thread_lock:
             lock = self._file_lock
+            from filelock import Timeout
+
             try:
                 lock.acquire()
             except Timeout:

@@ -22,6 +22,7 @@ import os
 import re
 import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -115,6 +116,19 @@ def gc_paused_parse(raw: bytes) -> float:
         gc.enable()
 
 
+IMPORT_TINYDB = [sys.executable, "-c", "import tinydb"]
+
+
+def cold_continue(ws: Path) -> list[str]:
+    """One ``handoff call handoff.continue`` command line (a fresh interpreter)."""
+    params = orjson.dumps({"scope": SCOPE, "mode": "latest"}).decode()
+    return [sys.executable, "-m", "lsp_server.cli", "call", "-w", str(ws), "handoff.continue", params]
+
+
+def run_cold(argv: list[str]) -> None:
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, cwd=REPO)
+
+
 def project_only(svc: HandoffService, kind: str) -> None:
     """The view's projection without its rendering (what the kept logs change)."""
     getattr(projections, kind)(svc.store.read_log(), SCOPE)
@@ -149,6 +163,12 @@ def one_run(stores: list[dict[str, Any]], tmp: Path, args: argparse.Namespace, n
             fresh = HandoffService(st["ws"], ServiceConfig())
             samples.setdefault(("fresh commit", st["size"]), []).append(
                 timed(commit_once, fresh, SCOPE, st["contract"], n)
+            )
+    for _ in range(args.cold):
+        samples.setdefault(("python -c import tinydb", 0), []).append(timed(run_cold, IMPORT_TINYDB))
+        for st in (stores[0], stores[-1]):
+            samples.setdefault(("cold CLI continue", st["size"]), []).append(
+                timed(run_cold, cold_continue(st["ws"]))
             )
     latest = {"scope": SCOPE, "mode": "latest"}
     for _ in range(args.reads):
@@ -203,6 +223,10 @@ def ratios(run: dict[str, dict[int, float]], small: int, large: int) -> dict[str
         r[f"{kind} projection (no rendering) after one new record, {large:,} vs {small}"] = (
             run[f"{kind} projection"][large] / run[f"{kind} projection"][small]
         )
+    for size in (small, large):
+        r[f"cold CLI `handoff call handoff.continue` at {size:,} vs `python -c \"import tinydb\"`"] = (
+            run["cold CLI continue"][size] / run["python -c import tinydb"][0]
+        )
     r[f"continuity view at {large:,} vs a GC-paused orjson.loads of its data"] = (
         run["continuity"][large] / run["parse"][0]
     )
@@ -215,6 +239,7 @@ LIMITS = {
     "fresh service's": 1.5,
     "view after one new record": 2.0,
     "projection (no rendering)": 2.0,
+    "cold CLI": 2.0,
 }
 
 
@@ -249,9 +274,13 @@ def summary_table(per_run: list[dict[str, float]], loads: list[float]) -> Table:
 def absolute_table(runs: list[dict[str, dict[int, float]]], sizes: list[int]) -> Table:
     rows = []
     for key in ("commit", "fresh commit", "continue", *VIEWS, *(f"{k} projection" for k in VIEWS)):
+        if key not in runs[0]:
+            continue
         cells = [statistics.median(r[key][s] for r in runs) * 1000 for s in sizes]
         rows.append([key] + [f"{c:.2f} ms" for c in cells])
-    for key in ("fsync floor", "sqlite", "parse"):
+    cold = [statistics.median(r["cold CLI continue"][s] for r in runs) * 1000 for s in (sizes[0], sizes[-1])]
+    rows.append(["cold CLI continue", f"{cold[0]:.2f} ms"] + [""] * (len(sizes) - 2) + [f"{cold[1]:.2f} ms"])
+    for key in ("fsync floor", "sqlite", "parse", "python -c import tinydb"):
         rows.append([key] + [""] * (len(sizes) - 1) + [f"{statistics.median(r[key][0] for r in runs) * 1000:.2f} ms"])
     return Table(
         "Medians (ms) by store size, median over the runs",
@@ -280,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     sizes = [100, 10_000] if args.quick else [100, 10_000, 100_000]
     args.warmup, args.commits = 3, (8 if args.quick else 15)
-    args.fresh, args.reads, args.views = 3, (50 if args.quick else 200), 2
+    args.fresh, args.reads, args.views, args.cold = 3, (50 if args.quick else 200), 2, 5
     result = BenchResult("Stores grown one record at a time (issue 22)")
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="handoff-bench-growth-") as tmp:
