@@ -19,6 +19,9 @@ The points, in the order a transaction reaches them (see ``store.py``):
 ``seal.begin``       a seal starts (the live file outgrew the seal size)
 ``segment.synced``   a segment's temporary file is written and fsync'd, not renamed
 ``segment.renamed``  that segment is in place (not yet listed by any manifest)
+``directory.synced`` the directory of a group of segments this seal completed is
+                     written and fsync'd, not renamed
+``directory.renamed`` that directory is in place (its last segments not yet listed)
 ``seal.written``     every new segment is on disk; the live file still lists none
 ``state.synced``     the live file's temporary file is written and fsync'd, not renamed
 ``state.renamed``    the new live file is in place: the operation has happened
@@ -45,6 +48,8 @@ STORE_POINTS = (
     "seal.begin",
     "segment.synced",
     "segment.renamed",
+    "directory.synced",
+    "directory.renamed",
     "seal.written",
     "state.synced",
     "state.renamed",

@@ -64,6 +64,9 @@ LOCK_POLL_INTERVAL = 0.002
 RECORDS_CACHE_SEGMENTS = 32
 #: Lookups a segment answers by a byte search of its raw index before it is parsed.
 RAW_SCAN_LOOKUPS = 8
+#: Sealed segments per directory (see ``Directory``); ``HANDOFF_DIRECTORY_SPAN`` for tests.
+DEFAULT_DIRECTORY_SPAN = 64
+DIRECTORY_FORMAT = 1
 #: Snapshots with segments a process reads before it merges all segment indexes into
 #: one in-memory index (a language server does; a single CLI command does not).
 MERGE_AFTER_SNAPSHOTS = 4
@@ -78,6 +81,7 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 SEGMENT_NAME_RE = re.compile(r"^seg-([0-9a-f]{12})-([0-9]{6})\.json$")
+DIRECTORY_NAME_RE = re.compile(r"^dir-([0-9a-f]{12})-([0-9]{6})-([0-9]{6})\.json$")
 
 
 def atomic_write(
@@ -464,6 +468,28 @@ class SegmentError(Exception):
         self.problem = problem
 
 
+class Directory(Segment):
+    """The merged index of ``span`` consecutive sealed segments, written once beside
+    them when the last one is sealed: key → segment number, and the latest Source per
+    scope and kind over the group.
+
+    What a fresh process (one CLI call) needs to answer a lookup without opening every
+    segment of a long history: ~1/64 of the files, each checked against the manifest
+    (the names and sizes of its segments) and by checksum. Derived data: one that is
+    missing, damaged or does not match is not used (the segments are read instead).
+    """
+
+    def segment_of(self, section: str, key: str) -> int | None:
+        """The number of the newest segment of the group whose index holds ``key``."""
+        return self._lookup(section, key)
+
+    def covers(self, entries: list[dict[str, Any]]) -> bool:
+        names = self.header["segments"]
+        return len(names) == len(entries) and all(
+            n == e["name"] and b == e["bytes"] for (n, b), e in zip(names, entries, strict=True)
+        )
+
+
 class MergedIndex:
     """The indexes of a manifest's first segments merged into one dict per key kind,
     so a long-lived process finds a sealed record in O(1) however many segments exist.
@@ -605,8 +631,10 @@ class History:
     # -- plumbing ------------------------------------------------------------
 
     def segments(self) -> list[Segment]:
+        """What lookups search, oldest first: a directory for each whole group of
+        segments that has one, the other segments one by one."""
         if self._segments is None:
-            self._segments = self.store._segments_of(self.live["_meta"]["1"]["segments"])
+            self._segments = self.store._lookup_units(self.live["_meta"]["1"]["segments"])
         return self._segments
 
     def _merged_index(self) -> MergedIndex | None:
@@ -623,7 +651,14 @@ class History:
             if hit is None or hit[0].number <= count:
                 return hit
             # Found only in a segment sealed after this snapshot: look the slow way.
-        for seg in reversed(self.segments()):
+        entries = self.live["_meta"]["1"]["segments"]
+        for unit in reversed(self.segments()):
+            seg = unit
+            if isinstance(unit, Directory):
+                number = unit.segment_of(section, key)
+                if number is None:
+                    continue
+                seg = self.store._segment(entries[number - 1])
             if section == "sources":
                 value = self.store._guard(seg, seg.source_entry, key)
             elif section == "revisions":
@@ -691,12 +726,9 @@ class History:
         _, seg, sid = best
         if seg is None:
             where = self._tail_index()["sources"].get(sid)
-        else:
+        else:  # a segment, or a directory of segments
             found = self._sealed("sources", sid)
-            if found is not None and found[0] is not seg:
-                seg, where = found  # a later record took this id (hand-written logs)
-            else:
-                where = found[1] if found else None
+            seg, where = found if found is not None else (seg, None)
         return self._record(seg, "sources", where[0]) if where else None
 
     def has_scope(self, scope: str) -> bool:
@@ -757,6 +789,8 @@ class StateStore:
             seal_bytes = int(os.environ.get("HANDOFF_SEAL_BYTES", DEFAULT_SEAL_BYTES))
         self.lock_timeout = lock_timeout
         self.seal_bytes = seal_bytes
+        self.directory_span = int(os.environ.get("HANDOFF_DIRECTORY_SPAN", DEFAULT_DIRECTORY_SPAN))
+        self._directories: dict[str, Directory | None] = {}
         self._thread_lock = threading.RLock()
         self._lock_made: Any = None
         self._live_key: tuple[int, int, int] | None = None
@@ -1157,6 +1191,107 @@ class StateStore:
         self._refuse_symlinks()
         return [self._segment(entry, folders_checked=True) for entry in entries]
 
+    # -- segment directories (what a fresh process reads instead of every header) --
+
+    def _directory_name(self, entries: list[dict[str, Any]], first: int, last: int) -> str:
+        store_id = SEGMENT_NAME_RE.match(entries[0]["name"]).group(1)
+        return f"dir-{store_id}-{first:06d}-{last:06d}.json"
+
+    def _lookup_units(self, entries: list[dict[str, Any]]) -> list[Segment]:
+        """The segments of a manifest as lookups search them, oldest first: each whole
+        group of ``directory_span`` segments by its ``Directory`` when it has a usable
+        one, every other segment by itself."""
+        self._refuse_symlinks()
+        span = max(1, self.directory_span)
+        units: list[Segment] = []
+        whole = len(entries) - len(entries) % span
+        for first in range(0, whole, span):
+            group = entries[first : first + span]
+            found = self._directory(entries, first + 1, first + span)
+            if found is not None and found.covers(group):
+                units.append(found)
+            else:
+                units += [self._segment(e, folders_checked=True) for e in group]
+        units += [self._segment(e, folders_checked=True) for e in entries[whole:]]
+        return units
+
+    def _directory(self, entries: list[dict[str, Any]], first: int, last: int) -> Directory | None:
+        """The directory of segments ``first``..``last`` (read once per process), or
+        ``None`` when there is none that can be used."""
+        name = self._directory_name(entries, first, last)
+        if name in self._directories:
+            return self._directories[name]
+        found = None
+        path = self.segment_dir / name
+        try:
+            with open_regular(path) as fh:
+                size = os.fstat(fh.fileno()).st_size
+                head, index_raw = fh.readline(), fh.readline()
+            header = orjson.loads(head)
+            if (
+                isinstance(header, dict)
+                and header.get("type") == "handoff_directory"
+                and header.get("format") == DIRECTORY_FORMAT
+                and [header.get("first"), header.get("last")] == [first, last]
+                and isinstance(header.get("latest"), dict)
+                and isinstance(header.get("segments"), list)
+                and all(type(x) is list and len(x) == 2 for x in header["segments"])
+                and header.get("indexBytes") == len(index_raw)
+                and header.get("indexCrc32") == zlib.crc32(index_raw)
+            ):
+                found = Directory(path, header, index_raw, len(head) + len(index_raw), size)
+        except FileNotFoundError:
+            pass
+        except (OSError, ValueError) as exc:
+            log.warning("Not using the segment directory %s (%s); reading its segments.", path, exc)
+        with self._cache_lock:
+            self._directories[name] = found
+        return found
+
+    def _write_directories(self, manifest: list[dict[str, Any]]) -> None:
+        """Write the directory of every whole group of segments that lacks one (the
+        group this seal completed; older ones once, for stores sealed before
+        directories). Derived data: one that cannot be written is left out."""
+        span = max(1, self.directory_span)
+        for first in range(0, len(manifest) - len(manifest) % span, span):
+            name = self._directory_name(manifest, first + 1, first + span)
+            if os.path.exists(os.path.join(self.segment_dir, name)):
+                continue
+            try:
+                blob = self._directory_blob(manifest[first : first + span], first + 1)
+                atomic_write(self.segment_dir / name, blob, sync_dir=False, point="directory")
+            except (OSError, HandoffError) as exc:
+                log.warning("Could not write the segment directory %s (%s).", name, exc)
+            with self._cache_lock:
+                self._directories.pop(name, None)
+
+    def _directory_blob(self, group: list[dict[str, Any]], first: int) -> bytes:
+        """Header line (the group's segments, the latest Source per scope and kind) and
+        index line (key → number of the newest segment of the group holding it)."""
+        index: dict[str, dict[str, int]] = {"sources": {}, "revisions": {}, "digests": {}}
+        latest: dict[str, dict[str, list[Any]]] = {}
+        for number, seg in enumerate(self._segments_of(group), start=first):
+            parsed = self._guard(seg, lambda _key, seg=seg: seg.parsed(), "")
+            for section, keys in index.items():
+                keys.update(dict.fromkeys(parsed[section], number))
+            for scope, kinds in seg.latest.items():
+                mine = latest.setdefault(scope, {})
+                for kind, hit in kinds.items():
+                    if kind not in mine or hit[0] > mine[kind][0]:
+                        mine[kind] = hit
+        raw = orjson.dumps(index) + b"\n"
+        header = {
+            "type": "handoff_directory",
+            "format": DIRECTORY_FORMAT,
+            "first": first,
+            "last": first + len(group) - 1,
+            "segments": [[e["name"], e["bytes"]] for e in group],
+            "latest": latest,
+            "indexBytes": len(raw),
+            "indexCrc32": zlib.crc32(raw),
+        }
+        return orjson.dumps(header) + b"\n" + raw
+
     def _segment(self, entry: dict[str, Any], *, folders_checked: bool = False) -> Segment:
         """The segment a manifest entry names; its header is read once per process."""
         name = entry["name"]
@@ -1335,7 +1470,9 @@ class StateStore:
         with contextlib.suppress(FileNotFoundError, NotADirectoryError):
             # a seal killed while writing a segment
             names = os.listdir(self.segment_dir)
-            leftovers += [self.segment_dir / n for n in names if n.startswith(".seg-") and ".tmp-" in n]
+            leftovers += [
+                self.segment_dir / n for n in names if n.startswith((".seg-", ".dir-")) and ".tmp-" in n
+            ]
         for leftover in leftovers:
             with contextlib.suppress(OSError):
                 leftover.unlink()
@@ -1417,6 +1554,7 @@ class StateStore:
             for group in groups:
                 number = len(manifest) + 1
                 manifest.append(self._write_segment(store_id, number, group))
+            self._write_directories(manifest)
             fsync_dir(self.segment_dir)
         except BaseException:
             for entry in manifest[listed:]:  # a seal that failed half-way leaves nothing
@@ -1517,9 +1655,17 @@ class StateStore:
     def _sweep_orphans(self, store_id: str, listed: set[str]) -> None:
         """Remove this store's segments that no manifest lists: left by a seal whose
         live-file write never happened (only ever under the lock)."""
-        for path in self.segment_dir.glob(".seg-*.tmp-*"):
-            with contextlib.suppress(OSError):
-                path.unlink()
+        for pattern in (".seg-*.tmp-*", ".dir-*.tmp-*"):
+            for path in self.segment_dir.glob(pattern):
+                with contextlib.suppress(OSError):
+                    path.unlink()
+        for path in self.segment_dir.glob(f"dir-{store_id}-*.json"):
+            m = DIRECTORY_NAME_RE.match(path.name)
+            if m is None or int(m.group(3)) > len(listed):  # covers unlisted segments
+                with self._cache_lock:
+                    self._directories.pop(path.name, None)
+                with contextlib.suppress(OSError):
+                    path.unlink()
         for path in self.segment_dir.glob(f"seg-{store_id}-*.json"):
             if path.name not in listed:
                 with self._cache_lock:

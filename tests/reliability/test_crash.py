@@ -35,7 +35,8 @@ from .support import REPO
 
 POINTS = faults.STORE_POINTS
 #: Points reached only by a transaction that seals: the child's first seal.
-SEAL_POINTS = {"seal.begin", "segment.synced", "segment.renamed", "seal.written"}
+SEAL_POINTS = {"seal.begin", "segment.synced", "segment.renamed", "directory.synced",
+               "directory.renamed", "seal.written"}
 
 
 def wait_gone(pid: int, timeout: float = 10.0) -> None:
@@ -116,7 +117,8 @@ def test_sigkill_during_writes_leaves_every_operation_whole_or_absent(tmp_path, 
         stdout=subprocess.PIPE,
         text=True,
         pass_fds=(pipe.write_fd,),
-        env={**os.environ, "HANDOFF_SEAL_BYTES": "16384"},
+        # Directories of 2 segments: every other seal writes one.
+        env={**os.environ, "HANDOFF_SEAL_BYTES": "16384", "HANDOFF_DIRECTORY_SPAN": "2"},
     )
     killed_at: Counter[str] = Counter()
     landed = 0

@@ -123,7 +123,7 @@ def test_committed_history_edited_on_disk_is_not_served_or_acknowledged(workspac
     rev2 = svc2.call("handoff.commit", {"scope": SCOPE, "prepared": prepare(svc2, contract2)})
     for i in range(10):
         record_work(svc2, contract2, text=f"round {i} " + "x" * 400)
-    segment = sorted(svc2.store.segment_dir.iterdir())[0]
+    segment = sorted(svc2.store.segment_dir.glob("seg-*.json"))[0]
     blob = segment.read_bytes()
     at = blob.rindex(b"client generation completed")
     segment.write_bytes(blob[:at] + b"C" + blob[at + 1 :])  # same size, one byte changed

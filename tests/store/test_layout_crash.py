@@ -36,7 +36,9 @@ def spawn(
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        env={**os.environ, "HANDOFF_SEAL_BYTES": str(seal), **(env or {})},
+        # Directories of 2 segments, so that seals write them (and kills hit them).
+        env={**os.environ, "HANDOFF_SEAL_BYTES": str(seal), "HANDOFF_DIRECTORY_SPAN": "2",
+             **(env or {})},
         pass_fds=pass_fds,
     )
 
@@ -127,6 +129,10 @@ def test_sigkill_while_sealing_never_loses_or_duplicates_a_record(workspace, kil
     assert on_disk(workspace) == {e["name"] for e in state["_meta"]["1"]["segments"]}
     leftovers = [p for p in (workspace / ".handoff").rglob("*") if ".tmp-" in p.name]
     assert leftovers == []
+    # Directories name only listed segments (those of killed seals were swept).
+    directories = list((workspace / ".handoff" / "segments").glob("dir-*.json"))
+    assert directories
+    assert all(int(d.stem.split("-")[-1]) <= len(state["_meta"]["1"]["segments"]) for d in directories)
 
 
 def test_eight_writers_and_a_reader_across_seals(workspace, tmp_path):

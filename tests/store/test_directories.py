@@ -1,0 +1,117 @@
+"""Segment directories: a fresh process answers lookups from one directory per whole
+group of sealed segments instead of opening every segment; a directory that is
+missing, damaged or does not match the manifest is not used, and one left by a killed
+seal is swept."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lsp_server.service import HandoffService, ServiceConfig
+from lsp_server.store import StateStore
+
+from ..helpers import ALL_CHECKS, SCOPE, record_contract
+
+SPAN = 2
+
+
+@pytest.fixture(autouse=True)
+def _small(monkeypatch):
+    monkeypatch.setenv("HANDOFF_SEAL_BYTES", "2048")
+    monkeypatch.setenv("HANDOFF_DIRECTORY_SPAN", str(SPAN))
+
+
+def grow(workspace: Path, rounds: int = 20) -> dict:
+    """Commits, receipts and outcomes until several groups of segments are sealed."""
+    svc = HandoffService(workspace, ServiceConfig())
+    contract = record_contract(svc)
+    revs = []
+    for i in range(rounds):
+        draft = {
+            "objective": "pets client",
+            "state": {"text": f"round {i} " + "x" * 300, "citations": [{"kind": "source", "ref": contract}]},
+            "disposition": "continuable",
+            "nextActions": [{"text": "go on", "citations": [{"kind": "source", "ref": contract}]}],
+        }
+        prepared = svc.call("handoff.prepare", {"scope": SCOPE, "draft": draft})["prepared"]
+        rev = svc.call("handoff.commit", {"scope": SCOPE, "prepared": prepared})
+        svc.call("handoff.acknowledge", {"scope": SCOPE, "mode": "exact", "revision": rev["revision"],
+                                         "status": "accepted", "checks": ALL_CHECKS})
+        revs.append(rev["revision"])
+    return {"contract": contract, "revisions": revs}
+
+
+def folder(workspace: Path) -> Path:
+    return workspace / ".handoff" / "segments"
+
+
+def answers(workspace: Path, grown: dict) -> list:
+    """What a fresh process answers: lookups that reach the oldest segments."""
+    svc = HandoffService(workspace, ServiceConfig())
+    first = svc.call("handoff.continue", {"scope": SCOPE, "mode": "exact", "revision": grown["revisions"][0]})
+    latest = svc.call("handoff.continue", {"scope": SCOPE, "mode": "latest"})
+    history = svc.call("handoff.report", {"scope": SCOPE, "kind": "history"})["data"]
+    snap = StateStore(workspace / ".handoff").snapshot()
+    return [first, latest, history, snap.source(grown["contract"].removeprefix("source/")),
+            snap.latest_source(SCOPE, "work_contract"), snap.revision_by_digest("sha256:" + "0" * 64)]
+
+
+def test_a_fresh_process_opens_a_directory_per_group_not_every_segment(workspace, monkeypatch):
+    grown = grow(workspace)
+    segments = sorted(folder(workspace).glob("seg-*.json"))
+    directories = sorted(folder(workspace).glob("dir-*.json"))
+    assert len(segments) >= 3 * SPAN and len(directories) == len(segments) // SPAN
+    opened = []
+    real = StateStore._segment
+    monkeypatch.setattr(StateStore, "_segment", lambda self, e, **kw: opened.append(e["name"]) or real(self, e, **kw))
+    store = StateStore(workspace / ".handoff")
+    snap = store.snapshot()
+    assert snap.source(grown["contract"].removeprefix("source/"))["kind"] == "work_contract"
+    assert snap.latest_source(SCOPE, "work_contract")["id"] == grown["contract"].removeprefix("source/")
+    assert snap.revision_by_digest("sha256:" + "0" * 64) is None  # a miss searches everything
+    assert snap.revision(grown["revisions"][0])["ref"] == grown["revisions"][0]
+    # The segments after the last whole group, and the one segment each hit is in.
+    assert len(set(opened)) <= len(segments) % SPAN + 3 < len(segments)
+
+
+@pytest.mark.parametrize("damage", ["missing", "changed byte", "another history's", "not json"])
+def test_lookups_answer_the_same_when_a_directory_cannot_be_used(workspace, damage, tmp_path):
+    grown = grow(workspace)
+    before = answers(workspace, grown)
+    other = tmp_path / "other"
+    other.mkdir()
+    grow(other)
+    theirs = sorted(folder(other).glob("dir-*.json"))
+    for n, path in enumerate(sorted(folder(workspace).glob("dir-*.json"))):
+        blob = path.read_bytes()
+        if damage == "missing":
+            path.unlink()
+        elif damage == "changed byte":
+            at = blob.rindex(b"sha256:")
+            path.write_bytes(blob[:at] + b"X" + blob[at + 1 :])
+        elif damage == "another history's":  # same numbers, other segments
+            path.write_bytes(theirs[n].read_bytes())
+        else:
+            path.write_bytes(b"{")
+    assert answers(workspace, grown) == before
+
+
+def test_a_directory_naming_segments_no_manifest_lists_is_swept_by_the_next_seal(workspace):
+    """What a seal killed after writing a directory, before the live file, leaves."""
+    grow(workspace, rounds=6)
+    existing = sorted(folder(workspace).glob("dir-*.json"))
+    store_id = existing[0].name.split("-")[1]
+    orphan = folder(workspace) / f"dir-{store_id}-000997-001000.json"
+    orphan.write_bytes(existing[0].read_bytes())
+    svc = HandoffService(workspace, ServiceConfig())
+    contract = record_contract(svc)
+    before = len(list(folder(workspace).glob("seg-*.json")))
+    while len(list(folder(workspace).glob("seg-*.json"))) == before:
+        svc.call("handoff.recordWork", {
+            "scope": SCOPE, "state": {"text": "x" * 500, "citations": [{"kind": "source", "ref": contract}]},
+            "disposition": "continuable", "nextActions": [],
+        })
+    assert not orphan.exists()
+    assert existing[0].exists()
