@@ -7,6 +7,8 @@ Layout of ``.handoff/`` (schema 2)::
                      unsealed tail of the log tables and any other table
     segments/        sealed segments ``seg-<storeId>-<n>.json``, written once, never changed:
                      line 1 a header with the index of its records, line 2 the records
+                     and a directory ``dir-<storeId>-<first>-<last>.json`` per whole group
+                     of 64 segments (their merged index; derived, checked, optional)
     state.lock       the one cross-process lock (never deleted)
 
 Every operation is one transaction: lock, read the live file, apply, one atomic write.
@@ -388,6 +390,7 @@ class Transaction:
 
 
 _JSON_ESCAPED = re.compile(r'["\\\x00-\x1f]')
+_NUMBER_AT = re.compile(rb"[0-9]+")
 
 
 class Segment:
@@ -480,8 +483,19 @@ class Directory(Segment):
     """
 
     def segment_of(self, section: str, key: str) -> int | None:
-        """The number of the newest segment of the group whose index holds ``key``."""
-        return self._lookup(section, key)
+        """The number of the newest segment of the group whose index holds ``key``.
+
+        Read off the raw index line (``"key":number``) without parsing it: the three
+        sections' keys never look alike (Source ids, ``handoff/…`` refs, ``sha256:…``
+        digests), and the line is checksummed."""
+        raw = self._raw
+        if raw is None or _JSON_ESCAPED.search(key):
+            return self._lookup(section, key)
+        at = raw.find(b'"' + key.encode() + b'":')
+        if at < 0:
+            return None
+        m = _NUMBER_AT.match(raw, at + len(key) + 3)
+        return int(m.group()) if m else self._lookup(section, key)
 
     def covers(self, entries: list[dict[str, Any]]) -> bool:
         names = self.header["segments"]
