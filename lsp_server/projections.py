@@ -245,6 +245,8 @@ class CheckedRecords:
 
 
 class _CheckSession:
+    """One projection's shape checks through ``CheckedRecords``."""
+
     def __init__(self, checked: CheckedRecords) -> None:
         self.checked = checked
         self.before = checked.seen
@@ -287,7 +289,8 @@ class _Refold(Exception):
     the view is projected from scratch instead."""
 
 
-def _checked(rec: Any, shape: Any) -> bool:
+def _shape_only(rec: Any, shape: Any) -> bool:
+    """A record's shape checked afresh (a kept log checks each record once anyway)."""
     return shape(rec)
 
 
@@ -331,7 +334,7 @@ class ScopeLog:
 
     ``ScopeLog(data, scope)`` reads a whole snapshot in one pass. ``KeptScopeLogs``
     keeps one per scope that folds in only the segments sealed since (``_extend``) and
-    lays the live tail on a copy: the same rules, record by record, so both give the
+    lays the live tail on a layered view of it (``with_tail``): the same rules, record by record, so both give the
     same view; a record the fold cannot take in order (``_Refold``) sends the view back
     to a pass from scratch.
     """
@@ -533,7 +536,7 @@ class ScopeLog:
             ):
                 raise _Refold
             batch: list[dict[str, Any]] = []
-            self._first_pass(table(part, "sources"), _checked, batch, extending=True)
+            self._first_pass(table(part, "sources"), _shape_only, batch, extending=True)
             waited = list(self._awaiting.values())
             self._take(self._settle(batch))
             if any(self._resolve_receipt(o["payload"]["receipt"]) for o in waited):
@@ -689,7 +692,7 @@ class KeptScopeLogs:
             base = None
         if base is None:
             base = ScopeLog(None, scope)
-            base._build(parts[: log.count], _checked)
+            base._build(parts[: log.count], _shape_only)
         if kept is None or kept[0] is not log.sealed or kept[1] <= log.count:
             self._kept[key] = (log.sealed, log.count, base)
             self._kept.move_to_end(key)
