@@ -163,6 +163,10 @@ def _json_kind(value: Any) -> str:
     return type(value).__name__
 
 
+#: Field metadata: unstructure this field even when it holds its default.
+KEEP = "keep"
+
+
 def _make_converter() -> cattrs.Converter:
     conv = cattrs.Converter(forbid_extra_keys=True)
     conv.register_structure_hook(str, _strict(str, "a string"))
@@ -203,8 +207,10 @@ def _make_converter() -> cattrs.Converter:
         return make_dict_structure_fn(cl, conv, _cattrs_forbid_extra_keys=True, **renames)
 
     def unstructure_factory(cl: type) -> Any:
+        # A field marked ``keep`` is written even at its default (a record's ``null``s).
         renames = {
-            a.name: override(rename=camel(a.name), omit_if_default=True) for a in attrs.fields(cl)
+            a.name: override(rename=camel(a.name), omit_if_default=not a.metadata.get(KEEP))
+            for a in attrs.fields(cl)
         }
         return make_dict_unstructure_fn(cl, conv, **renames)
 

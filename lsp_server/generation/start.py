@@ -11,11 +11,14 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from .. import lifecycle as lc
 from ..errors import HandoffError
 from ..faults import pause_point
 from ..params import ReportParams, StartSessionParams
 from ..projections import table
+from ..records import SessionStart, as_json
 from ..redaction import redact
 from ..reports import run_report
 from . import discovery
@@ -136,7 +139,7 @@ def _handed_text(
             scope,
             ctx,
         )
-        return report["markdown"], scope, {"kind": "prepared", "digest": checked["digest"]}
+        return report["markdown"], scope, {"kind": "prepared", "digest": checked.digest}
     ref = p.revision or ""
     rec = service.ledger().revision(ref) if lc.REVISION_RE.match(ref) else None
     if rec is None:
@@ -145,7 +148,7 @@ def _handed_text(
             f"revision {ref!r} is not a committed revision (handoff/<id>@<n>).",
             revision=ref,
         )
-    scope = service.resolve_scope(p.scope if p.scope is not None else rec["scope"])
+    scope = service.resolve_scope(p.scope if p.scope is not None else rec.scope)
     lc.select_target("exact", None, ref, scope, service.ledger())
     report = run_report(
         service, ReportParams(kind="handoff", scope=scope, revision=ref, render="terminal"), scope, ctx
@@ -233,26 +236,25 @@ def run_start_session(
             written.append(Path(child["path"]))
             pause_point("generation.session")
         command = start_command(agent, service.workspace, child and child["path"], saved_rel)
-        record: dict[str, Any] = {
-            "id": start_id,
-            "kind": "start",
-            "scope": scope,
-            "createdAt": lc.now_iso(),
-            "agent": agent,
-            "parentSession": parent,
-            "generation": generation["id"] if generation else None,
-            "handoff": handoff,
-            "childSession": child,
-            "document": saved_rel,
-            "documentDigest": "sha256:" + hashlib.sha256(content.encode("utf-8")).hexdigest(),
-            "command": command,
-        }
+        record = SessionStart(
+            id=start_id,
+            scope=scope,
+            created_at=lc.now_iso(),
+            agent=agent,
+            parent_session=parent,
+            generation=generation["id"] if generation else None,
+            handoff=handoff,
+            child_session=child,
+            document=saved_rel,
+            document_digest="sha256:" + hashlib.sha256(content.encode("utf-8")).hexdigest(),
+            command=command,
+        )
         with service.store.transaction() as tx:
             # A cancel that came while the files were written still wins: nothing is kept.
             ctx.cancel.raise_if_cancelled()
-            record["seq"] = tx.next_seq()
+            record = attrs.evolve(record, seq=tx.next_seq())
             tx.append_generation(record)
-    lineage = {k: v for k, v in record.items() if k != "command"}
+    lineage = {k: v for k, v in as_json(record).items() if k != "command"}
     return {
         "scope": scope,
         "agent": agent,
