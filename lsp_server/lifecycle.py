@@ -255,7 +255,21 @@ def _served(rec: Any) -> Revision | None:
         return None
     if not revision_intact(rec):
         raise tampered_revision(rec["ref"])
-    return records.structure(rec, Revision)
+    with _VERIFIED_LOCK:
+        seen = _TYPED.get(id(rec))
+    if seen is not None and seen[0] is rec:
+        return seen[1]
+    typed = records.structure(rec, Revision)
+    with _VERIFIED_LOCK:
+        _TYPED[id(rec)] = (rec, typed)
+        while len(_TYPED) > _VERIFIED_MAX:
+            _TYPED.popitem(last=False)
+    return typed
+
+
+#: Revisions already structured, by the identity of the stored record (held here, so the
+#: id is not reused): the store hands out the same object for a record kept in memory.
+_TYPED: OrderedDict[int, tuple[dict[str, Any], Revision | None]] = OrderedDict()
 
 
 
