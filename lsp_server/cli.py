@@ -38,24 +38,6 @@ def _read_json_file(path: str) -> Any:
         raise UsageError(f"{path} is not JSON: {exc}") from None
 
 
-def _citation(spec: str) -> dict[str, Any]:
-    spec = spec.strip()
-    if spec.startswith("source/"):
-        return {"kind": "source", "ref": spec}
-    return {"kind": "artifact", "path": spec}
-
-
-def _fact(spec: str) -> dict[str, Any]:
-    """``"text :: cite, cite"`` → a Fact; a cite is ``source/<id>`` or a workspace path."""
-    text, sep, cites = spec.partition("::")
-    if not sep or not cites.strip():
-        raise UsageError(f"{spec!r} needs its evidence: write 'text :: path/or/source-ref[, more]'")
-    return {
-        "text": text.strip(),
-        "citations": [_citation(c) for c in cites.split(",") if c.strip()],
-    }
-
-
 def _with_scope(args: argparse.Namespace, params: dict[str, Any]) -> dict[str, Any]:
     if getattr(args, "scope", None):
         params.setdefault("scope", args.scope)
@@ -93,9 +75,9 @@ def verb_work(args, svc):
         _with_scope(
             args,
             {
-                "state": _fact(args.state),
+                "state": args.state,  # the server parses TEXT :: CITE lines
                 "disposition": args.disposition,
-                "nextActions": [_fact(n) for n in args.next or []],
+                "nextActions": list(args.next or []),
             },
         ),
     )
@@ -407,7 +389,8 @@ FACT_SYNTAX = (
     "A FACT is 'TEXT :: CITE[, CITE…]': the text, then '::', then one or more citations "
     "separated by commas. A CITE is either source/<id> (a recorded Source, e.g. the "
     "Work Contract's) or a path of an existing file inside the workspace (its hash is "
-    "recorded)."
+    "recorded), with :12 or :12-20 after it for the cited lines. The server parses the "
+    "line, as it does for the editors."
 )
 
 

@@ -23,7 +23,6 @@ from .params import (
     Citation,
     Disposition,
     Fact,
-    HandoffDraftParams,
     OutcomeStatus,
     TaskCheckParams,
     camel,
@@ -36,8 +35,16 @@ SourceKind = Literal[
 PREPARED_TYPE = "prepared_handoff"
 PREPARED_FORMAT = 1
 
-#: What a handoff says: the draft's fields, its facts' citations finalised.
-HandoffContent = HandoffDraftParams
+@attrs.frozen
+class HandoffContent:
+    """What a handoff says: a draft's fields, its facts' citations finalised (stored
+    facts are objects only; the one-line spelling is for callers' params)."""
+
+    objective: str
+    state: Fact
+    disposition: Disposition
+    next_actions: list[Fact]
+    document: str | None = None
 
 
 def _kept(default: Any = None) -> Any:

@@ -90,31 +90,9 @@ local function split_items(s)
   return items
 end
 
-local function citation(spec)
-  spec = vim.trim(spec)
-  if vim.startswith(spec, "source/") then
-    return { kind = "source", ref = spec }
-  end
-  return { kind = "artifact", path = spec }
-end
-
-local function citations(specs)
-  local out = {}
-  for spec in (specs or ""):gmatch("[^,]+") do
-    if nonempty(spec) then
-      out[#out + 1] = citation(spec)
-    end
-  end
-  return out
-end
-
---- "text :: cite, cite" → a Fact.
-local function fact(spec)
-  local text, cites = spec:match("^(.-)::(.*)$")
-  if not text or not nonempty(cites) then
-    async.fail("refused", ("%q needs its evidence: write 'text :: path/or/source-ref[, more]'."):format(spec))
-  end
-  return { text = vim.trim(text), citations = citations(cites) }
+--- A fact typed as its two parts, on one line: the server parses "text :: cite, cite".
+local function fact_line(text, cites)
+  return ("%s :: %s"):format(vim.trim(text or ""), cites or "")
 end
 
 --- The current file relative to the workspace, if it is inside it.
@@ -585,7 +563,7 @@ S.work = {
     local mem = remember(ctx)
     local state
     if a.state then
-      state = fact(a.state)
+      state = a.state -- "text :: cite, cite", parsed by the server
     else
       local text = async.input({ prompt = "Work state: " })
       local cites = async.input({
@@ -593,7 +571,7 @@ S.work = {
         default = current_file(ctx) or "",
         completion = "file",
       })
-      state = { text = text, citations = citations(cites) }
+      state = fact_line(text, cites)
     end
     local disposition = a.disposition
       or (a.state and "continuable") -- as on the command line
@@ -601,7 +579,7 @@ S.work = {
     local next_actions = {}
     if a["next"] then
       for _, spec in ipairs(a["next"]) do
-        next_actions[#next_actions + 1] = fact(spec)
+        next_actions[#next_actions + 1] = spec
       end
     else
       while true do
@@ -614,7 +592,7 @@ S.work = {
           default = mem.contract or "",
           completion = "file",
         })
-        next_actions[#next_actions + 1] = { text = text, citations = citations(cites) }
+        next_actions[#next_actions + 1] = fact_line(text, cites)
       end
     end
     local result = client_mod.call(ctx.client, "handoff.recordWork", with_scope(a, {
