@@ -124,7 +124,8 @@ def _target_params(args) -> dict[str, Any]:
 
 
 def verb_continue(args, svc):
-    return svc.call("handoff.continue", _target_params(args))
+    # The server renders what a person reads (templates/continue.md.j2).
+    return svc.call("handoff.continue", {**_target_params(args), "render": "terminal"})
 
 
 def verb_ack(args, svc):
@@ -168,7 +169,7 @@ def verb_report(args, svc):
 
 
 def verb_sessions(args, svc):
-    return svc.call("handoff.sessions", {})
+    return svc.call("handoff.sessions", {"render": "terminal"})  # templates/sessions.md.j2
 
 
 def _generation_settings(args, current: dict[str, Any]) -> dict[str, Any]:
@@ -250,25 +251,6 @@ def verb_start(args, svc):
 # -- human output ------------------------------------------------------------
 
 
-def _human_sessions(result: dict[str, Any]) -> str:
-    sessions = result["sessions"]
-    if not sessions:
-        return (
-            "No agent sessions recorded for this workspace (looked in "
-            + ", ".join(result.get("searched", []))
-            + ")."
-        )
-    lines = []
-    for s in sessions:
-        title = " ".join((s.get("title") or "(untitled)").split())
-        title = title if len(title) <= 70 else title[:69] + "…"
-        lines.append(
-            f"{s['updatedAt'] or '?':<24}  {s.get('agent', s['format']):<6} "
-            f"{s['messageCount']:>5} msgs  {title}\n    {s['path']}"
-        )
-    return "\n".join(lines)
-
-
 def _human_generate(result: dict[str, Any]) -> str:
     lines = [result["document"].rstrip(), "", "---"]
     src = result["sourceSession"]
@@ -300,8 +282,8 @@ def _human(verb: str, result: dict[str, Any], args) -> str:
         for warning in result.get("warnings", []):
             print(f"handoff: warning: {warning}", file=sys.stderr)
         return result["markdown"].rstrip("\n")
-    if verb == "sessions":
-        return _human_sessions(result)
+    if verb in ("sessions", "continue"):
+        return result["markdown"].rstrip("\n")
     if verb == "generate":
         return _human_generate(result)
     if verb == "start":
@@ -309,27 +291,6 @@ def _human(verb: str, result: dict[str, Any], args) -> str:
     if verb in ("current", "prepare") and getattr(args, "out", None):
         Path(args.out).write_bytes(orjson.dumps(result["prepared"], option=orjson.OPT_INDENT_2))
         return f"Prepared handoff for {result['scope']} written to {args.out} (digest {result['prepared']['digest']})."
-    if verb == "continue":
-        if not result["found"]:
-            return f"No committed revision in {result['scope']} yet (latest is empty)."
-        if result["mode"] == "prepared":
-            where = (
-                f"prepared handoff prepared:{result.get('digest')} (not committed; base "
-                f"{result.get('base') or 'none'}, head {result['current'] or 'none yet'})"
-            )
-        else:
-            where = f"{result['mode']} selected {result['selected']} (head {result['current']})"
-        lines = [
-            f"{result['trust']}: {where}",
-            f"objective: {result['content']['objective']}",
-            f"state ({result['content']['disposition']}): {result['content']['state']['text']}",
-        ]
-        lines += [f"next: {a['text']}" for a in result["content"]["nextActions"]]
-        lines += [
-            f"unreadable: {u['reason']} {u['citation'].get('path') or u['citation'].get('ref')}"
-            for u in result["unreadableEvidence"]
-        ]
-        return "\n".join(lines)
     if verb == "store":
         return _human_store(result)
     if verb == "commit":

@@ -369,6 +369,8 @@ class ContinueParams:
     scope: str | None = None
     prepared: dict[str, Any] | None = None
     revision: str | None = None
+    #: Also return ``markdown``: the continue view rendered by the server's template.
+    render: RenderMode | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -427,7 +429,8 @@ class StartSessionParams:
 
 @attrs.frozen
 class SessionsParams:
-    pass
+    #: Also return ``markdown``: the session list rendered by the server's template.
+    render: RenderMode | None = None
 
 
 # ---------------------------------------------------------------------------

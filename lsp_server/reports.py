@@ -40,6 +40,9 @@ TEMPLATE_FOR = {
     "history": "history.md.j2",
     "handoff": "handoff.md.j2",
     "lineage": "lineage.md.j2",
+    # Views of other commands' results (``render`` in their params).
+    "continue": "continue.md.j2",
+    "sessions": "sessions.md.j2",
 }
 OVERRIDE_FOLDER = "templates"  # inside the state folder: .handoff/templates/
 CACHE_SIZE = 32
@@ -58,6 +61,15 @@ def render(
 # ---------------------------------------------------------------------------
 # The views
 # ---------------------------------------------------------------------------
+
+
+def render_view(service: Workspace, kind: str, context: dict[str, Any], mode: str) -> str:
+    """A command's result as Markdown by its template (``continue``, ``sessions``); the
+    workspace's overrides apply as for the reports."""
+    base = "/" if mode == "vscode" else service.workspace.as_uri()
+    overrides = service.store.folder / OVERRIDE_FOLDER
+    markdown, _warnings = render(kind, {**context, "kind": kind, "workspaceUri": base}, overrides, mode)
+    return markdown
 
 
 def _malformed_revision(ref: str) -> HandoffError:

@@ -127,6 +127,7 @@ REGISTRY: tuple[Command, ...] = (
             "boundary?",
             "base?",
             "digest?",
+            "markdown?",
         ),
     ),
     Command(
@@ -195,7 +196,7 @@ REGISTRY: tuple[Command, ...] = (
         SessionsParams,
         generate.sessions,
         "list the agent sessions recorded for the workspace",
-        result=("sessions", "searched"),
+        result=("sessions", "searched", "markdown?"),
         cancellable=True,
     ),
 )

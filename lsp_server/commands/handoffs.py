@@ -154,6 +154,8 @@ def continue_(ws: Workspace, p: ContinueParams, ctx: CallContext) -> dict[str, A
         head = ledger.revision(current) if current is not None else None
         if head is None:
             result["found"] = False
+            if p.render is not None:
+                result["markdown"] = _continue_markdown(ws, p, result, ctx)
             return result
         prepared, selected = head.prepared, current
     else:
@@ -168,7 +170,32 @@ def continue_(ws: Workspace, p: ContinueParams, ctx: CallContext) -> dict[str, A
         base=prepared.base,
         digest=prepared.digest,
     )
+    if p.render is not None:
+        result["markdown"] = _continue_markdown(ws, p, result, ctx)
     return result
+
+
+def _continue_markdown(
+    ws: Workspace, p: ContinueParams, result: dict[str, Any], ctx: CallContext
+) -> str:
+    """The continue view: what was selected and what to check, then the handoff itself
+    (the ``handoff`` report of the selected revision or prepared value)."""
+    from ..params import ReportParams
+    from ..reports import handoff_view, render_view
+
+    view = None
+    if result["found"]:
+        selected = result["selected"]
+        params = ReportParams(
+            kind="handoff",
+            scope=result["scope"],
+            revision=selected,
+            prepared=None if selected else p.prepared,
+            render=p.render or "preview",
+        )
+        view = handoff_view(ws, params, result["scope"])
+    context = {"continued": result, "view": view}
+    return render_view(ws, "continue", context, p.render or "preview")
 
 
 def acknowledge(ws: Workspace, p: AcknowledgeParams, ctx: CallContext) -> dict[str, Any]:
