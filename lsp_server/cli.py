@@ -376,40 +376,49 @@ class _Formatter(argparse.HelpFormatter):
         return "\n\n".join(out)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from . import lifecycle as lc
-    from . import params
-
-    raw = _Formatter
-
-    def globals_(p: argparse.ArgumentParser, top: bool) -> None:
-        d = (lambda v: v) if top else (lambda v: argparse.SUPPRESS)
-        p.add_argument(
-            "--workspace", "-w", default=d("."), metavar="DIR", help="workspace folder (default: .)"
-        )
-        p.add_argument(
-            "--scope",
-            "-s",
-            default=d(None),
-            metavar="SCOPE",
-            help="the line of work the records belong to (default: the git branch, else "
-            "'default'); letters, digits, '.', '_', '-', '/'",
-        )
-        p.add_argument("--state-folder", default=d(".handoff"), help=argparse.SUPPRESS)
-
-    common = argparse.ArgumentParser(add_help=False)
-    globals_(common, top=False)
-    parser = argparse.ArgumentParser(
-        prog="handoff",
-        formatter_class=raw,
-        description="Versioned, checked handoffs of coding-agent work.",
-        epilog="Run 'handoff VERB --help' for the options of a verb. Exit status: 0 done, "
-        "1 refused (the reason is printed), 2 usage error.",
+def _globals(p: argparse.ArgumentParser, top: bool) -> None:
+    """--workspace, --scope and --state-folder: with their defaults on the top parser,
+    without on each verb (so a value given before the verb is kept)."""
+    d = (lambda v: v) if top else (lambda v: argparse.SUPPRESS)
+    p.add_argument(
+        "--workspace", "-w", default=d("."), metavar="DIR", help="workspace folder (default: .)"
     )
-    globals_(parser, top=True)
-    parser.add_argument("--version", action="version", version=f"handoff {__version__}")
-    sub = parser.add_subparsers(dest="verb", metavar="VERB")
+    p.add_argument(
+        "--scope",
+        "-s",
+        default=d(None),
+        metavar="SCOPE",
+        help="the line of work the records belong to (default: the git branch, else "
+        "'default'); letters, digits, '.', '_', '-', '/'",
+    )
+    p.add_argument("--state-folder", default=d(".handoff"), help=argparse.SUPPRESS)
 
+
+class _Verbs:
+    """Adds one sub-command with the common options and ``--json``."""
+
+    def __init__(self, sub: Any, common: argparse.ArgumentParser) -> None:
+        self.sub, self.common = sub, common
+
+    def __call__(self, name, help_, fn, description=None, epilog=None):
+        sp = self.sub.add_parser(
+            name,
+            parents=[self.common],
+            help=help_,
+            description=description or help_,
+            epilog=epilog,
+            formatter_class=_Formatter,
+        )
+        sp.add_argument(
+            "--json", action="store_true", help="print the raw JSON result instead of a sentence"
+        )
+        sp.set_defaults(fn=fn)
+        return sp
+
+
+def _add_call_and_demo(sub: Any, common: argparse.ArgumentParser) -> None:
+    """The sub-commands that are not verbs of the record: call and demo."""
+    raw = _Formatter
     call_list = "\n".join(f"  {c.name:<28}{c.summary}" for c in REGISTRY)
     p = sub.add_parser(
         "call",
@@ -449,20 +458,39 @@ def build_parser() -> argparse.ArgumentParser:
         "--keep", action="store_true", help="keep the scratch workspace and print where it is"
     )
 
-    def verb(name, help_, fn, description=None, epilog=None):
-        sp = sub.add_parser(
-            name,
-            parents=[common],
-            help=help_,
-            description=description or help_,
-            epilog=epilog,
-            formatter_class=raw,
-        )
-        sp.add_argument(
-            "--json", action="store_true", help="print the raw JSON result instead of a sentence"
-        )
-        sp.set_defaults(fn=fn)
-        return sp
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``handoff`` argument parser: the global options, then every sub-command."""
+    common = argparse.ArgumentParser(add_help=False)
+    _globals(common, top=False)
+    parser = argparse.ArgumentParser(
+        prog="handoff",
+        formatter_class=_Formatter,
+        description="Versioned, checked handoffs of coding-agent work.",
+        epilog="Run 'handoff VERB --help' for the options of a verb. Exit status: 0 done, "
+        "1 refused (the reason is printed), 2 usage error.",
+    )
+    _globals(parser, top=True)
+    parser.add_argument("--version", action="version", version=f"handoff {__version__}")
+    sub = parser.add_subparsers(dest="verb", metavar="VERB")
+    _add_call_and_demo(sub, common)
+    verb = _Verbs(sub, common)
+    _add_record_verbs(verb)
+    _add_handoff_verbs(verb)
+    _add_continue_verb(verb)
+    _add_ack_verb(verb)
+    _add_outcome_verb(verb)
+    _add_report_verbs(verb)
+    _add_store_verb(verb)
+    _add_generate_verb(verb)
+    _add_start_and_schema_verbs(verb)
+    _add_mcp_verb(verb)
+    return parser
+
+
+def _add_record_verbs(verb: _Verbs) -> None:
+    """The sub-commands contract and work."""
+    from . import lifecycle as lc
 
     p = verb(
         "contract",
@@ -518,6 +546,9 @@ def build_parser() -> argparse.ArgumentParser:
         "least one)",
     )
 
+
+def _add_handoff_verbs(verb: _Verbs) -> None:
+    """The sub-commands prepare, current and commit."""
     p = verb(
         "prepare",
         "prepare a handoff from a draft JSON file (writes nothing)",
@@ -558,6 +589,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="the prepared handoff (as written by --out, or a whole prepare result)",
     )
 
+
+def _add_continue_verb(verb: _Verbs) -> None:
+    """The sub-commands continue."""
     targets = (
         "TARGET: 'latest' (the scope's newest revision), 'exact REV' (a revision "
         "handoff/<id>@<n>) or 'prepared FILE' (a prepared handoff that is not committed)."
@@ -582,6 +616,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="REV|FILE",
         help="exact: the revision handoff/<id>@<n>; prepared: the prepared handoff's file",
     )
+
+
+def _add_ack_verb(verb: _Verbs) -> None:
+    """The sub-commands ack."""
+    from . import lifecycle as lc
 
     p = verb(
         "ack",
@@ -630,6 +669,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--note", metavar="TEXT", help="a note kept with the acknowledgement")
     p.add_argument("--actor", metavar="NAME", help="who acknowledges (e.g. successor-agent)")
 
+
+def _add_outcome_verb(verb: _Verbs) -> None:
+    """The sub-commands outcome."""
+    from . import lifecycle as lc
+
     p = verb(
         "outcome",
         "record the Task Outcome",
@@ -655,6 +699,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SOURCE_REF",
         help="the acknowledgement receipt this outcome follows (source/<id>, from 'handoff ack')",
     )
+
+
+def _add_report_verbs(verb: _Verbs) -> None:
+    """The sub-commands report and sessions."""
+    from . import params
 
     p = verb(
         "report",
@@ -693,6 +742,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     verb("sessions", "list this workspace's agent sessions, newest first", verb_sessions)
 
+
+def _add_store_verb(verb: _Verbs) -> None:
+    """The sub-commands store."""
     p = verb(
         "store",
         "check the whole store, or repair it explicitly",
@@ -721,6 +773,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--grant", metavar="ROLE",
                    help="migrate: grant ROLE the application's least privilege")
 
+
+def _add_generate_verb(verb: _Verbs) -> None:
+    """The sub-commands generate."""
     p = verb(
         "generate",
         "generate a handoff document from an agent session",
@@ -773,6 +828,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--max-prompt-tokens", type=int, metavar="N", help="the prompt's token budget"
     )
+
+
+def _add_start_and_schema_verbs(verb: _Verbs) -> None:
+    """The sub-commands start and schema."""
+    sub, common = verb.sub, verb.common
     p = verb(
         "start",
         "start the next agent session from the edited draft (default: the newest), a "
@@ -810,6 +870,10 @@ def build_parser() -> argparse.ArgumentParser:
         "The editors' command lists are tested against it.",
     )
 
+
+def _add_mcp_verb(verb: _Verbs) -> None:
+    """The sub-commands mcp."""
+    sub, common = verb.sub, verb.common
     p = sub.add_parser(
         "mcp",
         parents=[common],
@@ -838,7 +902,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["debug", "info", "warning", "error"],
         help="debug, info, warning or error (logs go to stderr; default: info)",
     )
-    return parser
+
 
 
 def make_service(args) -> HandoffService:
