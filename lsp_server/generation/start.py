@@ -185,6 +185,35 @@ def run_start_session(
     service: Workspace, p: StartSessionParams, ctx: CallContext
 ) -> dict[str, Any]:
     """Start the successor from exactly one of document / prepared / revision."""
+    _check_start_params(p)
+    text, scope, handoff = _handed_text(service, p, ctx)
+    generation = _generation(service, p, scope)
+    parent = _parent(service, p, generation)
+    agent = p.agent or (agent_of(parent["path"], parent.get("format")) if parent else None)
+    if agent is None:
+        raise HandoffError(
+            "invalid_params",
+            "agent is needed: there is no parent session to take it from "
+            f"(one of {', '.join(AGENTS)}).",
+            allowed=list(AGENTS),
+        )
+    content = wrap(text, parent["path"] if parent else None)
+    ctx.cancel.raise_if_cancelled()
+    record = _write_start(service, ctx, agent, content, parent, scope, handoff, generation)
+    lineage = {k: v for k, v in as_json(record).items() if k != "command"}
+    child = record.child_session
+    return {
+        "scope": scope,
+        "agent": agent,
+        "command": record.command,
+        "newSession": {"path": child["path"], "id": child["id"]} if child else None,
+        "documentPath": record.document,
+        "lineage": lineage,
+    }
+
+
+def _check_start_params(p: StartSessionParams) -> None:
+    """Exactly one of document / prepared / revision; a known agent, if one is named."""
     given = [k for k in ("document", "prepared", "revision") if getattr(p, k) is not None]
     if len(given) != 1:
         raise HandoffError(
@@ -200,20 +229,20 @@ def run_start_session(
             agent=p.agent,
             allowed=list(AGENTS),
         )
-    text, scope, handoff = _handed_text(service, p, ctx)
-    generation = _generation(service, p, scope)
-    parent = _parent(service, p, generation)
-    agent = p.agent or (agent_of(parent["path"], parent.get("format")) if parent else None)
-    if agent is None:
-        raise HandoffError(
-            "invalid_params",
-            "agent is needed: there is no parent session to take it from "
-            f"(one of {', '.join(AGENTS)}).",
-            allowed=list(AGENTS),
-        )
-    content = wrap(text, parent["path"] if parent else None)
-    ctx.cancel.raise_if_cancelled()
 
+
+def _write_start(
+    service: Workspace,
+    ctx: CallContext,
+    agent: str,
+    content: str,
+    parent: dict[str, Any] | None,
+    scope: str,
+    handoff: dict[str, Any],
+    generation: dict[str, Any] | None,
+) -> SessionStart:
+    """The handed text saved, the agent's new session written (pi, omp), then the start
+    record: all of it kept, or none of it (a cancel before the record wins)."""
     start_id = lc.new_id()
     with kept_if_recorded("The new session") as written:
         service.store.ensure_folder()  # refuses a state folder that is a symbolic link
@@ -254,12 +283,4 @@ def run_start_session(
             ctx.cancel.raise_if_cancelled()
             record = attrs.evolve(record, seq=tx.next_seq())
             tx.append_generation(record)
-    lineage = {k: v for k, v in as_json(record).items() if k != "command"}
-    return {
-        "scope": scope,
-        "agent": agent,
-        "command": command,
-        "newSession": {"path": child["path"], "id": child["id"]} if child else None,
-        "documentPath": saved_rel,
-        "lineage": lineage,
-    }
+    return record
