@@ -46,18 +46,13 @@ from .records import (
     Revision,
     ScopeHead,
     Source,
+    SourceKind,
 )
 from .storage import HistoryView as History
 from .storage import StoreTransaction as Transaction
 from .storage import head_moved, revision_shape, source_shape
 
-SOURCE_KINDS = (
-    "work_contract",
-    "work_state",
-    "handoff_boundary",
-    "acknowledgement",
-    "task_outcome",
-)
+SOURCE_KINDS: tuple[str, ...] = get_args(SourceKind)
 DISPOSITIONS: tuple[str, ...] = get_args(Disposition)
 ACK_STATUSES: tuple[str, ...] = get_args(AcknowledgeStatus)
 OUTCOME_STATUSES: tuple[str, ...] = get_args(OutcomeStatus)
