@@ -38,24 +38,6 @@ def _read_json_file(path: str) -> Any:
         raise UsageError(f"{path} is not JSON: {exc}") from None
 
 
-def _citation(spec: str) -> dict[str, Any]:
-    spec = spec.strip()
-    if spec.startswith("source/"):
-        return {"kind": "source", "ref": spec}
-    return {"kind": "artifact", "path": spec}
-
-
-def _fact(spec: str) -> dict[str, Any]:
-    """``"text :: cite, cite"`` → a Fact; a cite is ``source/<id>`` or a workspace path."""
-    text, sep, cites = spec.partition("::")
-    if not sep or not cites.strip():
-        raise UsageError(f"{spec!r} needs its evidence: write 'text :: path/or/source-ref[, more]'")
-    return {
-        "text": text.strip(),
-        "citations": [_citation(c) for c in cites.split(",") if c.strip()],
-    }
-
-
 def _with_scope(args: argparse.Namespace, params: dict[str, Any]) -> dict[str, Any]:
     if getattr(args, "scope", None):
         params.setdefault("scope", args.scope)
@@ -93,9 +75,9 @@ def verb_work(args, svc):
         _with_scope(
             args,
             {
-                "state": _fact(args.state),
+                "state": args.state,  # the server parses TEXT :: CITE lines
                 "disposition": args.disposition,
-                "nextActions": [_fact(n) for n in args.next or []],
+                "nextActions": list(args.next or []),
             },
         ),
     )
@@ -142,7 +124,8 @@ def _target_params(args) -> dict[str, Any]:
 
 
 def verb_continue(args, svc):
-    return svc.call("handoff.continue", _target_params(args))
+    # The server renders what a person reads (templates/continue.md.j2).
+    return svc.call("handoff.continue", {**_target_params(args), "render": "terminal"})
 
 
 def verb_ack(args, svc):
@@ -186,7 +169,7 @@ def verb_report(args, svc):
 
 
 def verb_sessions(args, svc):
-    return svc.call("handoff.sessions", {})
+    return svc.call("handoff.sessions", {"render": "terminal"})  # templates/sessions.md.j2
 
 
 def _generation_settings(args, current: dict[str, Any]) -> dict[str, Any]:
@@ -268,25 +251,6 @@ def verb_start(args, svc):
 # -- human output ------------------------------------------------------------
 
 
-def _human_sessions(result: dict[str, Any]) -> str:
-    sessions = result["sessions"]
-    if not sessions:
-        return (
-            "No agent sessions recorded for this workspace (looked in "
-            + ", ".join(result.get("searched", []))
-            + ")."
-        )
-    lines = []
-    for s in sessions:
-        title = " ".join((s.get("title") or "(untitled)").split())
-        title = title if len(title) <= 70 else title[:69] + "…"
-        lines.append(
-            f"{s['updatedAt'] or '?':<24}  {s.get('agent', s['format']):<6} "
-            f"{s['messageCount']:>5} msgs  {title}\n    {s['path']}"
-        )
-    return "\n".join(lines)
-
-
 def _human_generate(result: dict[str, Any]) -> str:
     lines = [result["document"].rstrip(), "", "---"]
     src = result["sourceSession"]
@@ -318,8 +282,8 @@ def _human(verb: str, result: dict[str, Any], args) -> str:
         for warning in result.get("warnings", []):
             print(f"handoff: warning: {warning}", file=sys.stderr)
         return result["markdown"].rstrip("\n")
-    if verb == "sessions":
-        return _human_sessions(result)
+    if verb in ("sessions", "continue"):
+        return result["markdown"].rstrip("\n")
     if verb == "generate":
         return _human_generate(result)
     if verb == "start":
@@ -327,27 +291,6 @@ def _human(verb: str, result: dict[str, Any], args) -> str:
     if verb in ("current", "prepare") and getattr(args, "out", None):
         Path(args.out).write_bytes(orjson.dumps(result["prepared"], option=orjson.OPT_INDENT_2))
         return f"Prepared handoff for {result['scope']} written to {args.out} (digest {result['prepared']['digest']})."
-    if verb == "continue":
-        if not result["found"]:
-            return f"No committed revision in {result['scope']} yet (latest is empty)."
-        if result["mode"] == "prepared":
-            where = (
-                f"prepared handoff prepared:{result.get('digest')} (not committed; base "
-                f"{result.get('base') or 'none'}, head {result['current'] or 'none yet'})"
-            )
-        else:
-            where = f"{result['mode']} selected {result['selected']} (head {result['current']})"
-        lines = [
-            f"{result['trust']}: {where}",
-            f"objective: {result['content']['objective']}",
-            f"state ({result['content']['disposition']}): {result['content']['state']['text']}",
-        ]
-        lines += [f"next: {a['text']}" for a in result["content"]["nextActions"]]
-        lines += [
-            f"unreadable: {u['reason']} {u['citation'].get('path') or u['citation'].get('ref')}"
-            for u in result["unreadableEvidence"]
-        ]
-        return "\n".join(lines)
     if verb == "store":
         return _human_store(result)
     if verb == "commit":
@@ -407,7 +350,8 @@ FACT_SYNTAX = (
     "A FACT is 'TEXT :: CITE[, CITE…]': the text, then '::', then one or more citations "
     "separated by commas. A CITE is either source/<id> (a recorded Source, e.g. the "
     "Work Contract's) or a path of an existing file inside the workspace (its hash is "
-    "recorded)."
+    "recorded), with :12 or :12-20 after it for the cited lines. The server parses the "
+    "line, as it does for the editors."
 )
 
 
@@ -432,40 +376,49 @@ class _Formatter(argparse.HelpFormatter):
         return "\n\n".join(out)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from . import lifecycle as lc
-    from . import params
-
-    raw = _Formatter
-
-    def globals_(p: argparse.ArgumentParser, top: bool) -> None:
-        d = (lambda v: v) if top else (lambda v: argparse.SUPPRESS)
-        p.add_argument(
-            "--workspace", "-w", default=d("."), metavar="DIR", help="workspace folder (default: .)"
-        )
-        p.add_argument(
-            "--scope",
-            "-s",
-            default=d(None),
-            metavar="SCOPE",
-            help="the line of work the records belong to (default: the git branch, else "
-            "'default'); letters, digits, '.', '_', '-', '/'",
-        )
-        p.add_argument("--state-folder", default=d(".handoff"), help=argparse.SUPPRESS)
-
-    common = argparse.ArgumentParser(add_help=False)
-    globals_(common, top=False)
-    parser = argparse.ArgumentParser(
-        prog="handoff",
-        formatter_class=raw,
-        description="Versioned, checked handoffs of coding-agent work.",
-        epilog="Run 'handoff VERB --help' for the options of a verb. Exit status: 0 done, "
-        "1 refused (the reason is printed), 2 usage error.",
+def _globals(p: argparse.ArgumentParser, top: bool) -> None:
+    """--workspace, --scope and --state-folder: with their defaults on the top parser,
+    without on each verb (so a value given before the verb is kept)."""
+    d = (lambda v: v) if top else (lambda v: argparse.SUPPRESS)
+    p.add_argument(
+        "--workspace", "-w", default=d("."), metavar="DIR", help="workspace folder (default: .)"
     )
-    globals_(parser, top=True)
-    parser.add_argument("--version", action="version", version=f"handoff {__version__}")
-    sub = parser.add_subparsers(dest="verb", metavar="VERB")
+    p.add_argument(
+        "--scope",
+        "-s",
+        default=d(None),
+        metavar="SCOPE",
+        help="the line of work the records belong to (default: the git branch, else "
+        "'default'); letters, digits, '.', '_', '-', '/'",
+    )
+    p.add_argument("--state-folder", default=d(".handoff"), help=argparse.SUPPRESS)
 
+
+class _Verbs:
+    """Adds one sub-command with the common options and ``--json``."""
+
+    def __init__(self, sub: Any, common: argparse.ArgumentParser) -> None:
+        self.sub, self.common = sub, common
+
+    def __call__(self, name, help_, fn, description=None, epilog=None):
+        sp = self.sub.add_parser(
+            name,
+            parents=[self.common],
+            help=help_,
+            description=description or help_,
+            epilog=epilog,
+            formatter_class=_Formatter,
+        )
+        sp.add_argument(
+            "--json", action="store_true", help="print the raw JSON result instead of a sentence"
+        )
+        sp.set_defaults(fn=fn)
+        return sp
+
+
+def _add_call_and_demo(sub: Any, common: argparse.ArgumentParser) -> None:
+    """The sub-commands that are not verbs of the record: call and demo."""
+    raw = _Formatter
     call_list = "\n".join(f"  {c.name:<28}{c.summary}" for c in REGISTRY)
     p = sub.add_parser(
         "call",
@@ -505,20 +458,39 @@ def build_parser() -> argparse.ArgumentParser:
         "--keep", action="store_true", help="keep the scratch workspace and print where it is"
     )
 
-    def verb(name, help_, fn, description=None, epilog=None):
-        sp = sub.add_parser(
-            name,
-            parents=[common],
-            help=help_,
-            description=description or help_,
-            epilog=epilog,
-            formatter_class=raw,
-        )
-        sp.add_argument(
-            "--json", action="store_true", help="print the raw JSON result instead of a sentence"
-        )
-        sp.set_defaults(fn=fn)
-        return sp
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``handoff`` argument parser: the global options, then every sub-command."""
+    common = argparse.ArgumentParser(add_help=False)
+    _globals(common, top=False)
+    parser = argparse.ArgumentParser(
+        prog="handoff",
+        formatter_class=_Formatter,
+        description="Versioned, checked handoffs of coding-agent work.",
+        epilog="Run 'handoff VERB --help' for the options of a verb. Exit status: 0 done, "
+        "1 refused (the reason is printed), 2 usage error.",
+    )
+    _globals(parser, top=True)
+    parser.add_argument("--version", action="version", version=f"handoff {__version__}")
+    sub = parser.add_subparsers(dest="verb", metavar="VERB")
+    _add_call_and_demo(sub, common)
+    verb = _Verbs(sub, common)
+    _add_record_verbs(verb)
+    _add_handoff_verbs(verb)
+    _add_continue_verb(verb)
+    _add_ack_verb(verb)
+    _add_outcome_verb(verb)
+    _add_report_verbs(verb)
+    _add_store_verb(verb)
+    _add_generate_verb(verb)
+    _add_start_and_schema_verbs(verb)
+    _add_mcp_verb(verb)
+    return parser
+
+
+def _add_record_verbs(verb: _Verbs) -> None:
+    """The sub-commands contract and work."""
+    from . import lifecycle as lc
 
     p = verb(
         "contract",
@@ -574,6 +546,9 @@ def build_parser() -> argparse.ArgumentParser:
         "least one)",
     )
 
+
+def _add_handoff_verbs(verb: _Verbs) -> None:
+    """The sub-commands prepare, current and commit."""
     p = verb(
         "prepare",
         "prepare a handoff from a draft JSON file (writes nothing)",
@@ -614,6 +589,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="the prepared handoff (as written by --out, or a whole prepare result)",
     )
 
+
+def _add_continue_verb(verb: _Verbs) -> None:
+    """The sub-commands continue."""
     targets = (
         "TARGET: 'latest' (the scope's newest revision), 'exact REV' (a revision "
         "handoff/<id>@<n>) or 'prepared FILE' (a prepared handoff that is not committed)."
@@ -638,6 +616,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="REV|FILE",
         help="exact: the revision handoff/<id>@<n>; prepared: the prepared handoff's file",
     )
+
+
+def _add_ack_verb(verb: _Verbs) -> None:
+    """The sub-commands ack."""
+    from . import lifecycle as lc
 
     p = verb(
         "ack",
@@ -686,6 +669,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--note", metavar="TEXT", help="a note kept with the acknowledgement")
     p.add_argument("--actor", metavar="NAME", help="who acknowledges (e.g. successor-agent)")
 
+
+def _add_outcome_verb(verb: _Verbs) -> None:
+    """The sub-commands outcome."""
+    from . import lifecycle as lc
+
     p = verb(
         "outcome",
         "record the Task Outcome",
@@ -711,6 +699,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SOURCE_REF",
         help="the acknowledgement receipt this outcome follows (source/<id>, from 'handoff ack')",
     )
+
+
+def _add_report_verbs(verb: _Verbs) -> None:
+    """The sub-commands report and sessions."""
+    from . import params
 
     p = verb(
         "report",
@@ -749,6 +742,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     verb("sessions", "list this workspace's agent sessions, newest first", verb_sessions)
 
+
+def _add_store_verb(verb: _Verbs) -> None:
+    """The sub-commands store."""
     p = verb(
         "store",
         "check the whole store, or repair it explicitly",
@@ -777,6 +773,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--grant", metavar="ROLE",
                    help="migrate: grant ROLE the application's least privilege")
 
+
+def _add_generate_verb(verb: _Verbs) -> None:
+    """The sub-commands generate."""
     p = verb(
         "generate",
         "generate a handoff document from an agent session",
@@ -829,6 +828,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--max-prompt-tokens", type=int, metavar="N", help="the prompt's token budget"
     )
+
+
+def _add_start_and_schema_verbs(verb: _Verbs) -> None:
+    """The sub-commands start and schema."""
+    sub, common = verb.sub, verb.common
     p = verb(
         "start",
         "start the next agent session from the edited draft (default: the newest), a "
@@ -866,6 +870,10 @@ def build_parser() -> argparse.ArgumentParser:
         "The editors' command lists are tested against it.",
     )
 
+
+def _add_mcp_verb(verb: _Verbs) -> None:
+    """The sub-commands mcp."""
+    sub, common = verb.sub, verb.common
     p = sub.add_parser(
         "mcp",
         parents=[common],
@@ -894,7 +902,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["debug", "info", "warning", "error"],
         help="debug, info, warning or error (logs go to stderr; default: info)",
     )
-    return parser
+
 
 
 def make_service(args) -> HandoffService:

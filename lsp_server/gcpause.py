@@ -5,15 +5,45 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import threading
 from collections.abc import Iterator
 from functools import cache
+
+#: Guards the two counts below and every switch of the collector made here.
+_LOCK = threading.Lock()
+#: Commands running in this process now (``commands.run`` counts them).
+_running = 0
+#: The thread holding the pause, if one does.
+_holder: int | None = None
+
+
+@contextlib.contextmanager
+def command_running() -> Iterator[None]:
+    """Count one running command. A command that starts while another holds a pause
+    lifts it: no command runs with the collector off because of another one."""
+    global _running, _holder
+    with _LOCK:
+        _running += 1
+        if _holder is not None:
+            _holder = None
+            gc.enable()
+    try:
+        yield
+    finally:
+        with _LOCK:
+            _running -= 1
 
 
 @contextlib.contextmanager
 def gc_paused(*, promote: bool = False) -> Iterator[None]:
     """Pause the cyclic garbage collector while building a large acyclic structure
     (parsed JSON, a session's messages): collections its allocations trigger would
-    rescan every object and free nothing. Process-wide.
+    rescan every object and free nothing.
+
+    The collector is process-wide, so the pause is taken only while this is the one
+    command running (or outside any command), only when the collector is on, and by one
+    thread at a time; otherwise the work runs with the collector as it is. A command
+    that starts meanwhile lifts the pause (``command_running``).
 
     With ``promote``, the objects made meanwhile go straight to the oldest generation
     on exit (``gc.freeze()`` then ``gc.unfreeze()``: no scan), so re-enabling does not
@@ -21,16 +51,30 @@ def gc_paused(*, promote: bool = False) -> Iterator[None]:
     session); a later full collection still sees them. For one-off big structures
     only: garbage cycles made meanwhile wait for that full collection too.
     """
-    was_enabled = gc.isenabled()
-    gc.disable()
+    global _holder
+    me = threading.get_ident()
+    with _LOCK:
+        mine = _running <= 1 and _holder is None and gc.isenabled()
+        if mine:
+            gc.disable()
+            _holder = me
     try:
         yield
     finally:
-        if was_enabled:
-            if promote:
-                gc.freeze()
-                gc.unfreeze()
-            gc.enable()
+        if mine:
+            with _LOCK:
+                if _holder == me:  # not lifted meanwhile
+                    _holder = None
+                    if promote:
+                        gc.freeze()
+                        gc.unfreeze()
+                    gc.enable()
+
+
+def pause_held() -> bool:
+    """Whether a pause is in effect now (for the tests)."""
+    with _LOCK:
+        return _holder is not None
 
 
 @cache

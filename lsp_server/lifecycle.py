@@ -13,8 +13,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, get_args
 
+import attrs
 import orjson
 
+from . import records
 from .errors import HandoffError
 from .evidence import (
     OutsideWorkspace,
@@ -35,17 +37,22 @@ from .params import (
     OutcomeStatus,
     camel,
 )
+from .records import (
+    PREPARED_FORMAT,
+    PREPARED_TYPE,
+    HandoffContent,
+    Payload,
+    PreparedHandoff,
+    Revision,
+    ScopeHead,
+    Source,
+    SourceKind,
+)
 from .storage import HistoryView as History
 from .storage import StoreTransaction as Transaction
 from .storage import head_moved, revision_shape, source_shape
 
-SOURCE_KINDS = (
-    "work_contract",
-    "work_state",
-    "handoff_boundary",
-    "acknowledgement",
-    "task_outcome",
-)
+SOURCE_KINDS: tuple[str, ...] = get_args(SourceKind)
 DISPOSITIONS: tuple[str, ...] = get_args(Disposition)
 ACK_STATUSES: tuple[str, ...] = get_args(AcknowledgeStatus)
 OUTCOME_STATUSES: tuple[str, ...] = get_args(OutcomeStatus)
@@ -56,8 +63,6 @@ REQUIRED_CHECKS = (
     "capability_confirmed",
     "authorization_confirmed",
 )
-PREPARED_TYPE = "prepared_handoff"
-PREPARED_FORMAT = 1
 
 REVISION_RE = re.compile(r"^handoff/([A-Za-z0-9_-]{1,64})@([1-9][0-9]{0,8})\Z")
 SOURCE_RE = re.compile(r"^source/([A-Za-z0-9_-]{1,64})\Z")
@@ -164,75 +169,6 @@ def tampered_revision(ref: str) -> HandoffError:
     )
 
 
-class Ledger:
-    """Indexes over the Source log and the committed history of one full snapshot
-    (``store.read()``). The rules use only its accessor methods, which
-    ``StoreLedger`` provides without reading all history."""
-
-    def __init__(self, data: dict[str, Any]) -> None:
-        self.data = data
-        self.sources: dict[str, dict[str, Any]] = {}
-        self.by_scope: dict[str, list[dict[str, Any]]] = {}
-        self.invalid_sources = 0
-        for rec in data.get("sources", {}).values():
-            if _is_source(rec):
-                self.sources[rec["id"]] = rec
-                self.by_scope.setdefault(rec["scope"], []).append(rec)
-            else:
-                self.invalid_sources += 1
-        for recs in self.by_scope.values():
-            recs.sort(key=lambda r: r["seq"])
-        self.revisions: dict[str, dict[str, Any]] = {}
-        self.revisions_by_scope: dict[str, list[dict[str, Any]]] = {}
-        self.by_digest: dict[str, dict[str, Any]] = {}
-        self.invalid_revisions = 0
-        for rec in data.get("revisions", {}).values():
-            if _is_revision(rec) and revision_intact(rec):
-                self.revisions[rec["ref"]] = rec
-                self.revisions_by_scope.setdefault(rec["scope"], []).append(rec)
-                if isinstance(rec.get("digest"), str):
-                    self.by_digest[rec["digest"]] = rec
-            else:
-                self.invalid_revisions += 1
-        for recs in self.revisions_by_scope.values():
-            recs.sort(key=lambda r: r["number"])
-        self.scopes: dict[str, dict[str, Any]] = {}
-        for rec in data.get("scopes", {}).values():
-            if isinstance(rec, dict) and isinstance(rec.get("scope"), str):
-                self.scopes[rec["scope"]] = rec
-
-    def source(self, ref: str) -> dict[str, Any] | None:
-        m = SOURCE_RE.match(ref) if isinstance(ref, str) else None
-        return self.sources.get(m.group(1)) if m else None
-
-    def source_info(self, ref: str) -> dict[str, Any] | None:
-        """At least ``id``, ``scope``, ``kind`` and ``seq`` of a Source."""
-        return self.source(ref)
-
-    def head(self, scope: str) -> str | None:
-        rec = self.scopes.get(scope)
-        head = rec.get("head") if rec else None
-        return head if isinstance(head, str) else None
-
-    def scope_record(self, scope: str) -> dict[str, Any] | None:
-        return self.scopes.get(scope)
-
-    def latest(self, scope: str, kind: str) -> dict[str, Any] | None:
-        for rec in reversed(self.by_scope.get(scope, [])):
-            if rec["kind"] == kind:
-                return rec
-        return None
-
-    def known_scope(self, scope: str) -> bool:
-        return scope in self.by_scope or scope in self.scopes
-
-    def revision(self, ref: str) -> dict[str, Any] | None:
-        return self.revisions.get(ref)
-
-    def revision_by_digest(self, digest: str) -> dict[str, Any] | None:
-        return self.by_digest.get(digest)
-
-
 class _Lookup:
     """Read-only ``get``/``[]``/``in`` over one accessor (no iteration: that would read
     all history)."""
@@ -255,8 +191,9 @@ class _Lookup:
 
 
 class StoreLedger:
-    """The accessors of ``Ledger`` over a store snapshot: the live tail plus the sealed
-    segments' indexes, reading only the records a rule asks for."""
+    """The rules' read accessors over one store snapshot (the live tail plus the sealed
+    segments' indexes), reading only the records a rule asks for; the Sources and
+    revisions come back typed (``records``), ``None`` when a stored one is malformed."""
 
     def __init__(self, history: History) -> None:
         self.history = history
@@ -270,10 +207,10 @@ class StoreLedger:
         """Every record of the snapshot (reads all history; projections only)."""
         return self.history.full()
 
-    def source(self, ref: str) -> dict[str, Any] | None:
+    def source(self, ref: str) -> Source | None:
         m = SOURCE_RE.match(ref) if isinstance(ref, str) else None
         rec = self.history.source(m.group(1)) if m else None
-        return rec if _is_source(rec) else None
+        return records.structure(rec, Source) if _is_source(rec) else None
 
     def source_info(self, ref: str) -> dict[str, Any] | None:
         m = SOURCE_RE.match(ref) if isinstance(ref, str) else None
@@ -288,32 +225,48 @@ class StoreLedger:
     def scope_record(self, scope: str) -> dict[str, Any] | None:
         return self.history.scope_record(scope)
 
-    def latest(self, scope: str, kind: str) -> dict[str, Any] | None:
+    def latest(self, scope: str, kind: str) -> Source | None:
+        """The newest Source of ``kind`` in ``scope`` (``None`` when it is malformed)."""
         rec = self.history.latest_source(scope, kind)
-        return rec if _is_source(rec) else None
+        return records.structure(rec, Source) if _is_source(rec) else None
 
     def known_scope(self, scope: str) -> bool:
         return self.history.has_scope(scope)
 
-    def revision(self, ref: str) -> dict[str, Any] | None:
+    def revision(self, ref: str) -> Revision | None:
         """A committed revision, its digest recomputed as it is served."""
-        rec = self.history.revision(ref) if isinstance(ref, str) else None
-        if not _is_revision(rec):
-            return None
-        if not revision_intact(rec):
-            raise tampered_revision(rec["ref"])
-        return rec
+        return _served(self.history.revision(ref) if isinstance(ref, str) else None)
 
-    def revision_by_digest(self, digest: str) -> dict[str, Any] | None:
-        rec = self.history.revision_by_digest(digest) if isinstance(digest, str) else None
-        if not _is_revision(rec):
-            return None
-        if not revision_intact(rec):
-            raise tampered_revision(rec["ref"])
-        return rec
+    def revision_by_digest(self, digest: str) -> Revision | None:
+        return _served(
+            self.history.revision_by_digest(digest) if isinstance(digest, str) else None
+        )
 
 
-AnyLedger = Ledger | StoreLedger
+def _served(rec: Any) -> Revision | None:
+    """A stored revision as served: refused when its digest no longer matches, ``None``
+    when it is not a revision at all."""
+    if not _is_revision(rec):
+        return None
+    if not revision_intact(rec):
+        raise tampered_revision(rec["ref"])
+    with _VERIFIED_LOCK:
+        seen = _TYPED.get(id(rec))
+    if seen is not None and seen[0] is rec:
+        return seen[1]
+    typed = records.structure(rec, Revision)
+    with _VERIFIED_LOCK:
+        _TYPED[id(rec)] = (rec, typed)
+        while len(_TYPED) > _VERIFIED_MAX:
+            _TYPED.popitem(last=False)
+    return typed
+
+
+#: Revisions already structured, by the identity of the stored record (held here, so the
+#: id is not reused): the store hands out the same object for a record kept in memory.
+_TYPED: OrderedDict[int, tuple[dict[str, Any], Revision | None]] = OrderedDict()
+
+
 
 
 def ledger_of(tx: Transaction) -> StoreLedger:
@@ -412,17 +365,16 @@ def _cancelled_while_reading() -> HandoffError:
 
 
 def unreadable_detail(
-    citation: dict[str, Any], scope: str, ledger: AnyLedger, workspace: Path | WorkspaceFiles
+    citation: Citation, scope: str, ledger: StoreLedger, workspace: Path | WorkspaceFiles
 ) -> tuple[str, str | None] | None:
     """Why a recorded citation can no longer be read, as (reason, detail), or ``None``."""
-    if citation.get("kind") == "source":
-        rec = ledger.source_info(citation.get("ref", ""))
+    if citation.kind == "source":
+        rec = ledger.source_info(citation.ref or "")
         return None if rec is not None and rec["scope"] == scope else ("unknown_source", None)
-    path = citation.get("path")
-    if not isinstance(path, str):
+    if citation.path is None:
         return "missing", None
     try:
-        now = as_files(workspace).sha256(path)
+        now = as_files(workspace).sha256(citation.path)
     except OutsideWorkspace:
         return "outside_workspace", None
     except UnusableArtifact as exc:
@@ -431,66 +383,56 @@ def unreadable_detail(
         return _UNREADABLE_AS.get(exc.reason, "missing"), exc.reason
     except OSError:
         return "missing", None
-    expected = citation.get("sha256")
-    if expected is not None and expected != now:
+    if citation.sha256 is not None and citation.sha256 != now:
         return "changed", None
     return None
 
 
-def unreadable_reason(
-    citation: dict[str, Any], scope: str, ledger: AnyLedger, workspace: Path | WorkspaceFiles
-) -> str | None:
-    """Why a recorded citation can no longer be read, or ``None`` when it can."""
-    found = unreadable_detail(citation, scope, ledger, workspace)
-    return None if found is None else found[0]
-
-
-def finalize_citation(
-    c: Citation, where: str, scope: str, ledger: AnyLedger, workspace: Path | WorkspaceFiles
-) -> dict[str, Any]:
-    """Validate one direct citation now and record the artifact's hash."""
-    out = citation_json(c)
-    if c.kind == "source":
-        rec = ledger.source_info(c.ref or "")
-        if rec is None or rec["scope"] != scope:
-            other = f" (it belongs to scope {rec['scope']!r})" if rec else ""
-            raise HandoffError(
-                "invalid_evidence",
-                f"{where}: {c.ref} is not a Source of scope {scope!r}{other}.",
-                at=where,
-                citation=out,
-                reason="unknown_source",
-            )
-        return out
-    files = as_files(workspace)
-    try:
-        now = files.sha256(c.path or "")
-    except OutsideWorkspace as exc:
+def _check_source_citation(
+    c: Citation, where: str, scope: str, ledger: StoreLedger, out: dict[str, Any]
+) -> None:
+    rec = ledger.source_info(c.ref or "")
+    if rec is None or rec["scope"] != scope:
+        other = f" (it belongs to scope {rec['scope']!r})" if rec else ""
         raise HandoffError(
             "invalid_evidence",
-            f"{where}: {c.path!r} is outside the workspace: {exc}.",
+            f"{where}: {c.ref} is not a Source of scope {scope!r}{other}.",
             at=where,
             citation=out,
-            reason="outside_workspace",
-        ) from None
+            reason="unknown_source",
+        )
+
+
+def _hash_cited(c: Citation, where: str, files: WorkspaceFiles, out: dict[str, Any]) -> str:
+    """The sha256 of a cited artifact now, or the refusal saying why it cannot be read."""
+
+    def refused(message: str, reason: str) -> HandoffError:
+        return HandoffError("invalid_evidence", message, at=where, citation=out, reason=reason)
+
+    try:
+        return files.sha256(c.path or "")
+    except OutsideWorkspace as exc:
+        raise refused(f"{where}: {c.path!r} is outside the workspace: {exc}.", "outside_workspace") from None
     except UnusableArtifact as exc:
         if exc.reason == "cancelled":
             raise _cancelled_while_reading() from None
-        raise HandoffError(
-            "invalid_evidence",
-            f"{where}: the artifact {c.path!r} cannot be used as evidence: {exc}.",
-            at=where,
-            citation=out,
-            reason=exc.reason,
+        raise refused(
+            f"{where}: the artifact {c.path!r} cannot be used as evidence: {exc}.", exc.reason
         ) from None
     except OSError:
-        raise HandoffError(
-            "invalid_evidence",
-            f"{where}: the artifact {c.path!r} cannot be read in the workspace.",
-            at=where,
-            citation=out,
-            reason="missing",
-        ) from None
+        raise refused(f"{where}: the artifact {c.path!r} cannot be read in the workspace.", "missing") from None
+
+
+def finalize_citation(
+    c: Citation, where: str, scope: str, ledger: StoreLedger, workspace: Path | WorkspaceFiles
+) -> Citation:
+    """Validate one direct citation now and record the artifact's hash."""
+    out = citation_json(c)
+    if c.kind == "source":
+        _check_source_citation(c, where, scope, ledger, out)
+        return c
+    files = as_files(workspace)
+    now = _hash_cited(c, where, files, out)
     if c.sha256 is not None and c.sha256 != now:
         raise HandoffError(
             "invalid_evidence",
@@ -500,27 +442,26 @@ def finalize_citation(
             citation=out,
             reason="changed",
         )
-    out["path"] = normalise_rel(c.path or "", files.root)
-    out["sha256"] = now
-    return out
+    return attrs.evolve(c, path=normalise_rel(c.path or "", files.root), sha256=now)
 
 
 def finalize_fact(
-    f: Fact, where: str, scope: str, ledger: AnyLedger, workspace: Path | WorkspaceFiles
-) -> dict:
+    f: Fact, where: str, scope: str, ledger: StoreLedger, workspace: Path | WorkspaceFiles
+) -> Fact:
+    """A stated fact with every citation checked now (artifacts hashed)."""
     check_fact(f, where)
     workspace = as_files(workspace)
-    return {
-        "text": f.text,
-        "citations": [
+    return Fact(
+        text=f.text,
+        citations=[
             finalize_citation(c, f"{where}.citations[{i}]", scope, ledger, workspace)
             for i, c in enumerate(f.citations)
         ],
-    }
+    )
 
 
 def collect_evidence(content: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every distinct citation of a content, in order of first appearance."""
+    """Every distinct citation of a content's JSON, in order of first appearance."""
     seen: set[bytes] = set()
     out = []
     facts = [content.get("state")] + list(content.get("nextActions") or [])
@@ -533,19 +474,35 @@ def collect_evidence(content: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def evidence_of(content: HandoffContent) -> list[Citation]:
+    """Every distinct citation of a content, in order of first appearance."""
+    seen: set[bytes] = set()
+    out = []
+    for fact in [content.state, *content.next_actions]:
+        for c in fact.citations:
+            key = canonical_json(citation_json(c))
+            if key not in seen:
+                seen.add(key)
+                out.append(c)
+    return out
+
+
 def unreadable_evidence(
-    evidence: Iterable[dict[str, Any]],
+    evidence: Iterable[Citation],
     scope: str,
-    ledger: AnyLedger,
+    ledger: StoreLedger,
     workspace: Path | WorkspaceFiles,
 ) -> list[dict[str, Any]]:
+    """Each citation that can no longer be read, with the reason (and its detail)."""
     out = []
     files = as_files(workspace)
     for c in evidence:
         found = unreadable_detail(c, scope, ledger, files)
         if found:
             reason, detail = found
-            out.append({"citation": c, "reason": reason, **({"detail": detail} if detail else {})})
+            out.append(
+                {"citation": citation_json(c), "reason": reason, **({"detail": detail} if detail else {})}
+            )
     return out
 
 
@@ -554,108 +511,102 @@ def unreadable_evidence(
 # ---------------------------------------------------------------------------
 
 
-def finalize_draft(
-    draft: HandoffDraftParams,
-    scope: str,
-    ledger: AnyLedger,
-    workspace: Path | WorkspaceFiles,
-    boundary: str | None = None,
-) -> dict[str, Any]:
-    """Draft → PreparedHandoff: validate contents and direct evidence, read the head."""
-    workspace = as_files(workspace)
+def prepared_json(prepared: PreparedHandoff) -> dict[str, Any]:
+    """The JSON a caller gets back (and passes back to commit, continue, acknowledge)."""
+    return records.as_json(prepared)
+
+
+def _sealed(prepared: PreparedHandoff) -> PreparedHandoff:
+    """The prepared handoff with its digest over everything else."""
+    return attrs.evolve(prepared, digest=digest_of(prepared_json(prepared)))
+
+
+def check_draft(draft: HandoffDraftParams, where: str = "draft") -> None:
+    """A draft's own rules (nothing read): an objective, a disposition, next actions,
+    facts with citations, a document of bounded size."""
     if not draft.objective.strip():
-        raise HandoffError("invalid_params", "draft.objective is empty.", at="draft.objective")
+        raise HandoffError("invalid_params", f"{where}.objective is empty.", at=f"{where}.objective")
     check_disposition(draft.disposition)
     if not draft.next_actions:
         raise HandoffError(
             "invalid_params",
-            "draft.nextActions is empty: say what the successor should do next.",
-            at="draft.nextActions",
+            f"{where}.nextActions is empty: say what the successor should do next.",
+            at=f"{where}.nextActions",
         )
-    content: dict[str, Any] = {
-        "objective": draft.objective,
-        "state": finalize_fact(draft.state, "draft.state", scope, ledger, workspace),
-        "disposition": draft.disposition,
-        "nextActions": [
+    check_fact(draft.state, f"{where}.state")
+    for i, f in enumerate(draft.next_actions):
+        check_fact(f, f"{where}.nextActions[{i}]")
+    if draft.document is not None and len(draft.document) > 4 * MAX_TEXT:
+        raise HandoffError(
+            "invalid_params", f"{where}.document is too long (800,000 characters at most)."
+        )
+
+
+def finalize_draft(
+    draft: HandoffDraftParams,
+    scope: str,
+    ledger: StoreLedger,
+    workspace: Path | WorkspaceFiles,
+    boundary: str | None = None,
+) -> PreparedHandoff:
+    """Draft → PreparedHandoff: validate contents and direct evidence, read the head."""
+    workspace = as_files(workspace)
+    check_draft(draft)
+    content = HandoffContent(
+        objective=draft.objective,
+        state=finalize_fact(draft.state, "draft.state", scope, ledger, workspace),
+        disposition=draft.disposition,
+        next_actions=[
             finalize_fact(f, f"draft.nextActions[{i}]", scope, ledger, workspace)
             for i, f in enumerate(draft.next_actions)
         ],
-    }
-    if draft.document is not None:
-        if len(draft.document) > 4 * MAX_TEXT:
-            raise HandoffError(
-                "invalid_params", "draft.document is too long (800,000 characters at most)."
-            )
-        content["document"] = draft.document
-    prepared: dict[str, Any] = {
-        "type": PREPARED_TYPE,
-        "format": PREPARED_FORMAT,
-        "scope": scope,
-        "base": ledger.head(scope),
-        "content": content,
-        "evidence": collect_evidence(content),
-        "boundary": boundary,
-        "preparedAt": now_iso(),
-    }
-    prepared["digest"] = digest_of(prepared)
-    return prepared
+        document=draft.document,
+    )
+    return _sealed(
+        PreparedHandoff(
+            type=PREPARED_TYPE,
+            format=PREPARED_FORMAT,
+            scope=scope,
+            base=ledger.head(scope),
+            content=content,
+            evidence=evidence_of(content),
+            boundary=boundary,
+            prepared_at=now_iso(),
+            digest="",
+        )
+    )
 
 
-_PREPARED_KEYS = {
-    "type",
-    "format",
-    "scope",
-    "base",
-    "content",
-    "evidence",
-    "boundary",
-    "preparedAt",
-    "digest",
-}
+_PREPARED_KEYS = {camel(a.name) for a in attrs.fields(PreparedHandoff)}
 
 
-def _content_from_json(content: Any) -> HandoffDraftParams:
-    from .params import check_limits, converter  # local: avoids a cycle at import time
-
-    try:
-        draft = converter.structure(content, HandoffDraftParams)
-    except Exception:
-        raise HandoffError(
-            "invalid_prepared",
-            "The prepared handoff's content is not a valid handoff content.",
-        ) from None
-    try:
-        check_limits(draft, "prepared", "content")
-    except HandoffError as exc:
-        raise HandoffError("invalid_prepared", exc.message, **exc.data) from None
-    return draft
+def _invalid_prepared(message: str, **data: Any) -> HandoffError:
+    return HandoffError("invalid_prepared", message, **data)
 
 
-def check_prepared(prepared: Any, scope: str) -> dict[str, Any]:
-    """Shape, scope and digest of a PreparedHandoff carried back by a caller."""
+def _check_prepared_json(prepared: Any, scope: str) -> None:
+    """What can be told from the JSON a caller carried back: its type, keys, format,
+    scope and digest."""
     if not isinstance(prepared, dict) or prepared.get("type") != PREPARED_TYPE:
-        raise HandoffError(
-            "invalid_prepared",
+        raise _invalid_prepared(
             "This is not a prepared handoff: pass back the 'prepared' value exactly as "
-            "handoff.prepare or handoff.handoffCurrentWork returned it.",
+            "handoff.prepare or handoff.handoffCurrentWork returned it."
         )
     if set(prepared) != _PREPARED_KEYS:
         extra = sorted(set(prepared) - _PREPARED_KEYS)
         missing = sorted(_PREPARED_KEYS - set(prepared))
-        raise HandoffError(
-            "invalid_prepared",
+        raise _invalid_prepared(
             "The prepared handoff has been altered (keys "
             + ", ".join([f"+{k}" for k in extra] + [f"-{k}" for k in missing])
-            + "); prepare it again.",
+            + "); prepare it again."
         )
     if prepared.get("format") != PREPARED_FORMAT:
-        raise HandoffError(
-            "invalid_prepared",
-            f"Prepared handoff format {prepared.get('format')!r} is not supported.",
+        raise _invalid_prepared(
+            f"Prepared handoff format {prepared.get('format')!r} is not supported."
         )
     p_scope = prepared.get("scope")
     if not isinstance(p_scope, str) or not SCOPE_RE.match(p_scope):
-        raise HandoffError("invalid_prepared", "The prepared handoff has no valid scope.")
+        raise _invalid_prepared("The prepared handoff has no valid scope.")
     if p_scope != scope:
         raise HandoffError(
             "scope_mismatch",
@@ -666,69 +617,87 @@ def check_prepared(prepared: Any, scope: str) -> dict[str, Any]:
     try:
         digest = digest_of(prepared)
     except (TypeError, orjson.JSONEncodeError):
-        raise HandoffError("invalid_prepared", "The prepared handoff is not plain JSON.") from None
+        raise _invalid_prepared("The prepared handoff is not plain JSON.") from None
     if prepared.get("digest") != digest:
-        raise HandoffError(
-            "invalid_prepared",
+        raise _invalid_prepared(
             "The prepared handoff's digest does not match its contents: it was edited after "
             "it was prepared. Prepare it again from the edited draft.",
             digest=prepared.get("digest") if isinstance(prepared.get("digest"), str) else None,
         )
+
+
+def _check_references(prepared: dict[str, Any]) -> None:
+    """The base, the boundary and the time of a prepared handoff's JSON."""
     base = prepared.get("base")
     if base is not None and (not isinstance(base, str) or not REVISION_RE.match(base)):
-        raise HandoffError("invalid_prepared", "The prepared handoff's base is not a revision.")
+        raise _invalid_prepared("The prepared handoff's base is not a revision.")
     prepared_at = prepared.get("preparedAt")
     if not isinstance(prepared_at, str) or len(prepared_at) > 64:
-        raise HandoffError("invalid_prepared", "The prepared handoff's preparedAt is not a time.")
+        raise _invalid_prepared("The prepared handoff's preparedAt is not a time.")
     boundary = prepared.get("boundary")
     if boundary is not None and (not isinstance(boundary, str) or not SOURCE_RE.match(boundary)):
-        raise HandoffError(
-            "invalid_prepared", "The prepared handoff's boundary is not a SourceRef."
-        )
-    draft = _content_from_json(prepared.get("content"))
+        raise _invalid_prepared("The prepared handoff's boundary is not a SourceRef.")
+
+
+def _typed_prepared(prepared: dict[str, Any]) -> PreparedHandoff:
+    """The JSON structured as a ``PreparedHandoff`` and its content's rules checked."""
+    from .params import check_limits  # the size limits of a draft apply to its content
+
+    typed = records.structure(prepared, PreparedHandoff)
+    if typed is None:
+        raise _invalid_prepared("The prepared handoff's content is not a valid handoff content.")
     try:
-        check_disposition(draft.disposition)
-        if not draft.objective.strip() or not draft.next_actions:
-            raise HandoffError("invalid_params", "empty")
-        check_fact(draft.state, "content.state")
-        for i, f in enumerate(draft.next_actions):
-            check_fact(f, f"content.nextActions[{i}]")
-        if draft.document is not None and len(draft.document) > 4 * MAX_TEXT:
-            raise HandoffError("invalid_params", "the document is longer than 800,000 characters.")
+        check_limits(typed.content, "prepared", "content")
     except HandoffError as exc:
-        raise HandoffError(
-            "invalid_prepared", f"The prepared handoff's content is not valid: {exc.message}"
+        raise _invalid_prepared(exc.message, **exc.data) from None
+    try:
+        check_draft(typed.content, "content")
+    except HandoffError as exc:
+        raise _invalid_prepared(
+            f"The prepared handoff's content is not valid: {exc.message}"
         ) from None
-    if prepared.get("evidence") != collect_evidence(prepared["content"]):
-        raise HandoffError(
-            "invalid_prepared", "The prepared handoff's evidence list does not match its content."
+    return typed
+
+
+def _check_evidence_list(prepared: dict[str, Any], typed: PreparedHandoff) -> None:
+    """The evidence list is exactly the content's citations; artifacts are hashed and
+    workspace-relative."""
+    if prepared["evidence"] != collect_evidence(prepared["content"]):
+        raise _invalid_prepared(
+            "The prepared handoff's evidence list does not match its content."
         )
-    for c in prepared["evidence"]:
-        if c.get("kind") != "artifact":
+    for c in typed.evidence:
+        if c.kind != "artifact":
             continue
-        if not isinstance(c.get("sha256"), str):
-            raise HandoffError(
-                "invalid_prepared", "An artifact of the prepared handoff has no hash."
-            )
+        if c.sha256 is None:
+            raise _invalid_prepared("An artifact of the prepared handoff has no hash.")
         try:
-            check_relative(c.get("path") or "")
+            check_relative(c.path or "")
         except OutsideWorkspace as exc:
             # prepare never records such a path: the value was forged.
-            raise HandoffError(
-                "invalid_prepared",
-                f"An artifact of the prepared handoff is not workspace-relative ({exc}).",
+            raise _invalid_prepared(
+                f"An artifact of the prepared handoff is not workspace-relative ({exc})."
             ) from None
-    return prepared
+
+
+def check_prepared(prepared: Any, scope: str) -> PreparedHandoff:
+    """A PreparedHandoff carried back by a caller: its JSON's shape, scope and digest
+    (checked on the JSON as given), then the typed record and its content's rules."""
+    _check_prepared_json(prepared, scope)
+    _check_references(prepared)
+    typed = _typed_prepared(prepared)
+    _check_evidence_list(prepared, typed)
+    return typed
 
 
 def evidence_chain(
-    prepared: dict[str, Any], ledger: AnyLedger, workspace: Path | WorkspaceFiles
+    prepared: PreparedHandoff, ledger: StoreLedger, workspace: Path | WorkspaceFiles
 ) -> list[dict]:
     """Everything a prepared handoff stands on that can no longer be read."""
-    evidence = list(prepared["evidence"])
-    if prepared.get("boundary"):
-        evidence.append({"kind": "source", "ref": prepared["boundary"]})
-    return unreadable_evidence(evidence, prepared["scope"], ledger, workspace)
+    evidence = list(prepared.evidence)
+    if prepared.boundary:
+        evidence.append(Citation(kind="source", ref=prepared.boundary))
+    return unreadable_evidence(evidence, prepared.scope, ledger, workspace)
 
 
 # ---------------------------------------------------------------------------
@@ -736,61 +705,60 @@ def evidence_chain(
 # ---------------------------------------------------------------------------
 
 
-def append_source(tx: Transaction, scope: str, kind: str, payload: dict[str, Any]) -> dict:
+def append_source(tx: Transaction, scope: str, kind: str, payload: Payload) -> Source:
     """Append one Source with the next sequence number; returns the stored record."""
-    rec = {
-        "id": new_id(),
-        "seq": tx.next_seq(),
-        "scope": scope,
-        "kind": kind,
-        "payload": payload,
-        "createdAt": now_iso(),
-    }
+    rec = Source(
+        id=new_id(),
+        seq=tx.next_seq(),
+        scope=scope,
+        kind=kind,  # type: ignore[arg-type]  # one of SOURCE_KINDS, by the caller
+        payload=payload,
+        created_at=now_iso(),
+    )
     tx.append_source(rec)
     return rec
 
 
 def source_ref(rec: dict[str, Any]) -> str:
+    """The SourceRef of a stored Source's JSON (a typed one has ``.ref``)."""
     return f"source/{rec['id']}"
 
 
 def precheck_commit(
-    prepared: Any, scope: str, ledger: AnyLedger, workspace: Path | WorkspaceFiles
-) -> list[dict[str, Any]]:
+    prepared: Any, scope: str, ledger: StoreLedger, workspace: Path | WorkspaceFiles
+) -> tuple[PreparedHandoff, list[dict[str, Any]]]:
     """The commit checks that need no lock: shape, scope and digest (raised now), and
     the evidence as it reads now (returned; ``commit_prepared`` decides)."""
-    check_prepared(prepared, scope)
-    return evidence_chain(prepared, ledger, workspace)
+    typed = check_prepared(prepared, scope)
+    return typed, evidence_chain(typed, ledger, workspace)
+
+
+def _committed(rev: Revision) -> dict[str, Any]:
+    return {"revision": rev.ref, "handoffId": rev.handoff_id, "number": rev.number}
 
 
 def commit_prepared(
     tx: Transaction,
-    prepared: dict[str, Any],
+    prepared: PreparedHandoff,
     scope: str,
     workspace: Path | WorkspaceFiles,
     unreadable_before: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The three commit checks, idempotent retry, then revision n+1 and the new head.
 
-    With ``unreadable_before`` from ``precheck_commit`` (run just before, outside the
-    lock) the evidence is not read again under the lock when it was all readable: Sources
-    are never removed and artifacts are not locked by the store either way, so the
-    outcome is the same and the lock is held for less time.
+    ``prepared`` is checked already (``check_prepared``). With ``unreadable_before``
+    from ``precheck_commit`` (run just before, outside the lock) the evidence is not
+    read again under the lock when it was all readable: Sources are never removed and
+    artifacts are not locked by the store either way, so the outcome is the same and
+    the lock is held for less time.
     """
-    if unreadable_before is None:
-        check_prepared(prepared, scope)
     ledger = ledger_of(tx)
-    done = ledger.revision_by_digest(prepared["digest"])
-    if done is not None and done["scope"] == scope:
-        return {
-            "revision": done["ref"],
-            "handoffId": done["handoffId"],
-            "number": done["number"],
-            "idempotent": True,
-        }
+    done = ledger.revision_by_digest(prepared.digest)
+    if done is not None and done.scope == scope:
+        return {**_committed(done), "idempotent": True}
     head = ledger.head(scope)
-    if prepared["base"] != head:
-        raise head_moved(scope, prepared["base"], head)
+    if prepared.base != head:
+        raise head_moved(scope, prepared.base, head)
     unreadable = evidence_chain(prepared, ledger, workspace) if unreadable_before != [] else []
     if unreadable:
         raise HandoffError(
@@ -801,27 +769,25 @@ def commit_prepared(
         )
     scope_rec = ledger.scope_record(scope)
     if scope_rec is None:
-        handoff_id = uuid.uuid4().hex[:12]
-        number = 1
+        handoff_id, number = uuid.uuid4().hex[:12], 1
     else:
-        handoff_id = scope_rec["handoffId"]
-        number = int(scope_rec["headNumber"]) + 1
-    ref = revision_ref(handoff_id, number)
-    rev = {
-        "ref": ref,
-        "handoffId": handoff_id,
-        "number": number,
-        "scope": scope,
-        "base": prepared["base"],
-        "digest": prepared["digest"],
-        "prepared": prepared,
-        "committedAt": now_iso(),
-        "seq": tx.next_seq(),
-    }
+        handoff_id, number = scope_rec["handoffId"], int(scope_rec["headNumber"]) + 1
+    rev = Revision(
+        ref=revision_ref(handoff_id, number),
+        handoff_id=handoff_id,
+        number=number,
+        scope=scope,
+        base=prepared.base,
+        digest=prepared.digest,
+        prepared=prepared,
+        committed_at=now_iso(),
+        seq=tx.next_seq(),
+    )
     tx.insert_revision(rev)
-    head_rec = {"scope": scope, "handoffId": handoff_id, "head": ref, "headNumber": number}
-    tx.set_head(scope, head, head_rec)
-    return {"revision": ref, "handoffId": handoff_id, "number": number, "idempotent": False}
+    tx.set_head(
+        scope, head, ScopeHead(scope=scope, handoff_id=handoff_id, head=rev.ref, head_number=number)
+    )
+    return {**_committed(rev), "idempotent": False}
 
 
 def checks_failing(checks: Any) -> list[str]:
@@ -839,8 +805,8 @@ def check_names_json(checks: Any) -> dict[str, bool]:
 
 
 def select_target(
-    mode: str, prepared: Any, revision: str | None, scope: str, ledger: AnyLedger
-) -> tuple[dict[str, Any], str | None]:
+    mode: str, prepared: Any, revision: str | None, scope: str, ledger: StoreLedger
+) -> tuple[PreparedHandoff, str | None]:
     """The PreparedHandoff a continue/acknowledge reads, and the selected revision."""
     if mode == "prepared":
         if prepared is None:
@@ -852,21 +818,21 @@ def select_target(
         )
     parse_revision(revision)
     rec = revision_in_scope(ledger.revision(revision), revision, scope)
-    return rec["prepared"], revision
+    return rec.prepared, revision
 
 
-def revision_in_scope(rec: dict[str, Any] | None, ref: str, scope: str) -> dict[str, Any]:
+def revision_in_scope(rec: Revision | None, ref: str, scope: str) -> Revision:
     """The committed revision ``ref`` looked up as ``rec``, refused when it does not
     exist or belongs to another scope."""
     if rec is None:
         raise HandoffError(
             "revision_not_found", f"There is no committed revision {ref}.", revision=ref
         )
-    if rec["scope"] != scope:
+    if rec.scope != scope:
         raise HandoffError(
             "scope_mismatch",
-            f"Revision {ref} belongs to scope {rec['scope']!r}, not {scope!r}.",
+            f"Revision {ref} belongs to scope {rec.scope!r}, not {scope!r}.",
             expected=scope,
-            actual=rec["scope"],
+            actual=rec.scope,
         )
     return rec

@@ -32,6 +32,12 @@ def type_schema(tp: Any, overlays: dict[tuple[str, str], dict[str, Any]] | None 
         return class_schema(tp, overlays)
     origin = typing.get_origin(tp)
     args = typing.get_args(tp)
+    if origin is typing.Annotated:
+        inner = type_schema(args[0], overlays)
+        if "fact-line" not in tp.__metadata__:
+            return inner
+        line = {"type": "string", "description": "the fact on one line: TEXT :: CITE[, CITE…]"}
+        return {"anyOf": [inner, line]}
     if origin is Literal:
         values = list(args)
         kinds = {_SCALARS.get(type(v)) for v in values}

@@ -707,7 +707,7 @@ class HandoffMCP:
             )
         try:
             result = await self.run(
-                "handoff.report", {"scope": rec["scope"], "kind": "handoff", "revision": ref}
+                "handoff.report", {"scope": rec.scope, "kind": "handoff", "revision": ref}
             )
         except HandoffError as exc:
             err = exc.to_json()

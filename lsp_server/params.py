@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable
-from typing import Any, Literal, get_args, get_origin
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 import attrs
 import cattrs
@@ -163,6 +163,10 @@ def _json_kind(value: Any) -> str:
     return type(value).__name__
 
 
+#: Field metadata: unstructure this field even when it holds its default.
+KEEP = "keep"
+
+
 def _make_converter() -> cattrs.Converter:
     conv = cattrs.Converter(forbid_extra_keys=True)
     conv.register_structure_hook(str, _strict(str, "a string"))
@@ -198,13 +202,24 @@ def _make_converter() -> cattrs.Converter:
 
     conv.register_structure_hook_factory(lambda t: t in CHOICE_ERRORS, choice_factory)
 
+    def fact_or_line(value: Any, _type: Any) -> Any:
+        if isinstance(value, str):
+            return parse_fact(value)
+        if not isinstance(value, dict):
+            raise TypeError(f"expected a fact (an object or a 'TEXT :: CITE' line), got {_json_kind(value)}")
+        return conv.structure(value, Fact)
+
+    conv.register_structure_hook_func(lambda t: _is_fact_input(t), fact_or_line)
+
     def structure_factory(cl: type) -> Any:
         renames = {a.name: override(rename=camel(a.name)) for a in attrs.fields(cl)}
         return make_dict_structure_fn(cl, conv, _cattrs_forbid_extra_keys=True, **renames)
 
     def unstructure_factory(cl: type) -> Any:
+        # A field marked ``keep`` is written even at its default (a record's ``null``s).
         renames = {
-            a.name: override(rename=camel(a.name), omit_if_default=True) for a in attrs.fields(cl)
+            a.name: override(rename=camel(a.name), omit_if_default=not a.metadata.get(KEEP))
+            for a in attrs.fields(cl)
         }
         return make_dict_unstructure_fn(cl, conv, **renames)
 
@@ -235,14 +250,58 @@ class Fact:
     citations: list[Citation]
 
 
+#: Marks a Fact a caller may also send as one line, ``TEXT :: CITE[, CITE…]``.
+FACT_LINE = "fact-line"
+#: A Fact in the params of a command: the object, or its one-line spelling.
+FactInput = Annotated[Fact, FACT_LINE]
+_LINES_RE = re.compile(r"^(.+?):(\d+)(?:-(\d+))?\Z")
+FACT_LINE_HELP = "'TEXT :: CITE[, CITE…]' (a CITE is source/<id>, a workspace path, path:12 or path:12-20)"
+
+
+def _is_fact_input(t: Any) -> bool:
+    return get_origin(t) is Annotated and FACT_LINE in getattr(t, "__metadata__", ())
+
+
+def parse_citation(spec: str) -> Citation:
+    """``source/<id>`` → a Source citation; anything else is a workspace path, with
+    ``:12`` or ``:12-20`` after it for the cited lines."""
+    spec = spec.strip()
+    if spec.startswith("source/"):
+        return Citation(kind="source", ref=spec)
+    m = _LINES_RE.match(spec)
+    path = (m.group(1) if m else spec).removeprefix("./")
+    if m is None:
+        return Citation(kind="artifact", path=path)
+    first = int(m.group(2))
+    return Citation(kind="artifact", path=path, lines=[first, int(m.group(3) or first)])
+
+
+def parse_fact(line: str) -> Fact:
+    """The one parser of a fact's one-line spelling, ``TEXT :: CITE[, CITE…]`` (the
+    command line and both editors send the line as it was typed)."""
+    text, sep, cites = line.partition("::")
+    parts = [c for c in cites.split(",") if c.strip()]
+    if not sep or not parts:
+        raise HandoffError(
+            "invalid_params",
+            f"{line[:200]!r} needs its evidence: write {FACT_LINE_HELP}.",
+            line=line[:200],
+        )
+    if not text.strip():
+        raise HandoffError(
+            "invalid_params", f"{line[:200]!r}: say what the fact is before the '::'.", line=line[:200]
+        )
+    return Fact(text=text.strip(), citations=[parse_citation(c) for c in parts])
+
+
 @attrs.frozen
 class HandoffDraftParams:
     """What a handoff will say; lives in the client until prepared."""
 
     objective: str
-    state: Fact
+    state: FactInput
     disposition: Disposition
-    next_actions: list[Fact]
+    next_actions: list[FactInput]
     document: str | None = None
 
 
@@ -280,9 +339,9 @@ class ContractParams:
 
 @attrs.frozen
 class RecordWorkParams:
-    state: Fact
+    state: FactInput
     disposition: Disposition
-    next_actions: list[Fact]
+    next_actions: list[FactInput]
     scope: str | None = None
 
 
@@ -310,6 +369,8 @@ class ContinueParams:
     scope: str | None = None
     prepared: dict[str, Any] | None = None
     revision: str | None = None
+    #: Also return ``markdown``: the continue view rendered by the server's template.
+    render: RenderMode | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -368,7 +429,8 @@ class StartSessionParams:
 
 @attrs.frozen
 class SessionsParams:
-    pass
+    #: Also return ``markdown``: the session list rendered by the server's template.
+    render: RenderMode | None = None
 
 
 # ---------------------------------------------------------------------------

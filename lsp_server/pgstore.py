@@ -36,6 +36,7 @@ from psycopg.types.json import Json, set_json_loads
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from .errors import HandoffError
+from .records import Generation, Revision, ScopeHead, SessionStart, Source, as_json
 from .store import DEFAULT_LOCK_TIMEOUT, StateStore, head_moved
 
 log = logging.getLogger(__name__)
@@ -347,7 +348,8 @@ class PgTransaction:
         seq = rec.get("seq")
         return seq if type(seq) is int and -(2**63) <= seq < 2**63 else None
 
-    def append_source(self, rec: dict[str, Any]) -> None:
+    def append_source(self, src: Source) -> None:
+        rec = as_json(src)
         self.conn.execute(
             "INSERT INTO handoff_sources (project, id, seq, scope, kind, record) "
             "VALUES (%s, %s, %s, %s, %s, %s)",
@@ -362,7 +364,8 @@ class PgTransaction:
         )
         self.dirty = True
 
-    def insert_revision(self, rev: dict[str, Any]) -> None:
+    def insert_revision(self, revision: Revision) -> None:
+        rev = as_json(revision)
         self.conn.execute(
             "INSERT INTO handoff_revisions (project, ref, scope, digest, seq, record) "
             "VALUES (%s, %s, %s, %s, %s, %s)",
@@ -377,9 +380,10 @@ class PgTransaction:
         )
         self.dirty = True
 
-    def set_head(self, scope: str, expected: str | None, head: dict[str, Any]) -> None:
+    def set_head(self, scope: str, expected: str | None, scope_head: ScopeHead) -> None:
         """The compare-and-swap: a conditional insert or update; no row changed means
         another writer moved the head first."""
+        head = as_json(scope_head)
         args = (head["head"], int(head["headNumber"]), Json(head, dumps=_dumps))
         if expected is None:
             cur = self.conn.execute(
@@ -398,7 +402,8 @@ class PgTransaction:
             raise head_moved(scope, expected, now.get("head") if now else None)
         self.dirty = True
 
-    def append_generation(self, rec: dict[str, Any]) -> None:
+    def append_generation(self, generation: Generation | SessionStart) -> None:
+        rec = as_json(generation)
         self.conn.execute(
             "INSERT INTO handoff_generations (project, doc, seq, record) VALUES (%s, "
             "(SELECT coalesce(max(doc), 0) + 1 FROM handoff_generations WHERE project = %s), "

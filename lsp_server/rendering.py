@@ -141,6 +141,12 @@ def text_link(path: Any, base: Any = "", lines: Any = None) -> Markup:
 RENDER_MODES: tuple[str, ...] = get_args(RenderMode)
 
 
+def one_line(value: Any, limit: int = 160) -> str:
+    """Text on one line, shortened to ``limit`` characters (still escaped on output)."""
+    text = " ".join(str(value).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def short(value: Any, n: int = 12) -> str:
     """A hash or digest shortened to its first ``n`` hex digits."""
     return str(value or "").removeprefix("sha256:")[:n]
@@ -203,6 +209,7 @@ def make_environment(folders: list[Path], mode: str = "preview") -> ReportSandbo
     if mode == "terminal":
         env.filters.update(md=text_inline, lines=text_lines, link=text_link)
     env.filters["short"] = short
+    env.filters["one_line"] = one_line
     return env
 
 

@@ -24,9 +24,11 @@ from .rendering import (  # noqa: F401  (the filters, as the report templates kn
     short,
     text_inline,
 )
+from .storage import revision_shape
 
 if TYPE_CHECKING:
     from .context import CallContext
+    from .records import PreparedHandoff
     from .store import StateStore
     from .workspace import Workspace
 
@@ -38,6 +40,9 @@ TEMPLATE_FOR = {
     "history": "history.md.j2",
     "handoff": "handoff.md.j2",
     "lineage": "lineage.md.j2",
+    # Views of other commands' results (``render`` in their params).
+    "continue": "continue.md.j2",
+    "sessions": "sessions.md.j2",
 }
 OVERRIDE_FOLDER = "templates"  # inside the state folder: .handoff/templates/
 CACHE_SIZE = 32
@@ -58,6 +63,15 @@ def render(
 # ---------------------------------------------------------------------------
 
 
+def render_view(service: Workspace, kind: str, context: dict[str, Any], mode: str) -> str:
+    """A command's result as Markdown by its template (``continue``, ``sessions``); the
+    workspace's overrides apply as for the reports."""
+    base = "/" if mode == "vscode" else service.workspace.as_uri()
+    overrides = service.store.folder / OVERRIDE_FOLDER
+    markdown, _warnings = render(kind, {**context, "kind": kind, "workspaceUri": base}, overrides, mode)
+    return markdown
+
+
 def _malformed_revision(ref: str) -> HandoffError:
     return HandoffError(
         "invalid_prepared",
@@ -74,51 +88,60 @@ def handoff_view(service: Workspace, p: ReportParams, scope: str) -> dict[str, A
     view: dict[str, Any]
     if p.prepared is not None:
         prepared = lc.check_prepared(p.prepared, scope)
-        committed_as = ledger.by_digest.get(prepared["digest"])
+        committed_as = ledger.revision_by_digest(prepared.digest)
+        shown = lc.prepared_json(prepared)
         view = {
             "revision": None,
             "committed": False,
-            "committedAs": committed_as["ref"] if committed_as else None,
-            "target": f"prepared:{prepared['digest']}",
-            "content": prepared["content"],
-            "citations": prepared["evidence"],
-            "boundary": prepared.get("boundary"),
-            "base": prepared.get("base"),
+            "committedAs": committed_as.ref if committed_as else None,
+            "target": f"prepared:{prepared.digest}",
+            "content": shown["content"],
+            "citations": shown["evidence"],
+            "boundary": prepared.boundary,
+            "base": prepared.base,
         }
     else:
-        ref = p.revision or current
-        if ref is None:
-            raise HandoffError(
-                "revision_not_found",
-                f"Scope {scope!r} has no committed revision yet; pass 'revision' or 'prepared'.",
-                scope=scope,
-            )
-        lc.parse_revision(ref)
-        try:
-            rec = ledger.revisions.get(ref)
-        except HandoffError as exc:
-            raw = ledger.history.revision(ref) if exc.data.get("reason") == "digest_mismatch" else None
-            if raw is not None and not projections.revision_well_formed(raw):
-                raise _malformed_revision(ref) from None  # the more precise diagnosis
-            raise
-        rec = lc.revision_in_scope(rec, ref, scope)
-        revision = projections.revision_view(ledger.data, scope, ref)
-        if revision is None:
-            raise _malformed_revision(ref)
-        prepared = rec["prepared"]
-        view = {**revision, "committed": True, "target": ref}
+        prepared, view = _committed_view(service, p.revision or current, scope)
     view.update(
         scope=scope,
         trust="untrusted_history",
         prepared=not view["committed"],
-        digest=prepared["digest"],
-        preparedAt=prepared.get("preparedAt"),
+        digest=prepared.digest,
+        preparedAt=prepared.prepared_at,
         current=current,
         unreadableEvidence=lc.evidence_chain(prepared, ledger, service.workspace),
     )
     if "citedSources" not in view:
-        view["citedSources"] = projections.prepared_sources(ledger.data, scope, prepared["content"])
+        view["citedSources"] = projections.prepared_sources(ledger.data, scope, view["content"])
     return view
+
+
+def _committed_view(
+    service: Workspace, ref: str | None, scope: str
+) -> tuple[PreparedHandoff, dict[str, Any]]:
+    """A committed revision's prepared handoff and its view (receipts, coverage)."""
+    ledger = service.ledger()
+    if ref is None:
+        raise HandoffError(
+            "revision_not_found",
+            f"Scope {scope!r} has no committed revision yet; pass 'revision' or 'prepared'.",
+            scope=scope,
+        )
+    lc.parse_revision(ref)
+    try:
+        rec = ledger.revision(ref)
+    except HandoffError as exc:
+        raw = ledger.history.revision(ref) if exc.data.get("reason") == "digest_mismatch" else None
+        if raw is not None and not projections.revision_well_formed(raw):
+            raise _malformed_revision(ref) from None  # the more precise diagnosis
+        raise
+    if rec is None and revision_shape(ledger.history.revision(ref)):
+        raise _malformed_revision(ref)  # a revision, but not one the rules can read
+    rec = lc.revision_in_scope(rec, ref, scope)
+    revision = projections.revision_view(ledger.data, scope, ref)
+    if revision is None:
+        raise _malformed_revision(ref)
+    return rec.prepared, {**revision, "committed": True, "target": ref}
 
 
 def _store_stamp(store: StateStore) -> tuple[int, int, int] | None:

@@ -46,6 +46,7 @@ from tinydb.table import Table
 from .errors import HandoffError
 from .faults import pause_point
 from .gcpause import gc_paused
+from .records import Generation, Revision, ScopeHead, SessionStart, Source, as_json
 
 log = logging.getLogger(__name__)
 
@@ -336,16 +337,16 @@ class Transaction:
 
     # -- the verbs of ``storage.StoreTransaction`` ------------------------------
 
-    def append_source(self, rec: dict[str, Any]) -> None:
+    def append_source(self, rec: Source) -> None:
         """Append one Source record (its ``seq`` from ``next_seq``)."""
-        self.table("sources").insert(rec)
+        self.table("sources").insert(as_json(rec))
 
-    def insert_revision(self, rev: dict[str, Any]) -> None:
+    def insert_revision(self, rev: Revision) -> None:
         """Insert one committed revision (immutable once written)."""
-        self.table("revisions").insert(rev)
+        self.table("revisions").insert(as_json(rev))
 
-    def set_head(self, scope: str, expected: str | None, head: dict[str, Any]) -> None:
-        """Compare-and-swap the head of ``scope`` from ``expected`` to ``head["head"]``;
+    def set_head(self, scope: str, expected: str | None, head: ScopeHead) -> None:
+        """Compare-and-swap the head of ``scope`` from ``expected`` to ``head.head``;
         ``revision_conflict`` when the head is no longer ``expected``."""
         from tinydb import where
 
@@ -355,13 +356,13 @@ class Transaction:
             raise head_moved(scope, expected, now)
         scopes = self.table("scopes")
         if current is None:
-            scopes.insert(head)
+            scopes.insert(as_json(head))
         else:
-            scopes.update(head, where("scope") == scope)
+            scopes.update(as_json(head), where("scope") == scope)
 
-    def append_generation(self, rec: dict[str, Any]) -> None:
+    def append_generation(self, rec: Generation | SessionStart) -> None:
         """Append one generation or session-start record."""
-        self.table("generations").insert(rec)
+        self.table("generations").insert(as_json(rec))
 
     def next_seq(self) -> int:
         """Hand out the next log sequence number (only ever under the lock); never one at

@@ -171,9 +171,9 @@ def test_friendly_verbs_walkthrough(workspace, tmp_path):
     assert out.returncode == 0 and out.stdout.startswith("committed handoff/")
     rev = out.stdout.split()[-1]
     out = handoff("continue", *w, "latest")
-    assert f"selected {rev}" in out.stdout and "None" not in out.stdout
+    assert f"# Continue (latest) → {rev}" in out.stdout and "None" not in out.stdout
     out = handoff("continue", *w, "prepared", str(pf))
-    assert out.returncode == 0 and "prepared handoff prepared:sha256:" in out.stdout
+    assert out.returncode == 0 and "# Continue (prepared) → prepared handoff" in out.stdout
     assert "None" not in out.stdout
     out = handoff("ack", *w, "latest", "--status", "accepted")  # not a choice: always refused
     assert out.returncode == 2 and "invalid choice: 'latest'" in out.stderr

@@ -475,7 +475,7 @@ def test_acknowledgement_grants_no_permission_and_is_a_receipt_source(svc):
     )
     assert ack["grantsPermission"] is False
     rec = svc.ledger().source(ack["receipt"])
-    assert rec["kind"] == "acknowledgement" and rec["payload"]["note"] == "no access to CI"
+    assert rec.kind == "acknowledgement" and rec.payload.note == "no access to CI"
 
 
 # -- Task Outcome --------------------------------------------------------------------
@@ -500,8 +500,8 @@ def test_task_outcome_statuses_stored_verbatim(svc, status):
         },
     )
     rec = svc.ledger().source(out["source"])
-    assert rec["payload"]["status"] == status
-    assert [c["status"] for c in rec["payload"]["checks"]] == [
+    assert rec.payload.status == status
+    assert [c.status for c in rec.payload.checks] == [
         "skipped",
         "timed_out",
         "passed",
@@ -611,7 +611,7 @@ def test_coverage_receipt_recorded_after_the_outcome_does_not_count(svc):
                 "receipt": f"source/{receipt_id}",
             },
         )
-        outcome_seq = rec["seq"]
+        outcome_seq = rec.seq
         tx.append_source(
             {
                 "id": receipt_id,
@@ -627,7 +627,7 @@ def test_coverage_receipt_recorded_after_the_outcome_does_not_count(svc):
                 "createdAt": lc.now_iso(),
             }
         )
-    assert svc.ledger().sources[receipt_id]["seq"] > outcome_seq
+    assert svc.ledger().source_info(f"source/{receipt_id}")["seq"] > outcome_seq
     assert _history(svc)[0]["covered"] is False
 
 

@@ -30,6 +30,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "lsp_server.redaction",
             "lsp_server.context",
             "lsp_server.params",
+            "lsp_server.records",
             "lsp_server.config",
         ),
     ),

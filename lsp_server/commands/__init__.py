@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..context import CallContext
 from ..errors import HandoffError
+from ..gcpause import command_running
 from ..params import (
     AcknowledgeParams,
     CommitParams,
@@ -126,6 +127,7 @@ REGISTRY: tuple[Command, ...] = (
             "boundary?",
             "base?",
             "digest?",
+            "markdown?",
         ),
     ),
     Command(
@@ -194,7 +196,7 @@ REGISTRY: tuple[Command, ...] = (
         SessionsParams,
         generate.sessions,
         "list the agent sessions recorded for the workspace",
-        result=("sessions", "searched"),
+        result=("sessions", "searched", "markdown?"),
         cancellable=True,
     ),
 )
@@ -220,4 +222,5 @@ def lookup(name: str) -> Command:
 def run(ws: Workspace, name: str, params: Any, ctx: CallContext | None = None) -> dict[str, Any]:
     """Run one command by its contract name: its params structured, then its handler."""
     command = lookup(name)
-    return command.handler(ws, structure(params, command.params, name), ctx or CallContext())
+    with command_running():  # a GC pause only while no other command runs
+        return command.handler(ws, structure(params, command.params, name), ctx or CallContext())

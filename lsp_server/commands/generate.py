@@ -22,7 +22,13 @@ def sessions(ws: Workspace, p: SessionsParams, ctx: CallContext) -> dict[str, An
     """The workspace's agent sessions, newest first."""
     from ..generation.command import run_sessions
 
-    return run_sessions(ws, p, ctx)
+    result = run_sessions(ws, p, ctx)
+    if p.render is not None:
+        from ..reports import render_view
+
+        context = {"view": result, "workspace": str(ws.workspace)}
+        result["markdown"] = render_view(ws, "sessions", context, p.render)
+    return result
 
 
 def start_session(ws: Workspace, p: StartSessionParams, ctx: CallContext) -> dict[str, Any]:

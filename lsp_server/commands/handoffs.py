@@ -13,11 +13,12 @@ from ..params import (
     HandoffCurrentWorkParams,
     HandoffDraftParams,
     PrepareParams,
-    converter,
 )
+from ..records import Source, WorkContract, WorkState
 
 if TYPE_CHECKING:
     from ..context import CallContext
+    from ..lifecycle import StoreLedger
     from ..workspace import Workspace
 
 
@@ -27,12 +28,13 @@ def prepare(ws: Workspace, p: PrepareParams, ctx: CallContext) -> dict[str, Any]
 
     scope = ws.resolve_scope(p.scope)
     prepared = lc.finalize_draft(p.draft, scope, ws.ledger(), ws.files(ctx))
-    return {"scope": scope, "prepared": prepared, "written": False}
+    return {"scope": scope, "prepared": lc.prepared_json(prepared), "written": False}
 
 
 def handoff_current_work(ws: Workspace, p: HandoffCurrentWorkParams, ctx: CallContext) -> dict[str, Any]:
     """Write a handoff boundary and prepare the latest contract and work state."""
     from .. import lifecycle as lc  # imported on first use, not at server start
+    from ..records import HandoffBoundary
 
     scope = ws.resolve_scope(p.scope)
     files = ws.files(ctx)
@@ -43,67 +45,75 @@ def handoff_current_work(ws: Workspace, p: HandoffCurrentWorkParams, ctx: CallCo
     ctx.cancel.raise_if_cancelled()
     with ws.store.transaction() as tx:
         ledger = lc.ledger_of(tx)
-        if not ledger.known_scope(scope):
-            raise HandoffError(
-                "unknown_scope",
-                f"Scope {scope!r} has no records yet: record a Work Contract and the work "
-                "state first.",
-                scope=scope,
-            )
-        contract = ledger.latest(scope, "work_contract")
-        work = ledger.latest(scope, "work_state")
-        if contract is None or work is None:
-            missing = "a Work Contract" if contract is None else "the work state"
-            raise HandoffError(
-                "nothing_to_hand_off",
-                f"Scope {scope!r} has no {missing.split(' ', 1)[1]} yet: record {missing} "
-                "before handing off current work.",
-                scope=scope,
-            )
+        contract, work = _latest_records(ledger, scope)
         draft = _draft_from(contract, work, p.document)
         # Validate everything before the boundary is written.
         lc.finalize_draft(draft, scope, ledger, files)
-        boundary = lc.append_source(
-            tx,
-            scope,
-            "handoff_boundary",
-            {
-                "contract": lc.source_ref(contract),
-                "workState": lc.source_ref(work),
-                "base": ledger.head(scope),
-                "objective": contract["payload"].get("objective"),
-            },
+        payload = HandoffBoundary(
+            contract=contract.ref,
+            work_state=work.ref,
+            base=ledger.head(scope),
+            objective=_objective(contract),
         )
-        prepared = lc.finalize_draft(
-            draft, scope, ledger, files, boundary=lc.source_ref(boundary)
-        )
+        boundary = lc.append_source(tx, scope, "handoff_boundary", payload)
+        prepared = lc.finalize_draft(draft, scope, ledger, files, boundary=boundary.ref)
     return {
         "scope": scope,
-        "prepared": prepared,
-        "boundary": lc.source_ref(boundary),
+        "prepared": lc.prepared_json(prepared),
+        "boundary": boundary.ref,
         "note": "A handoff_boundary Source was written; nothing was committed. If a later "
         "commit fails, the boundary stays and no revision exists.",
     }
 
 
-def _draft_from(contract: dict, work: dict, document: str | None) -> HandoffDraftParams:
-    payload = work["payload"]
-    try:
-        return converter.structure(
-            {
-                "objective": contract["payload"]["objective"],
-                "state": payload["state"],
-                "disposition": payload["disposition"],
-                "nextActions": payload["nextActions"],
-                **({"document": document} if document is not None else {}),
-            },
-            HandoffDraftParams,
+def _latest_records(ledger: StoreLedger, scope: str) -> tuple[Source, Source]:
+    """The scope's newest Work Contract and work state, or the refusal to hand off."""
+    if not ledger.known_scope(scope):
+        raise HandoffError(
+            "unknown_scope",
+            f"Scope {scope!r} has no records yet: record a Work Contract and the work "
+            "state first.",
+            scope=scope,
         )
-    except Exception:
+    contract = ledger.latest(scope, "work_contract")
+    work = ledger.latest(scope, "work_state")
+    if contract is None or work is None:
+        if ledger.history.latest_source(scope, "work_contract" if contract is None else "work_state"):
+            raise _malformed_latest()
+        missing = "a Work Contract" if contract is None else "the work state"
         raise HandoffError(
             "nothing_to_hand_off",
-            "The latest Work Contract or work state record is malformed; record them again.",
-        ) from None
+            f"Scope {scope!r} has no {missing.split(' ', 1)[1]} yet: record {missing} "
+            "before handing off current work.",
+            scope=scope,
+        )
+    return contract, work
+
+
+def _malformed_latest() -> HandoffError:
+    return HandoffError(
+        "nothing_to_hand_off",
+        "The latest Work Contract or work state record is malformed; record them again.",
+    )
+
+
+def _objective(contract: Source) -> str | None:
+    payload = contract.payload
+    return payload.objective if isinstance(payload, WorkContract) else None
+
+
+def _draft_from(contract: Source | None, work: Source | None, document: str | None) -> HandoffDraftParams:
+    """The draft the latest contract and work state make (``document`` attached)."""
+    terms, state = (contract.payload, work.payload) if contract and work else (None, None)
+    if not isinstance(terms, WorkContract) or not isinstance(state, WorkState):
+        raise _malformed_latest()
+    return HandoffDraftParams(
+        objective=terms.objective,
+        state=state.state,
+        disposition=state.disposition,
+        next_actions=state.next_actions,
+        document=document,
+    )
 
 
 def commit(ws: Workspace, p: CommitParams, ctx: CallContext) -> dict[str, Any]:
@@ -112,10 +122,10 @@ def commit(ws: Workspace, p: CommitParams, ctx: CallContext) -> dict[str, Any]:
 
     scope = ws.resolve_scope(p.scope)
     files = ws.files(ctx)
-    unreadable = lc.precheck_commit(p.prepared, scope, ws.ledger(), files)
+    prepared, unreadable = lc.precheck_commit(p.prepared, scope, ws.ledger(), files)
     ctx.cancel.raise_if_cancelled()
     with ws.store.transaction() as tx:
-        result = lc.commit_prepared(tx, p.prepared, scope, files, unreadable)
+        result = lc.commit_prepared(tx, prepared, scope, files, unreadable)
     return {"scope": scope, **result}
 
 
@@ -144,25 +154,54 @@ def continue_(ws: Workspace, p: ContinueParams, ctx: CallContext) -> dict[str, A
         head = ledger.revision(current) if current is not None else None
         if head is None:
             result["found"] = False
+            if p.render is not None:
+                result["markdown"] = _continue_markdown(ws, p, result, ctx)
             return result
-        prepared, selected = head["prepared"], current
+        prepared, selected = head.prepared, current
     else:
         prepared, selected = lc.select_target(p.mode, p.prepared, p.revision, scope, ledger)
+    shown = lc.prepared_json(prepared)
     result.update(
         selected=selected,
-        content=prepared["content"],
-        citations=prepared["evidence"],
+        content=shown["content"],
+        citations=shown["evidence"],
         unreadableEvidence=lc.evidence_chain(prepared, ledger, ws.files(ctx)),
-        boundary=prepared.get("boundary"),
-        base=prepared.get("base"),
-        digest=prepared.get("digest"),
+        boundary=prepared.boundary,
+        base=prepared.base,
+        digest=prepared.digest,
     )
+    if p.render is not None:
+        result["markdown"] = _continue_markdown(ws, p, result, ctx)
     return result
+
+
+def _continue_markdown(
+    ws: Workspace, p: ContinueParams, result: dict[str, Any], ctx: CallContext
+) -> str:
+    """The continue view: what was selected and what to check, then the handoff itself
+    (the ``handoff`` report of the selected revision or prepared value)."""
+    from ..params import ReportParams
+    from ..reports import handoff_view, render_view
+
+    view = None
+    if result["found"]:
+        selected = result["selected"]
+        params = ReportParams(
+            kind="handoff",
+            scope=result["scope"],
+            revision=selected,
+            prepared=None if selected else p.prepared,
+            render=p.render or "preview",
+        )
+        view = handoff_view(ws, params, result["scope"])
+    context = {"continued": result, "view": view}
+    return render_view(ws, "continue", context, p.render or "preview")
 
 
 def acknowledge(ws: Workspace, p: AcknowledgeParams, ctx: CallContext) -> dict[str, Any]:
     """Acknowledge an exact target; ``accepted`` needs the four checks."""
     from .. import lifecycle as lc  # imported on first use, not at server start
+    from ..records import Receipt
 
     scope = ws.resolve_scope(p.scope)
     files = ws.files(ctx)
@@ -173,41 +212,44 @@ def acknowledge(ws: Workspace, p: AcknowledgeParams, ctx: CallContext) -> dict[s
         ledger = lc.ledger_of(tx)
         prepared, selected = lc.select_target(p.mode, p.prepared, p.revision, scope, ledger)
         unreadable = lc.evidence_chain(prepared, ledger, files)
-        target = selected or f"prepared:{prepared['digest']}"
+        target = selected or f"prepared:{prepared.digest}"
         if p.status == "accepted":
-            failed = lc.checks_failing(p.checks)
-            if unreadable and "evidence_available" not in failed:
-                failed.insert(0, "evidence_available")
-            if failed:
-                raise HandoffError(
-                    "acceptance_checks_failed",
-                    f"Cannot record 'accepted' for {target}: not confirmed: "
-                    f"{', '.join(failed)}. Record needs_clarification or declined instead, "
-                    "or confirm the checks.",
-                    failed=failed,
-                    unreadableEvidence=unreadable,
-                    target=target,
-                )
-        rec = lc.append_source(
-            tx,
-            scope,
-            "acknowledgement",
-            {
-                "mode": p.mode,
-                "target": target,
-                "status": p.status,
-                "checks": lc.check_names_json(p.checks),
-                "unreadableEvidence": unreadable,
-                "note": p.note,
-                "actor": p.actor,
-                "boundary": prepared.get("boundary"),
-            },
+            _refuse_unconfirmed(p, unreadable, target)
+        receipt = Receipt(
+            mode=p.mode,
+            target=target,
+            status=p.status,
+            checks=lc.check_names_json(p.checks),
+            unreadable_evidence=unreadable,
+            note=p.note,
+            actor=p.actor,
+            boundary=prepared.boundary,
         )
+        rec = lc.append_source(tx, scope, "acknowledgement", receipt)
     return {
         "scope": scope,
-        "receipt": lc.source_ref(rec),
+        "receipt": rec.ref,
         "status": p.status,
         "target": target,
         "unreadableEvidence": unreadable,
         "grantsPermission": False,
     }
+
+
+def _refuse_unconfirmed(p: AcknowledgeParams, unreadable: list[dict[str, Any]], target: str) -> None:
+    """``accepted`` needs the four checks confirmed and every piece of evidence readable."""
+    from .. import lifecycle as lc
+
+    failed = lc.checks_failing(p.checks)
+    if unreadable and "evidence_available" not in failed:
+        failed.insert(0, "evidence_available")
+    if failed:
+        raise HandoffError(
+            "acceptance_checks_failed",
+            f"Cannot record 'accepted' for {target}: not confirmed: "
+            f"{', '.join(failed)}. Record needs_clarification or declined instead, "
+            "or confirm the checks.",
+            failed=failed,
+            unreadableEvidence=unreadable,
+            target=target,
+        )

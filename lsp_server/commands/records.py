@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from ..errors import HandoffError
 from ..params import ContractParams, OutcomeParams, RecordWorkParams
 
@@ -17,48 +19,51 @@ if TYPE_CHECKING:
 def contract(ws: Workspace, p: ContractParams, ctx: CallContext) -> dict[str, Any]:
     """Record the Work Contract of a scope: objective, scope, acceptance."""
     from .. import lifecycle as lc  # imported on first use, not at server start
+    from ..records import WorkContract
 
     scope = ws.resolve_scope(p.scope)
-    payload = {
-        "objective": p.objective,
-        "inScope": list(p.in_scope),
-        "outOfScope": list(p.out_of_scope),
-        "acceptance": list(p.acceptance),
-    }
+    payload = WorkContract(
+        objective=p.objective,
+        in_scope=list(p.in_scope),
+        out_of_scope=list(p.out_of_scope),
+        acceptance=list(p.acceptance),
+    )
     ctx.cancel.raise_if_cancelled()
     with ws.store.transaction() as tx:
         rec = lc.append_source(tx, scope, "work_contract", payload)
-    return {"scope": scope, "source": lc.source_ref(rec), "seq": rec["seq"]}
+    return {"scope": scope, "source": rec.ref, "seq": rec.seq}
 
 
 def record_work(ws: Workspace, p: RecordWorkParams, ctx: CallContext) -> dict[str, Any]:
     """Record the work state: the state and next actions as facts with evidence."""
     from .. import lifecycle as lc  # imported on first use, not at server start
+    from ..records import WorkState
 
     scope = ws.resolve_scope(p.scope)
     files = ws.files(ctx)
 
-    def payload_of(ledger: lc.AnyLedger) -> dict[str, Any]:
-        return {
-            "state": lc.finalize_fact(p.state, "state", scope, ledger, files),
-            "disposition": p.disposition,
-            "nextActions": [
+    def payload_of(ledger: lc.StoreLedger) -> WorkState:
+        return WorkState(
+            state=lc.finalize_fact(p.state, "state", scope, ledger, files),
+            disposition=p.disposition,
+            next_actions=[
                 lc.finalize_fact(f, f"nextActions[{i}]", scope, ledger, files)
                 for i, f in enumerate(p.next_actions)
             ],
-        }
+        )
 
     payload_of(ws.ledger())  # the artifacts are read here, not under the lock
     ctx.cancel.raise_if_cancelled()
     with ws.store.transaction() as tx:
         payload = payload_of(lc.ledger_of(tx))  # re-checked by fstat only
         rec = lc.append_source(tx, scope, "work_state", payload)
-    return {"scope": scope, "source": lc.source_ref(rec), "seq": rec["seq"]}
+    return {"scope": scope, "source": rec.ref, "seq": rec.seq}
 
 
 def record_outcome(ws: Workspace, p: OutcomeParams, ctx: CallContext) -> dict[str, Any]:
     """Record the Task Outcome, optionally bound to an acknowledgement receipt."""
     from .. import lifecycle as lc  # imported on first use, not at server start
+    from ..records import TaskOutcome
 
     scope = ws.resolve_scope(p.scope)
     ctx.cancel.raise_if_cancelled()
@@ -73,14 +78,7 @@ def record_outcome(ws: Workspace, p: OutcomeParams, ctx: CallContext) -> dict[st
                     receipt=p.receipt,
                     reason="unknown_source",
                 )
-        checks = [
-            {"name": c.name, "status": c.status, **({"detail": c.detail} if c.detail else {})}
-            for c in p.checks
-        ]
-        rec = lc.append_source(
-            tx,
-            scope,
-            "task_outcome",
-            {"status": p.status, "summary": p.summary, "checks": checks, "receipt": p.receipt},
-        )
-    return {"scope": scope, "source": lc.source_ref(rec), "seq": rec["seq"]}
+        checks = [attrs.evolve(c, detail=c.detail or None) for c in p.checks]  # no empty detail
+        payload = TaskOutcome(status=p.status, summary=p.summary, checks=checks, receipt=p.receipt)
+        src = lc.append_source(tx, scope, "task_outcome", payload)
+    return {"scope": scope, "source": src.ref, "seq": src.seq}

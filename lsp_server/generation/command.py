@@ -11,12 +11,15 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from .. import lifecycle as lc
 from ..errors import HandoffError
 from ..faults import pause_point
 from ..gcpause import gc_paused, return_freed_memory
 from ..params import GenerateParams, SessionsParams, StartSessionParams, structure
 from ..projections import table
+from ..records import Generation
 from ..redaction import redact
 from . import discovery
 from .capture import capture_text, missing_sections, wrap
@@ -296,29 +299,26 @@ def _generate(service: Workspace, p: GenerateParams, ctx: CallContext) -> dict[s
         written.append(sidecar)
         pause_point("generation.document")
         duration_ms = int((time.monotonic() - started) * 1000)
-        record = {
-            "id": generation_id,
-            "scope": scope,
-            "createdAt": lc.now_iso(),
-            "provider": provider_name,
-            "sourceSession": transcript.source_json(),
-            "newSession": None,
-            "missingSections": missing,
-            "durationMs": duration_ms,
-            "document": _workspace_path(saved, service.workspace),
-            "draft": _workspace_path(draft_file, service.workspace),
-        }
-        if redactions:
-            record["redactions"] = redactions
-        if focus:
-            record["focus"] = focus
+        record = Generation(
+            id=generation_id,
+            scope=scope,
+            created_at=lc.now_iso(),
+            provider=provider_name,
+            source_session=transcript.source_json(),
+            new_session=None,
+            missing_sections=missing,
+            duration_ms=duration_ms,
+            document=_workspace_path(saved, service.workspace),
+            draft=_workspace_path(draft_file, service.workspace),
+            redactions=redactions,
+            focus=focus or None,
+        )
         with service.store.transaction() as tx:
             # A cancel that came while the files were written still wins: nothing is kept.
             ctx.cancel.raise_if_cancelled()
-            record["seq"] = tx.next_seq()
-            tx.append_generation(record)
+            tx.append_generation(attrs.evolve(record, seq=tx.next_seq()))
 
-    saved_rel = record["document"]
+    saved_rel = record.document
     result: dict[str, Any] = {
         "scope": scope,
         "document": document,
@@ -332,7 +332,7 @@ def _generate(service: Workspace, p: GenerateParams, ctx: CallContext) -> dict[s
             "read": transcript.stats.to_json(),
         },
         "documentPath": saved_rel,
-        "draftPath": record["draft"],
+        "draftPath": record.draft,
         "generation": generation_id,
         "durationMs": duration_ms,
     }

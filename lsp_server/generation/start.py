@@ -11,11 +11,14 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from .. import lifecycle as lc
 from ..errors import HandoffError
 from ..faults import pause_point
 from ..params import ReportParams, StartSessionParams
 from ..projections import table
+from ..records import SessionStart, as_json
 from ..redaction import redact
 from ..reports import run_report
 from . import discovery
@@ -136,7 +139,7 @@ def _handed_text(
             scope,
             ctx,
         )
-        return report["markdown"], scope, {"kind": "prepared", "digest": checked["digest"]}
+        return report["markdown"], scope, {"kind": "prepared", "digest": checked.digest}
     ref = p.revision or ""
     rec = service.ledger().revision(ref) if lc.REVISION_RE.match(ref) else None
     if rec is None:
@@ -145,7 +148,7 @@ def _handed_text(
             f"revision {ref!r} is not a committed revision (handoff/<id>@<n>).",
             revision=ref,
         )
-    scope = service.resolve_scope(p.scope if p.scope is not None else rec["scope"])
+    scope = service.resolve_scope(p.scope if p.scope is not None else rec.scope)
     lc.select_target("exact", None, ref, scope, service.ledger())
     report = run_report(
         service, ReportParams(kind="handoff", scope=scope, revision=ref, render="terminal"), scope, ctx
@@ -182,6 +185,35 @@ def run_start_session(
     service: Workspace, p: StartSessionParams, ctx: CallContext
 ) -> dict[str, Any]:
     """Start the successor from exactly one of document / prepared / revision."""
+    _check_start_params(p)
+    text, scope, handoff = _handed_text(service, p, ctx)
+    generation = _generation(service, p, scope)
+    parent = _parent(service, p, generation)
+    agent = p.agent or (agent_of(parent["path"], parent.get("format")) if parent else None)
+    if agent is None:
+        raise HandoffError(
+            "invalid_params",
+            "agent is needed: there is no parent session to take it from "
+            f"(one of {', '.join(AGENTS)}).",
+            allowed=list(AGENTS),
+        )
+    content = wrap(text, parent["path"] if parent else None)
+    ctx.cancel.raise_if_cancelled()
+    record = _write_start(service, ctx, agent, content, parent, scope, handoff, generation)
+    lineage = {k: v for k, v in as_json(record).items() if k != "command"}
+    child = record.child_session
+    return {
+        "scope": scope,
+        "agent": agent,
+        "command": record.command,
+        "newSession": {"path": child["path"], "id": child["id"]} if child else None,
+        "documentPath": record.document,
+        "lineage": lineage,
+    }
+
+
+def _check_start_params(p: StartSessionParams) -> None:
+    """Exactly one of document / prepared / revision; a known agent, if one is named."""
     given = [k for k in ("document", "prepared", "revision") if getattr(p, k) is not None]
     if len(given) != 1:
         raise HandoffError(
@@ -197,20 +229,20 @@ def run_start_session(
             agent=p.agent,
             allowed=list(AGENTS),
         )
-    text, scope, handoff = _handed_text(service, p, ctx)
-    generation = _generation(service, p, scope)
-    parent = _parent(service, p, generation)
-    agent = p.agent or (agent_of(parent["path"], parent.get("format")) if parent else None)
-    if agent is None:
-        raise HandoffError(
-            "invalid_params",
-            "agent is needed: there is no parent session to take it from "
-            f"(one of {', '.join(AGENTS)}).",
-            allowed=list(AGENTS),
-        )
-    content = wrap(text, parent["path"] if parent else None)
-    ctx.cancel.raise_if_cancelled()
 
+
+def _write_start(
+    service: Workspace,
+    ctx: CallContext,
+    agent: str,
+    content: str,
+    parent: dict[str, Any] | None,
+    scope: str,
+    handoff: dict[str, Any],
+    generation: dict[str, Any] | None,
+) -> SessionStart:
+    """The handed text saved, the agent's new session written (pi, omp), then the start
+    record: all of it kept, or none of it (a cancel before the record wins)."""
     start_id = lc.new_id()
     with kept_if_recorded("The new session") as written:
         service.store.ensure_folder()  # refuses a state folder that is a symbolic link
@@ -233,31 +265,22 @@ def run_start_session(
             written.append(Path(child["path"]))
             pause_point("generation.session")
         command = start_command(agent, service.workspace, child and child["path"], saved_rel)
-        record: dict[str, Any] = {
-            "id": start_id,
-            "kind": "start",
-            "scope": scope,
-            "createdAt": lc.now_iso(),
-            "agent": agent,
-            "parentSession": parent,
-            "generation": generation["id"] if generation else None,
-            "handoff": handoff,
-            "childSession": child,
-            "document": saved_rel,
-            "documentDigest": "sha256:" + hashlib.sha256(content.encode("utf-8")).hexdigest(),
-            "command": command,
-        }
+        record = SessionStart(
+            id=start_id,
+            scope=scope,
+            created_at=lc.now_iso(),
+            agent=agent,
+            parent_session=parent,
+            generation=generation["id"] if generation else None,
+            handoff=handoff,
+            child_session=child,
+            document=saved_rel,
+            document_digest="sha256:" + hashlib.sha256(content.encode("utf-8")).hexdigest(),
+            command=command,
+        )
         with service.store.transaction() as tx:
             # A cancel that came while the files were written still wins: nothing is kept.
             ctx.cancel.raise_if_cancelled()
-            record["seq"] = tx.next_seq()
+            record = attrs.evolve(record, seq=tx.next_seq())
             tx.append_generation(record)
-    lineage = {k: v for k, v in record.items() if k != "command"}
-    return {
-        "scope": scope,
-        "agent": agent,
-        "command": command,
-        "newSession": {"path": child["path"], "id": child["id"]} if child else None,
-        "documentPath": saved_rel,
-        "lineage": lineage,
-    }
+    return record

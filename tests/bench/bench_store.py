@@ -197,9 +197,9 @@ def write_v1_history(ws: Path, sources: int, revisions: int) -> tuple[str, int]:
 
 def new_records_bytes(svc: HandoffService, done: dict[str, Any]) -> bytes:
     """The bytes a commit adds to the log: its revision and its Task Outcome."""
-    ledger = svc.ledger()
-    return orjson.dumps(ledger.revision(done["revision"])) + orjson.dumps(
-        ledger.source(done["outcome"])
+    history = svc.ledger().history
+    return orjson.dumps(history.revision(done["revision"])) + orjson.dumps(
+        history.source(done["outcome"].removeprefix("source/"))
     )
 
 

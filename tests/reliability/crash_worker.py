@@ -34,7 +34,7 @@ def churn(workspace: Path, oplog: Path, mode: str, tag: str) -> None:
     svc = HandoffService(workspace, ServiceConfig())
     fd = os.open(oplog, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     contract = svc.ledger().latest(SCOPE, "work_contract")
-    ref = f"source/{contract['id']}"
+    ref = contract.ref
     n = 0
     while True:
         n += 1

@@ -80,7 +80,7 @@ def operations(svc: HandoffService, n: int, report: list):
     if kind == 1:
         ledger = svc.ledger()
         contract = ledger.latest(SCOPE, "work_contract")
-        ref = lc.source_ref(contract) if contract else None
+        ref = contract.ref if contract else None
         if ref is None:
             return "handoff.recordOutcome", {"scope": SCOPE, "status": "unknown", "summary": f"op {n}"}
         return "handoff.recordWork", {

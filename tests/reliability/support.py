@@ -14,10 +14,11 @@ import orjson
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 
-from lsp_server import lifecycle as lc
 from lsp_server.errors import ERROR_CODES, HandoffError
 from lsp_server.evidence import OutsideWorkspace, resolve_artifact
 from lsp_server.store import StateStore
+
+from ..ledger import Ledger
 
 REPO = Path(__file__).resolve().parents[2]
 OUTSIDE_SECRET = b"outside the workspace: never read through a citation\n"
@@ -283,7 +284,7 @@ def check_store_matches(workspace: Path, model: Model, state_folder: str = ".han
     by_scope: dict[str, list[dict]] = {}
     for rec in revisions.values():
         by_scope.setdefault(rec["scope"], []).append(rec)
-    ledger = lc.Ledger(data)
+    ledger = Ledger(data)
     for scope, recs in by_scope.items():
         recs.sort(key=lambda r: r["number"])
         assert [r["number"] for r in recs] == list(range(1, len(recs) + 1))

@@ -25,12 +25,12 @@ import orjson
 import pytest
 
 from lsp_server import faults
-from lsp_server import lifecycle as lc
 from lsp_server.service import HandoffService, ServiceConfig
 from lsp_server.store import StateStore
 
 from ..conftest import sizes
 from ..helpers import PausePipe
+from ..ledger import Ledger
 from .support import REPO
 
 POINTS = faults.STORE_POINTS
@@ -64,7 +64,7 @@ def read_log(path: Path) -> list[dict]:
 def check_after_kill(workspace: Path, log: list[dict], mode: str) -> dict:
     """The store loads; acknowledged ops are present; in-flight ops are whole or absent."""
     data = StateStore(workspace / ".handoff").read()
-    ledger = lc.Ledger(data)
+    ledger = Ledger(data)
     assert ledger.invalid_sources == 0 and ledger.invalid_revisions == 0
     revs = ledger.revisions_by_scope.get("crash", [])
     assert [r["number"] for r in revs] == list(range(1, len(revs) + 1))

@@ -19,10 +19,10 @@ import orjson
 import psutil
 import pytest
 
-from lsp_server import lifecycle as lc
 from lsp_server.store import StateStore
 
 from ..conftest import sizes
+from ..ledger import Ledger
 from ..lsp.rawclient import RawClient
 from .load_worker import SCOPES, run_ops
 from .support import REPO
@@ -45,7 +45,7 @@ def lsp_transport(client: RawClient):
 
 def check_workspace(workspace: Path, acked: list[dict]) -> dict[str, int]:
     data = StateStore(workspace / ".handoff").read()
-    ledger = lc.Ledger(data)
+    ledger = Ledger(data)
     assert ledger.invalid_sources == 0 and ledger.invalid_revisions == 0
     sources = {f"source/{sid}": rec for sid, rec in ledger.sources.items()}
     written_sources = [a for a in acked if a["kind"] != "revision"]

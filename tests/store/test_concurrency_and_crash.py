@@ -16,12 +16,12 @@ from pathlib import Path
 import orjson
 import pytest
 
-from lsp_server import lifecycle as lc
 from lsp_server.service import HandoffService, ServiceConfig
 from lsp_server.store import StateStore
 
 from ..conftest import sizes
 from ..helpers import SCOPE, PausePipe, prepare, record_contract
+from ..ledger import Ledger
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -92,7 +92,7 @@ def check_consistent(workspace: Path) -> tuple[int, int]:
     raw = (workspace / ".handoff/state.json").read_bytes()
     data = orjson.loads(raw)
     state = StateStore(workspace / ".handoff").read()
-    ledger = lc.Ledger(state)
+    ledger = Ledger(state)
     assert ledger.invalid_sources == 0 and ledger.invalid_revisions == 0
     revs = ledger.revisions_by_scope.get("crash", [])
     head = ledger.head("crash")

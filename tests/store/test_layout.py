@@ -11,11 +11,11 @@ from pathlib import Path
 import orjson
 import pytest
 
-from lsp_server import lifecycle as lc
 from lsp_server.service import HandoffService, ServiceConfig
 from lsp_server.store import SCHEMA_VERSION, StateStore
 
 from ..helpers import ALL_CHECKS, SCOPE, prepare, record_contract, record_work, refused
+from ..ledger import Ledger
 
 DATA = Path(__file__).parent / "data"
 SEAL = 4096  # bytes: small enough that a few commits seal
@@ -70,7 +70,7 @@ def rounds(svc: HandoffService, contract: str, n: int, start: int = 0) -> list[d
 def check_full_view(svc: HandoffService) -> dict:
     """Every record once: unique document ids per table, unique sequence numbers."""
     full = StateStore(svc.store.folder).read()  # a fresh process's view
-    ledger = lc.Ledger(full)
+    ledger = Ledger(full)
     assert ledger.invalid_sources == 0 and ledger.invalid_revisions == 0
     ids = [s["id"] for s in full["sources"].values()]
     assert len(ids) == len(set(ids))
@@ -256,7 +256,7 @@ def test_large_schema_1_file_is_sealed_by_its_first_write(workspace):
     full = check_full_view(svc)
     for table in ("sources", "revisions"):
         assert {k: full[table][k] for k in old[table]} == old[table]
-    assert svc.ledger().source(out["source"])["seq"] == old["_meta"]["1"]["nextSeq"]
+    assert svc.ledger().source(out["source"]).seq == old["_meta"]["1"]["nextSeq"]
     rev = svc.call("handoff.commit", {"scope": SCOPE, "prepared": prepare(svc, contract)})
     assert rev["number"] == 41
 
@@ -336,7 +336,7 @@ def test_a_long_lived_process_merges_the_indexes_and_old_snapshots_stay_old(svc,
     assert len(manifest) > len(old.live["_meta"]["1"]["segments"])
     # The current snapshot answers from the merged index of every segment.
     now = svc.ledger()
-    assert now.revision(later[0]["revision"])["number"] == later[0]["number"]
+    assert now.revision(later[0]["revision"]).number == later[0]["number"]
     assert svc.store._merged is not None and svc.store._merged.names == manifest
     # The old snapshot still sees what it saw (its tail, sealed since) and nothing newer.
     assert all(old.source_info(sid) is not None for sid in in_old_tail)

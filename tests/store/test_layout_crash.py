@@ -17,12 +17,12 @@ import orjson
 import pytest
 
 from lsp_server import faults
-from lsp_server import lifecycle as lc
 from lsp_server.service import HandoffService, ServiceConfig
 from lsp_server.store import StateStore
 
 from ..conftest import sizes
 from ..helpers import PausePipe
+from ..ledger import Ledger
 
 REPO = Path(__file__).resolve().parents[2]
 SEAL = 3000
@@ -55,7 +55,7 @@ def consistent(workspace: Path, scope: str = "crash") -> dict:
     listed = {e["name"] for e in state["_meta"]["1"]["segments"]}
     assert listed <= on_disk(workspace)
     full = StateStore(workspace / ".handoff").read()
-    ledger = lc.Ledger(full)
+    ledger = Ledger(full)
     assert ledger.invalid_sources == 0 and ledger.invalid_revisions == 0
     ids = [s["id"] for s in full["sources"].values()]
     assert len(ids) == len(set(ids)), "a Source appears twice (tail and segment)"

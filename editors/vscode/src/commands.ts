@@ -59,7 +59,10 @@ export type ReportView =
   | { kind: 'history' }
   | { kind: 'lineage' }
   | { kind: 'handoff'; revision: string }
-  | { kind: 'handoff'; prepared: PreparedHandoff };
+  | { kind: 'handoff'; prepared: PreparedHandoff }
+  /** What Continue selected, as the server renders it (``handoff.continue`` with ``render``). */
+  | { kind: 'continue'; revision: string }
+  | { kind: 'continue'; prepared: PreparedHandoff };
 
 /** Where a generated draft came from (from the Generate result). */
 export interface DraftOrigin {
@@ -704,7 +707,7 @@ export class HandoffCommands {
         : target;
       this.lastContinued = selected;
       await this.views.showReport(
-        selected.kind === 'revision' ? { kind: 'handoff', revision: selected.revision } : { kind: 'handoff', prepared: (selected as { prepared: PreparedHandoff }).prepared },
+        selected.kind === 'revision' ? { kind: 'continue', revision: selected.revision } : { kind: 'continue', prepared: (selected as { prepared: PreparedHandoff }).prepared },
       );
       const unreadable = result.unreadableEvidence?.length ?? 0;
       const stale = result.selected && result.current && result.selected !== result.current ? ` The head is now ${result.current}.` : '';

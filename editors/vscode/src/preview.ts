@@ -11,17 +11,20 @@ export const PREVIEW_SCHEME = 'handoff-preview';
 
 /** The path of a preview document; the file name becomes the editor tab's title. */
 export function previewPath(view: ReportView): string {
-  if (view.kind !== 'handoff') {
+  if (view.kind !== 'handoff' && view.kind !== 'continue') {
     return `/${view.kind}.md`;
   }
+  const folder = view.kind === 'continue' ? 'continue' : 'handoff';
   if ('revision' in view) {
     const m = REVISION_RE.exec(view.revision);
-    return m ? `/handoff/${m[1]}@${m[2]}.md` : `/handoff/${encodeURIComponent(view.revision)}.md`;
+    return m ? `/${folder}/${m[1]}@${m[2]}.md` : `/${folder}/${encodeURIComponent(view.revision)}.md`;
   }
   // The full digest names the folder (the lookup key); the file name, the tab's title,
   // is the scope and the short digest.
   const hex = view.prepared.digest.replace(/^sha256:/, '');
-  return `/prepared/${hex}/${view.prepared.scope.replace(/\//g, '-')} · prepared ${shortDigest(view.prepared.digest)}.md`;
+  const what = view.kind === 'continue' ? 'continue from prepared' : 'prepared';
+  const root = view.kind === 'continue' ? 'continue-prepared' : 'prepared';
+  return `/${root}/${hex}/${view.prepared.scope.replace(/\//g, '-')} · ${what} ${shortDigest(view.prepared.digest)}.md`;
 }
 
 /** Back from a path to the report it shows; prepared handoffs are looked up by digest. */
@@ -38,15 +41,19 @@ export function viewFromPath(
   if (p === '/lineage.md') {
     return { kind: 'lineage' };
   }
-  let m = /^\/handoff\/([A-Za-z0-9_-]{1,64})@([1-9][0-9]{0,8})\.md$/.exec(p);
+  let m = /^\/(handoff|continue)\/([A-Za-z0-9_-]{1,64})@([1-9][0-9]{0,8})\.md$/.exec(p);
   if (m) {
-    return { kind: 'handoff', revision: `handoff/${m[1]}@${m[2]}` };
+    const revision = `handoff/${m[2]}@${m[3]}`;
+    return m[1] === 'continue' ? { kind: 'continue', revision } : { kind: 'handoff', revision };
   }
-  m = /^\/prepared\/([0-9a-f]{64})(?:\.md|\/[^/]+\.md)$/.exec(p);
+  m = /^\/(prepared|continue-prepared)\/([0-9a-f]{64})(?:\.md|\/[^/]+\.md)$/.exec(p);
   if (m) {
-    const digest = `sha256:${m[1]}`;
+    const digest = `sha256:${m[2]}`;
     const prepared = lookupPrepared(digest);
-    return prepared ? { kind: 'handoff', prepared } : { missingPrepared: digest };
+    if (!prepared) {
+      return { missingPrepared: digest };
+    }
+    return m[1] === 'prepared' ? { kind: 'handoff', prepared } : { kind: 'continue', prepared };
   }
   return undefined;
 }
@@ -56,6 +63,11 @@ export function viewFromPath(
  * opens at the line (it renders no anchor for a `file:` link). */
 export function reportParams(view: ReportView): Record<string, unknown> {
   const render = 'vscode';
+  if (view.kind === 'continue') {
+    return 'revision' in view
+      ? { mode: 'exact', revision: view.revision, render }
+      : { mode: 'prepared', prepared: view.prepared, scope: view.prepared.scope, render };
+  }
   if (view.kind !== 'handoff') {
     return { kind: view.kind, render };
   }
@@ -92,7 +104,9 @@ export async function renderPreview(
     );
   }
   try {
-    const result = await server.execute<ReportResult>(ServerCommand.report, reportParams(view), { token });
+    // Continue's view is the server's too (templates/continue.md.j2), not built here.
+    const command = view.kind === 'continue' ? ServerCommand.continue : ServerCommand.report;
+    const result = await server.execute<ReportResult>(command, reportParams(view), { token });
     if (revision && found && !('missingPrepared' in found) && found.kind === 'handoff' && 'prepared' in found) {
       const [heading, ...rest] = result.markdown.split('\n');
       const note = `> Prepared ${shortDigest(found.prepared.digest)} was committed as ${revision}; this is that revision.`;
@@ -101,7 +115,10 @@ export async function renderPreview(
     return result.markdown;
   } catch (error) {
     const failure = toCommandError(error);
-    const title = view.kind === 'handoff' ? ('revision' in view ? view.revision : `Prepared ${shortDigest(view.prepared.digest)}`) : `Handoff ${view.kind}`;
+    const title =
+      view.kind === 'handoff' || view.kind === 'continue'
+        ? ('revision' in view ? view.revision : `Prepared ${shortDigest(view.prepared.digest)}`)
+        : `Handoff ${view.kind}`;
     return failureMarkdown(title, failure.message, failure.code);
   }
 }

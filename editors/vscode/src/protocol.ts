@@ -120,6 +120,8 @@ export interface ContinueResult {
   unreadableEvidence: UnreadableEvidence[];
   requiredChecks: string[];
   digest?: string;
+  /** With ``render``: the continue view the server's template writes. */
+  markdown?: string;
 }
 
 export interface AcknowledgeResult {

@@ -90,31 +90,9 @@ local function split_items(s)
   return items
 end
 
-local function citation(spec)
-  spec = vim.trim(spec)
-  if vim.startswith(spec, "source/") then
-    return { kind = "source", ref = spec }
-  end
-  return { kind = "artifact", path = spec }
-end
-
-local function citations(specs)
-  local out = {}
-  for spec in (specs or ""):gmatch("[^,]+") do
-    if nonempty(spec) then
-      out[#out + 1] = citation(spec)
-    end
-  end
-  return out
-end
-
---- "text :: cite, cite" → a Fact.
-local function fact(spec)
-  local text, cites = spec:match("^(.-)::(.*)$")
-  if not text or not nonempty(cites) then
-    async.fail("refused", ("%q needs its evidence: write 'text :: path/or/source-ref[, more]'."):format(spec))
-  end
-  return { text = vim.trim(text), citations = citations(cites) }
+--- A fact typed as its two parts, on one line: the server parses "text :: cite, cite".
+local function fact_line(text, cites)
+  return ("%s :: %s"):format(vim.trim(text or ""), cites or "")
 end
 
 --- The current file relative to the workspace, if it is inside it.
@@ -522,32 +500,8 @@ S.sessions = {
   desc = "list this workspace's agent sessions, newest first",
   flags = {},
   run = function(ctx)
-    local function render(result)
-      local rows = {
-        "# Agent sessions of this workspace",
-        "",
-        "| Updated | Format | Messages | Session |",
-        "|---|---|---:|---|",
-      }
-      for _, s in ipairs(result.sessions or {}) do
-        rows[#rows + 1] = ("| %s | %s | %d | %s `%s` |"):format(
-          s.updatedAt or "",
-          s.format or "",
-          s.messageCount or 0,
-          s.title and (s.title:gsub("|", "\\|") .. " ·") or "",
-          s.path
-        )
-      end
-      if #(result.sessions or {}) == 0 then
-        rows[#rows + 1] = "| | | | (none found) |"
-        rows[#rows + 1] = ""
-        rows[#rows + 1] = M.no_sessions(ctx.client.root_dir, result.searched)
-      end
-      rows[#rows + 1] = ""
-      rows[#rows + 1] = "`:Handoff generate --session <path> [focus…]` turns one into a handoff."
-      return table.concat(rows, "\n")
-    end
-    show_view(ctx, "sessions", "handoff.sessions", vim.empty_dict(), render)
+    -- The server writes the list (templates/sessions.md.j2).
+    show_view(ctx, "sessions", "handoff.sessions", { render = "preview" }, report_markdown)
   end,
 }
 
@@ -585,7 +539,7 @@ S.work = {
     local mem = remember(ctx)
     local state
     if a.state then
-      state = fact(a.state)
+      state = a.state -- "text :: cite, cite", parsed by the server
     else
       local text = async.input({ prompt = "Work state: " })
       local cites = async.input({
@@ -593,7 +547,7 @@ S.work = {
         default = current_file(ctx) or "",
         completion = "file",
       })
-      state = { text = text, citations = citations(cites) }
+      state = fact_line(text, cites)
     end
     local disposition = a.disposition
       or (a.state and "continuable") -- as on the command line
@@ -601,7 +555,7 @@ S.work = {
     local next_actions = {}
     if a["next"] then
       for _, spec in ipairs(a["next"]) do
-        next_actions[#next_actions + 1] = fact(spec)
+        next_actions[#next_actions + 1] = spec
       end
     else
       while true do
@@ -614,7 +568,7 @@ S.work = {
           default = mem.contract or "",
           completion = "file",
         })
-        next_actions[#next_actions + 1] = { text = text, citations = citations(cites) }
+        next_actions[#next_actions + 1] = fact_line(text, cites)
       end
     end
     local result = client_mod.call(ctx.client, "handoff.recordWork", with_scope(a, {
@@ -778,54 +732,21 @@ S.continue = {
       async.fail("refused", extra)
     end
     local client = ctx.client
-    local function render_with(result, report)
-      if not result.found then
-        return ("# Continue (latest)\n\nNo committed revision in `%s` yet: latest is empty."):format(
-          result.scope
-        )
-      end
-      local head = {
-        ("# Continue (%s) → %s"):format(result.mode, result.selected or "prepared handoff"),
-        "",
-        ("Trust: **%s** · current head `%s` · unreadable evidence: %d"):format(
-          result.trust,
-          result.current or "none",
-          #(result.unreadableEvidence or {})
-        ),
-        "",
-        "Required before acting: " .. table.concat(result.requiredChecks or {}, ", "),
-        "",
-        "",
-      }
-      return table.concat(head, "\n") .. (report and report.markdown or "")
-    end
-    local function report_params(result)
-      if result.selected then
-        return { scope = result.scope, kind = "handoff", revision = result.selected }
-      end
-      return { scope = result.scope, kind = "handoff", prepared = params.prepared }
-    end
+    -- The server writes the view (templates/continue.md.j2): the selection, the checks
+    -- to make, then the handoff report of what was selected.
+    params.render = "preview"
     local result = client_mod.call(client, "handoff.continue", params)
-    local report = result.found and client_mod.call(client, "handoff.report", report_params(result)) or nil
     remember(ctx).continued = {
       mode = result.mode,
       selected = result.selected,
       scope = result.scope,
     }
-    preview.show(render_with(result, report), {
+    preview.show(result.markdown or "", {
       title = "continue",
       client_id = client.id,
       refresh = function(done)
         client_mod.exec(client, "handoff.continue", params, function(err, again)
-          if err then
-            return done(nil)
-          end
-          if not again.found then
-            return done(render_with(again, nil))
-          end
-          client_mod.exec(client, "handoff.report", report_params(again), function(err2, rep)
-            done(not err2 and render_with(again, rep) or nil)
-          end, { quiet = true })
+          done(not err and again.markdown or nil)
         end, { quiet = true })
       end,
     })

@@ -132,7 +132,9 @@ describe('VS Code extension end to end', function () {
     await runFromPalette(page, 'Handoff: Continue');
     await pickRow(page, 'Latest revision');
     const preview = markdownPreview(page);
-    await expect(preview.locator('h1'), 'the continued revision').toHaveText(`Handoff ${revision}`, 60_000);
+    // The server's continue view: its title, then the handoff report as a section.
+    await expect(preview.locator('h1'), 'the continued revision').toHaveText(`Continue (latest) → ${revision}`, 60_000);
+    await expect(preview.locator('h2').first(), 'the handoff itself').toHaveText(`Handoff ${revision}`, 30_000);
     await expect(page.locator('.notification-toast', { hasText: 'Continuing from' }), 'the continue notification').toBeVisible(30_000);
     // Cited files are anchors that the preview opens (workspace-rooted, at the line),
     // not raw [path](file://...) text.

@@ -222,7 +222,7 @@ describe('palette commands', () => {
       const commands = new HandoffCommands(ui, server, views);
       await commands.continue();
       assert.deepEqual(server.paramsOf('handoff.continue'), { mode: 'latest' });
-      assert.deepEqual(views.reports, [{ kind: 'handoff', revision: REVISION }]);
+      assert.deepEqual(views.reports, [{ kind: 'continue', revision: REVISION }]);
       assert.deepEqual(commands.lastContinued, { kind: 'revision', revision: REVISION });
       assert.equal(ui.shown[0].kind, 'warn');
       assert.match(ui.shown[0].message, /untrusted history/);

@@ -1,4 +1,6 @@
 import { strict as assert } from 'assert';
+import { execFileSync } from 'child_process';
+import * as path from 'path';
 import {
   collectAcknowledgement,
   collectContract,
@@ -31,6 +33,43 @@ describe('input collection', () => {
       assert.match(validateCitations('../other/repo.py') ?? '', /leaves the workspace/);
       assert.match(validateCitations('source/not a ref') ?? '', /not a source reference/);
       assert.equal(validateCitations('src/a.ts, source/abc'), undefined);
+    });
+
+    it('reads a TEXT :: CITE line as the server parses it (lsp_server.params.parse_fact)', function () {
+      this.timeout(120000);
+      const lines = [
+        'run contract tests :: source/6ea103d664ad4374bf75, ./client/pets_client.py',
+        'state :: openapi.yaml:12',
+        'state :: openapi.yaml:12-20, src/a.ts',
+        '  spaced text   ::  src/a.ts ,  , source/abc ',
+        'a :: b :: c.py',
+        'urls like http://x :: notes.md',
+        'run the tests',
+        ':: src/a.ts',
+        'no evidence ::',
+        'no evidence :: , ,',
+      ];
+      const repo = path.resolve(__dirname, '..', '..', '..', '..', '..');
+      const script =
+        'import json, sys\n' +
+        'from lsp_server.errors import HandoffError\n' +
+        'from lsp_server.params import converter, parse_fact\n' +
+        'def one(line):\n' +
+        '    try:\n' +
+        '        return converter.unstructure(parse_fact(line))\n' +
+        '    except HandoffError:\n' +
+        '        return None\n' +
+        'print(json.dumps([one(line) for line in json.load(sys.stdin)]))\n';
+      const out = execFileSync('uv', ['run', '--frozen', 'python', '-c', script], {
+        cwd: repo,
+        input: JSON.stringify(lines),
+        encoding: 'utf8',
+      });
+      const server: unknown[] = JSON.parse(out);
+      assert.ok(server.some((f) => f === null) && server.some((f) => f !== null));
+      lines.forEach((line, i) => {
+        assert.deepEqual(parseFactSpec(line) ?? null, server[i], line);
+      });
     });
 
     it('needs the :: separator in a next action', () => {

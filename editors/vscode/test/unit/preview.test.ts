@@ -14,6 +14,8 @@ describe('preview pane documents', () => {
       { kind: 'lineage' as const },
       { kind: 'handoff' as const, revision: REVISION },
       { kind: 'handoff' as const, prepared },
+      { kind: 'continue' as const, revision: REVISION },
+      { kind: 'continue' as const, prepared },
     ]) {
       const p = previewPath(view);
       assert.match(p, /\.md$/);
@@ -33,6 +35,20 @@ describe('preview pane documents', () => {
     assert.deepEqual(reportParams({ kind: 'lineage' }), { kind: 'lineage', render });
     assert.deepEqual(reportParams({ kind: 'handoff', revision: REVISION }), { kind: 'handoff', revision: REVISION, render });
     assert.deepEqual(reportParams({ kind: 'handoff', prepared }), { kind: 'handoff', prepared, scope: 'openapi-client', render });
+  });
+
+  it('shows what Continue selected as the server renders it (handoff.continue with render)', async () => {
+    const prepared = preparedFixture();
+    const lookup = (digest: string) => (digest === prepared.digest ? prepared : undefined);
+    const server = new RecordingServer({
+      'handoff.continue': (p) => ({ markdown: `# Continue (${p.mode}) → ${p.revision ?? 'prepared handoff'}\n` }),
+    });
+    assert.equal(previewPath({ kind: 'continue', revision: REVISION }), '/continue/ec6bd8c4c24e@1.md');
+    const text = await renderPreview(server, '/continue/ec6bd8c4c24e@1.md', lookup);
+    assert.equal(text, `# Continue (exact) → ${REVISION}\n`);
+    assert.deepEqual(server.paramsOf('handoff.continue'), { mode: 'exact', revision: REVISION, render: 'vscode' });
+    const fromPrepared = await renderPreview(server, previewPath({ kind: 'continue', prepared }), lookup);
+    assert.equal(fromPrepared, '# Continue (prepared) → prepared handoff\n');
   });
 
   it('renders the server Markdown, and a refusal as Markdown instead of failing', async () => {
