@@ -52,7 +52,7 @@ def clip(text: str, limit: int) -> str:
         space = line
     if space >= 0:
         tail_start = space + 1
-    if "PRIVATE KEY-----" in text[tail_start:]:
+    if text.find("PRIVATE KEY-----", tail_start) >= 0:
         # The last lines of a private key whose BEGIN line was cut away: nothing would
         # recognise them as a key any more, so they go with the omitted part.
         tail = text[tail_start:]
@@ -78,6 +78,13 @@ def clip_arguments(value: Any, limit: int = MAX_ARGUMENT_CHARS) -> Any:
             return {str(k): clip_arguments(v, limit) for k, v in list(value.items())[:50]}
         return [clip_arguments(v, limit) for v in value[:100]]
     return value
+
+
+def clip_flat_arguments(arguments: dict[str, Any], limit: int) -> dict[str, Any]:
+    """:func:`clip_arguments` of a flat object (strings and scalars, at most 50 keys)
+    already known to be over ``limit``: each long string clipped, nothing serialised to
+    measure it first (a written file's content would be, whole)."""
+    return {k: clip(v, limit) if type(v) is str else v for k, v in arguments.items()}
 
 
 def shrink_arguments(value: Any, limit: int, depth: int = 0) -> Any:
@@ -140,7 +147,10 @@ def tool_call(call_id: str | None, name: str, arguments: Any) -> ToolCall:
         if 0 <= size <= MAX_ARGUMENT_CHARS:
             return ToolCall(call_id, name, arguments, size)
         if size > MAX_ARGUMENT_CHARS:  # known to be big: clip without measuring again
-            arguments = clip_arguments(arguments)
+            if len(arguments) <= 50:
+                arguments = clip_flat_arguments(arguments, MAX_ARGUMENT_CHARS)
+            else:
+                arguments = clip_arguments(arguments)
             return ToolCall(call_id, name, arguments, _json_size(arguments))
     if isinstance(arguments, str):
         arguments = clip(arguments, MAX_ARGUMENT_CHARS)
@@ -359,9 +369,25 @@ class TextBudget:
                 m.text = clip(m.text, SHRUNK_TEXT)
             if m.tool_calls:
                 m.tool_calls = [
-                    c
-                    if 0 <= c.size <= SHRUNK_ARGUMENT
-                    else ToolCall(c.id, c.name, shrink_arguments(c.arguments, SHRUNK_ARGUMENT))
-                    for c in m.tool_calls
+                    c if 0 <= c.size <= SHRUNK_ARGUMENT else shrunk_call(c) for c in m.tool_calls
                 ]
             self.shrunk += 1
+
+
+def shrunk_call(c: ToolCall) -> ToolCall:
+    """``c`` with each argument string cut to ``SHRUNK_ARGUMENT`` (an old message's
+    call). A flat object — the common shape — is cut in one loop instead of one
+    :func:`shrink_arguments` call per value; the result is the same."""
+    args = c.arguments
+    if type(args) is dict and len(args) <= 50:
+        cut: dict[str, Any] = {}
+        for key, value in args.items():
+            kind = type(value)
+            if kind is str:
+                cut[key] = clip(value, SHRUNK_ARGUMENT) if len(value) > SHRUNK_ARGUMENT else value
+            elif kind is dict or kind is list:
+                return ToolCall(c.id, c.name, shrink_arguments(args, SHRUNK_ARGUMENT))
+            else:
+                cut[key] = value
+        return ToolCall(c.id, c.name, cut)
+    return ToolCall(c.id, c.name, shrink_arguments(args, SHRUNK_ARGUMENT))
