@@ -175,15 +175,24 @@ def _handoff_title(content: str) -> str:
     return "from an earlier session"
 
 
+#: One entry of the tree: its parent's id, its message, whether it counts as a message.
+Node = tuple[str | None, Message | None, bool]
+
+
 class _Reading:
     """What the one pass over a pi file keeps: each entry as one node (its parent link,
     its message, whether it is a ``message`` entry: the guard's count), in one dict so
-    the branch walk looks each entry up once; and the header's and rare entries' facts."""
+    the branch walk looks each entry up once; and the header's and rare entries' facts.
+
+    ``linear``: every entry's parent is the entry before it (the common session, never
+    branched), so the branch is every node in file order and needs no walk.
+    """
 
     def __init__(self) -> None:
         self.header: dict[str, Any] | None = None
         self.version: int | None = None
-        self.nodes: dict[str, tuple[str | None, Message | None, bool]] = {}
+        self.nodes: dict[str, Node] = {}
+        self.linear = True
         self.compacted: dict[str, str | None] = {}  # compaction id -> firstKeptEntryId
         self.models: dict[str, str] = {}  # model_change id -> provider/model
         self.leaf: str | None = None
@@ -198,6 +207,9 @@ def _read_entries(objects: Iterator[dict[str, Any]], stats: ReadStats) -> _Readi
     r = _Reading()
     add = (budget := TextBudget()).add
     nodes = r.nodes
+    new_node = nodes.setdefault
+    linear = True
+    last_eid: str | None = None
     version: int | None = None
     prev_v1: str | None = None
     index = -1  # position among parsed entries, header included (pi's migration index)
@@ -245,11 +257,15 @@ def _read_entries(objects: Iterator[dict[str, Any]], stats: ReadStats) -> _Readi
         if message is not None:
             message.entry = eid
             add(message)
-        if eid in nodes:  # a repeated id: the last link, the last message, counted once
+        if parent != last_eid:
+            linear = False
+        last_eid = eid
+        node = (parent, message, counted)
+        if new_node(eid, node) is not node:  # a repeated id: the last link and message
             _, old, was_counted = nodes[eid]
             nodes[eid] = (parent, message or old, counted or was_counted)
-        else:
-            nodes[eid] = (parent, message, counted)
+            linear = False
+    r.linear = linear
     stats.shortened = budget.shrunk
     r.first_ts, r.last_ts = first_ts, last_ts
     return r
@@ -311,18 +327,20 @@ def _compaction(r: _Reading, obj: dict[str, Any], eid: str, ts: str | None, inde
     )
 
 
-def _branch(r: _Reading) -> list[tuple[str, Message | None, bool]]:
+def _branch(r: _Reading) -> list[tuple[str, Node]]:
     """The current branch, root first: from the leaf along the parent links, stopping
     at a link that leads nowhere or back into the branch (a cycle)."""
     nodes = r.nodes
-    branch: list[tuple[str, Message | None, bool]] = []
+    if r.linear:
+        return list(nodes.items())
+    branch: list[tuple[str, Node]] = []
     cur = r.leaf
     limit = len(nodes)
     while cur is not None:
         node = nodes.get(cur)
         if node is None:
             break
-        branch.append((cur, node[1], node[2]))
+        branch.append((cur, node))
         cur = node[0]
         if len(branch) > limit:  # longer than the tree: a cycle; walk again, guarded
             return _guarded_branch(r)
@@ -330,15 +348,15 @@ def _branch(r: _Reading) -> list[tuple[str, Message | None, bool]]:
     return branch
 
 
-def _guarded_branch(r: _Reading) -> list[tuple[str, Message | None, bool]]:
-    branch: list[tuple[str, Message | None, bool]] = []
+def _guarded_branch(r: _Reading) -> list[tuple[str, Node]]:
+    branch: list[tuple[str, Node]] = []
     seen: set[str] = set()
     cur = r.leaf
     while cur is not None and cur not in seen and cur in r.nodes:
         seen.add(cur)
-        parent, message, counted = r.nodes[cur]
-        branch.append((cur, message, counted))
-        cur = parent
+        node = r.nodes[cur]
+        branch.append((cur, node))
+        cur = node[0]
     branch.reverse()
     return branch
 
@@ -348,7 +366,7 @@ def _is_compaction(m: Message | None) -> bool:
 
 
 def _context(
-    branch: list[tuple[str, Message | None, bool]],
+    branch: list[tuple[str, Node]],
     history: list[Message],
     compaction_at: int,
     r: _Reading,
@@ -357,15 +375,15 @@ def _context(
     summary, the entries it kept, and what came after it."""
     if compaction_at < 0:
         return [m for m in history if not _is_compaction(m)]
-    comp_id, comp, _ = branch[compaction_at]
+    comp_id, (_, comp, _) = branch[compaction_at]
     context = [comp] if comp is not None else []
     first_kept = r.compacted[comp_id]
-    before = [eid for eid, _, _ in branch[:compaction_at]]
+    before = [eid for eid, _ in branch[:compaction_at]]
     start = before.index(first_kept) if first_kept in before else len(before)
-    for _, m, _ in branch[start:compaction_at]:
+    for _, (_, m, _) in branch[start:compaction_at]:
         if m is not None and not _is_compaction(m):
             context.append(m)
-    for _, m, _ in branch[compaction_at + 1 :]:
+    for _, (_, m, _) in branch[compaction_at + 1 :]:
         if m is not None and not _is_compaction(m):
             context.append(m)
     return context
@@ -400,7 +418,7 @@ def read_pi(path: Path, stats: ReadStats | None = None) -> Transcript:
     compactions = 0
     model = None
     compacted, models = r.compacted, r.models
-    for i, (eid, m, counted) in enumerate(branch):
+    for i, (eid, (_, m, counted)) in enumerate(branch):
         if m is not None:
             history.append(m)
         if counted:

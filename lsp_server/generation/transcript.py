@@ -101,9 +101,30 @@ def shrink_arguments(value: Any, limit: int, depth: int = 0) -> Any:
     return value
 
 
+#: ``_EXIT_RE`` without its case-insensitive flag, for text lowered first.
+_EXIT_LOWERED = re.compile(_EXIT_RE.pattern)
+#: The characters other than a letter's two cases that match one of the pattern's ASCII
+#: letters when case is ignored (dotted and dotless i, long s; the Kelvin sign matches
+#: ``k``, which the pattern has not). Where none is present, ignoring case is lowering
+#: (and no other character's lowercase changes the text's length).
+_FOLD_EXCEPTIONS = ("\u0130", "\u0131", "\u017f")
+
+
+def _exit_search(text: str) -> re.Match[str] | None:
+    """``_EXIT_RE.search(text)``, several times faster: the text lowered, then searched
+    case-sensitively, which finds the same match — and only where it has one of the
+    two words every match starts with."""
+    if text.isascii() or not any(c in text for c in _FOLD_EXCEPTIONS):
+        lowered = text.lower()
+        if "exit" not in lowered and "returned" not in lowered:
+            return None
+        return _EXIT_LOWERED.search(lowered)
+    return _EXIT_RE.search(text)
+
+
 def exit_code_in(text: str) -> int | None:
     """An exit status mentioned in a tool result ("exited with code 2", "Exit code: 1")."""
-    m = _EXIT_RE.search(text[-2000:]) or _EXIT_RE.search(text[:2000])
+    m = _exit_search(text[-2000:]) or _exit_search(text[:2000])
     return int(m.group(1)) if m else None
 
 
