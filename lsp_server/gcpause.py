@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 import gc
 from collections.abc import Iterator
 from functools import cache
@@ -37,10 +36,14 @@ def gc_paused(*, promote: bool = False) -> Iterator[None]:
 
 @cache
 def _malloc_trim():
-    """glibc's ``malloc_trim``, or None where the C library has none (musl, macOS)."""
+    """glibc's ``malloc_trim``, or None where the C library has none (musl, macOS).
+
+    Looked up in the C library the process has loaded already: searching for the
+    library by name (``ctypes.util.find_library``) runs ``ldconfig`` in a subprocess,
+    which cost a fresh process's first generation some 7 ms."""
     try:
-        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
-    except (OSError, AttributeError):
+        return ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError, TypeError):
         return None
 
 

@@ -378,8 +378,11 @@ def _context(
     comp_id, (_, comp, _) = branch[compaction_at]
     context = [comp] if comp is not None else []
     first_kept = r.compacted[comp_id]
-    before = [eid for eid, _ in branch[:compaction_at]]
-    start = before.index(first_kept) if first_kept in before else len(before)
+    start = compaction_at  # the kept entries: from first_kept, found from the compaction back
+    for i in range(compaction_at - 1, -1, -1):  # (ids on a branch are unique)
+        if branch[i][0] == first_kept:
+            start = i
+            break
     for _, (_, m, _) in branch[start:compaction_at]:
         if m is not None and not _is_compaction(m):
             context.append(m)
