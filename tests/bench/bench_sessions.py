@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shutil
 import statistics
 import subprocess
@@ -133,6 +134,8 @@ else:
     if mode == "generate":  # as the language server has them (server.warm_everything)
         from lsp_server.generation.command import load_ahead
         load_ahead()
+if sys.argv[4:] == ["idle"]:  # stop before the work (the start-up, to subtract)
+    sys.exit(0)
 cpu0 = resource.getrusage(resource.RUSAGE_SELF)
 start = time.perf_counter()
 if mode == "orjson":
@@ -174,6 +177,68 @@ def measure(mode: str, path: Path, workspace: Path) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+#: The measured kinds whose instructions ``--instructions`` counts.
+COUNTED = ("orjson", "reader", "generate")
+
+
+def instructions(mode: str, path: Path, workspace: Path, *, idle: bool = False) -> int:
+    """Instructions the child executes (valgrind's cachegrind, no cache simulation):
+    a count that does not depend on the machine's load."""
+    proc = subprocess.run(
+        [
+            "valgrind",
+            "--tool=cachegrind",
+            "--cache-sim=no",
+            "--cachegrind-out-file=/dev/null",
+            sys.executable,
+            "-c",
+            CHILD,
+            mode,
+            str(path),
+            str(workspace),
+            *(["idle"] if idle else []),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=True,
+    )
+    refs = re.search(r"I\s+refs:\s+([\d,]+)", proc.stderr)
+    if refs is None:
+        sys.exit(f"bench_sessions: no instruction count in valgrind's output:\n{proc.stderr}")
+    return int(refs.group(1).replace(",", ""))
+
+
+def count_instructions(path: Path, workspace: Path) -> dict[str, float]:
+    """Each kind's instructions minus those of the same process stopped before its
+    work, in units of the orjson pass's."""
+    work = {}
+    for mode in COUNTED:
+        total = instructions(mode, path, workspace)
+        shutil.rmtree(workspace / ".handoff", ignore_errors=True)
+        work[mode] = total - instructions(mode, path, workspace, idle=True)
+    return {mode: work[mode] / work["orjson"] for mode in COUNTED}
+
+
+def instructions_main(args, sessions: Path) -> int:
+    if shutil.which("valgrind") is None:
+        sys.exit("bench_sessions: --instructions needs valgrind on the PATH")
+    size = args.mb * 1_000_000
+    with tempfile.TemporaryDirectory(prefix="bench-sessions-") as tmp:
+        workspace = Path(tmp) / "ws"
+        workspace.mkdir()
+        for fmt, name in SOURCES.items():
+            path = Path(tmp) / f"{fmt}.jsonl"
+            BUILDERS[fmt](sessions / name, path, size)
+            units = count_instructions(path, workspace)
+            print(
+                f"{fmt} ({path.stat().st_size / 1_000_000:.0f} MB), instructions in orjson "
+                f"passes: reader ×{units['reader']:.2f}, generate ×{units['generate']:.2f}",
+                flush=True,
+            )
+    return 0
+
+
 def baseline_rss() -> int:
     """Peak RSS of an interpreter that imported the reader and did nothing (KiB)."""
     code = (
@@ -191,8 +256,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mb", type=int, default=100, help="size of each session file (MB)")
     ap.add_argument("--runs", type=int, default=7, help="runs per measurement (best kept)")
     ap.add_argument("--no-write", action="store_true", help=f"do not write {DOC.relative_to(REPO)}")
+    ap.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count instructions under valgrind instead of timing (load-independent; "
+        "slow: use --mb 25)",
+    )
     args = ap.parse_args(argv)
     sessions = fixtures()
+    if args.instructions:
+        return instructions_main(args, sessions)
     size = args.mb * 1_000_000
     idle = baseline_rss()
     load_before = os.getloadavg()
@@ -334,6 +407,10 @@ def render(rows: list[dict], args, idle_kib: int, load: tuple) -> str:
         "  its own `import orjson` — what one `handoff generate` command line pays.",
         "- **peak RSS** is the process's `ru_maxrss`; *reader extra* subtracts the RSS of an",
         f"  idle interpreter that imported the reader ({idle_kib / 1024:.0f} MiB).",
+        "",
+        "`--instructions` counts instead the instructions each kind executes (valgrind's",
+        "cachegrind, minus the same process stopped before its work), in orjson passes: a",
+        "figure the machine's load does not move (slow: `--mb 25`).",
         "",
         "| format | size | lines | messages on branch | orjson pass | reader | ratio (best) | ratio per run | generate | generate ratio | generate per run | generate per run, CPU time | first generate | first ratio | generate, cold process | cold ratio | peak RSS orjson | peak RSS reader | reader extra | peak RSS generate |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
