@@ -79,12 +79,16 @@ def pause_held() -> bool:
 
 @cache
 def _malloc_trim():
-    """glibc's ``malloc_trim``, or None where the C library has none (musl, macOS)."""
-    import ctypes.util  # here, not at import: it pulls in subprocess (a cold CLI call)
+    """glibc's ``malloc_trim``, or None where the C library has none (musl, macOS).
+
+    Looked up in the C library the process has loaded already: searching for the
+    library by name (``ctypes.util.find_library``) runs ``ldconfig`` in a subprocess,
+    which cost a fresh process's first generation some 7 ms."""
+    import ctypes  # here, not at import: a cold CLI call never needs it
 
     try:
-        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
-    except (OSError, AttributeError):
+        return ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError, TypeError):
         return None
 
 

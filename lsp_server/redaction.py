@@ -24,7 +24,7 @@ import tomllib
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -517,14 +517,28 @@ def _spans(pattern: SecretPattern, text: str) -> list[tuple[int, int]]:
     return out
 
 
-def _any_keyword(keywords: tuple[str, ...], lowered: str, seen: dict[str, bool]) -> bool:
-    for k in keywords:
-        hit = seen.get(k)
-        if hit is None:
-            hit = seen[k] = k in lowered
-        if hit:
-            return True
-    return False
+@lru_cache(maxsize=32)
+def _gates(
+    rules: tuple[SecretPattern, ...],
+) -> tuple[tuple[str, ...], dict[str, tuple[int, ...]], tuple[int, ...]]:
+    """A rule set's distinct keywords, the rules each one admits (by position), and the
+    rules without keywords (always run)."""
+    admits: dict[str, list[int]] = {}
+    for i, rule in enumerate(rules):
+        for k in dict.fromkeys(rule.keywords):
+            admits.setdefault(k, []).append(i)
+    always = tuple(i for i, rule in enumerate(rules) if not rule.keywords)
+    return tuple(admits), {k: tuple(v) for k, v in admits.items()}, always
+
+
+def _admitted(rules: tuple[SecretPattern, ...], lowered: str) -> list[int]:
+    """The positions, in rule order, of the rules that run on a text: each distinct
+    keyword looked for once (rules share them), instead of one call per rule."""
+    keywords, admits, always = _gates(rules)
+    found = set(always)
+    for k in [k for k in keywords if k in lowered]:
+        found.update(admits[k])
+    return sorted(found)
 
 
 def redact_counts(text: str, rules: tuple[SecretPattern, ...] = RULES) -> tuple[str, Counter[str]]:
@@ -533,10 +547,8 @@ def redact_counts(text: str, rules: tuple[SecretPattern, ...] = RULES) -> tuple[
     if not text:
         return text, counts
     lowered = text.lower()  # for the keywords; stale after a replacement, which only removes
-    seen: dict[str, bool] = {}  # each keyword looked for once (rules share them)
-    for pattern in rules:
-        if pattern.keywords and not _any_keyword(pattern.keywords, lowered, seen):
-            continue
+    for position in _admitted(rules, lowered):
+        pattern = rules[position]
         spans = _spans(pattern, text)
         if not spans:
             continue

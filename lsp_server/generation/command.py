@@ -156,6 +156,7 @@ def load_ahead() -> None:
     """Load what a first generation would load during the call: the providers'
     modules and the extractive template (the language server does it after start)."""
     from ..rendering import text_environment as _environment
+    from . import claude, codex, pi  # noqa: F401  (the readers, imported by format)
     from .providers.extractive import TEMPLATE
 
     _environment().get_template(TEMPLATE)

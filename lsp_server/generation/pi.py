@@ -8,6 +8,7 @@ way pi migrates them.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -102,12 +103,18 @@ def message_from(msg: dict[str, Any], timestamp: str | None) -> Message | None:
         text = texts[0] if len(texts) == 1 else "\n".join(texts)
         if stop == "error" and isinstance(msg.get("errorMessage"), str):
             text = (text + "\n" if text else "") + f"[error: {msg['errorMessage']}]"
-        return Message(
+        return Message(  # positional: the other commonest entry
             "assistant",
             text if len(text) <= MAX_MESSAGE_CHARS else clip(text, MAX_MESSAGE_CHARS),
-            tool_calls=calls,
-            timestamp=timestamp,
-            stop_reason=stop if type(stop) is str else None,
+            calls,
+            None,
+            None,
+            False,
+            None,
+            None,
+            None,
+            timestamp,
+            stop if type(stop) is str else None,
         )
     if role == "toolResult":
         text = _blocks_text(content, MAX_TOOL_RESULT_CHARS)
@@ -168,40 +175,57 @@ def _handoff_title(content: str) -> str:
     return "from an earlier session"
 
 
-def read_pi(path: Path, stats: ReadStats | None = None) -> Transcript:
-    """Read one pi/oh-my-pi session file into a :class:`Transcript`.
+#: One entry of the tree: its parent's id, its message, whether it counts as a message.
+Node = tuple[str | None, Message | None, bool]
 
-    One pass: each entry is reduced at once to its parent link and its small
-    :class:`Message` (texts clipped, the oldest cut down by the budget); the parsed
-    entry is dropped before the next line is read.
+
+class _Reading:
+    """What the one pass over a pi file keeps: each entry as one node (its parent link,
+    its message, whether it is a ``message`` entry: the guard's count), in one dict so
+    the branch walk looks each entry up once; and the header's and rare entries' facts.
+
+    ``linear``: every entry's parent is the entry before it (the common session, never
+    branched), so the branch is every node in file order and needs no walk.
     """
-    stats = stats or ReadStats()
-    budget = TextBudget()
-    add = budget.add
-    header: dict[str, Any] | None = None
+
+    def __init__(self) -> None:
+        self.header: dict[str, Any] | None = None
+        self.version: int | None = None
+        self.nodes: dict[str, Node] = {}
+        self.linear = True
+        self.compacted: dict[str, str | None] = {}  # compaction id -> firstKeptEntryId
+        self.models: dict[str, str] = {}  # model_change id -> provider/model
+        self.leaf: str | None = None
+        self.title: str | None = None
+        self.first_ts: str | None = None
+        self.last_ts: str | None = None
+
+
+def _read_entries(objects: Iterator[dict[str, Any]], stats: ReadStats) -> _Reading:
+    """One pass: each entry reduced at once to its node (texts clipped, the oldest cut
+    down by the budget); the parsed entry is dropped before the next line is read."""
+    r = _Reading()
+    add = (budget := TextBudget()).add
+    nodes = r.nodes
+    new_node = nodes.setdefault
+    linear = True
+    last_eid: str | None = None
     version: int | None = None
-    parents: dict[str, str | None] = {}
-    messages: dict[str, Message] = {}
-    counted: set[str] = set()  # ``message`` entries: the guard's count
-    compacted: dict[str, str | None] = {}  # compaction id -> firstKeptEntryId
-    models: dict[str, str] = {}  # model_change id -> provider/model
-    leaf: str | None = None
     prev_v1: str | None = None
     index = -1  # position among parsed entries, header included (pi's migration index)
-    title: str | None = None
     first_ts: str | None = None
     last_ts: str | None = None
-    for obj in iter_objects(path, stats):
+    for obj in objects:
         index += 1
         etype = obj.get("type")
         if etype == "session":
-            if header is None:
-                header = obj
+            if r.header is None:
+                r.header = obj
                 v = obj.get("version")
-                version = v if type(v) is int else 1
+                version = r.version = v if type(v) is int else 1
             continue
         if version is None:  # no header: guess from the first entry
-            version = 3 if isinstance(obj.get("id"), str) else 1
+            version = r.version = 3 if isinstance(obj.get("id"), str) else 1
         ts = obj.get("timestamp")
         if type(ts) is not str:
             ts = None
@@ -215,137 +239,230 @@ def read_pi(path: Path, stats: ReadStats | None = None) -> Transcript:
                 stats.unknown_entries += 1
                 continue
             parent = obj.get("parentId")
-            parents[eid] = parent if type(parent) is str else None
+            if type(parent) is not str:
+                parent = None
         else:
             eid = f"v1-{index}"
-            parents[eid] = prev_v1
-            prev_v1 = eid
-        leaf = eid
+            parent, prev_v1 = prev_v1, eid
+        r.leaf = eid
+        counted = False
         message: Message | None = None
         if etype == "message":
             msg = obj.get("message")
             if type(msg) is dict:
-                counted.add(eid)
+                counted = True
                 message = message_from(msg, ts)
-        elif etype == "custom_message":
-            kind = obj.get("customType")
-            message = Message(
-                "custom",
-                _blocks_text(obj.get("content"), MAX_MESSAGE_CHARS),
-                kind=kind if isinstance(kind, str) else "custom",
-                timestamp=ts,
-            )
-        elif etype == "branch_summary":
-            if isinstance(obj.get("summary"), str) and obj["summary"]:
-                message = Message(
-                    "summary", clip(obj["summary"], MAX_MESSAGE_CHARS), kind="branch", timestamp=ts
-                )
-        elif etype == "compaction":
-            summary = obj.get("summary")
-            message = Message(
-                "summary",
-                clip(summary if isinstance(summary, str) else "", MAX_MESSAGE_CHARS),
-                kind="compaction",
-                timestamp=ts,
-            )
-            first_kept = None
-            if isinstance(obj.get("firstKeptEntryId"), str):
-                first_kept = obj["firstKeptEntryId"]
-            elif version < 2 and type(obj.get("firstKeptEntryIndex")) is int:
-                target = obj["firstKeptEntryIndex"]
-                if 0 < target < index:
-                    first_kept = f"v1-{target}"
-            compacted[eid] = first_kept
-        elif etype == "session_info":
-            name = obj.get("name")
-            title = (name.strip() or None) if isinstance(name, str) else title
-        elif etype == "model_change":
-            if isinstance(obj.get("modelId"), str):
-                models[eid] = f"{obj.get('provider') or '?'}/{obj['modelId']}"
-        elif etype not in KNOWN_TYPES:
-            stats.unknown_entries += 1
+        else:
+            message = _other_entry(r, obj, etype, eid, ts, index, stats)
         if message is not None:
             message.entry = eid
-            messages[eid] = add(message)
-
+            add(message)
+        if parent != last_eid:
+            linear = False
+        last_eid = eid
+        node = (parent, message, counted)
+        if new_node(eid, node) is not node:  # a repeated id: the last link and message
+            _, old, was_counted = nodes[eid]
+            nodes[eid] = (parent, message or old, counted or was_counted)
+            linear = False
+    r.linear = linear
     stats.shortened = budget.shrunk
-    # The branch: leaf to root, guarded against cycles.
-    path_ids: list[str] = []
-    seen: set[str] = set()
-    cur = leaf
-    while cur is not None and cur not in seen and cur in parents:
-        seen.add(cur)
-        path_ids.append(cur)
-        cur = parents[cur]
-    path_ids.reverse()
+    r.first_ts, r.last_ts = first_ts, last_ts
+    return r
 
-    get = messages.get
+
+def _other_entry(
+    r: _Reading,
+    obj: dict[str, Any],
+    etype: Any,
+    eid: str,
+    ts: str | None,
+    index: int,
+    stats: ReadStats,
+) -> Message | None:
+    """An entry other than ``message``: its message, if it has one; the facts of the
+    rare kinds (compaction, title, model) go to ``r``."""
+    if etype == "custom_message":
+        kind = obj.get("customType")
+        return Message(
+            "custom",
+            _blocks_text(obj.get("content"), MAX_MESSAGE_CHARS),
+            kind=kind if isinstance(kind, str) else "custom",
+            timestamp=ts,
+        )
+    if etype == "branch_summary":
+        if isinstance(obj.get("summary"), str) and obj["summary"]:
+            return Message(
+                "summary", clip(obj["summary"], MAX_MESSAGE_CHARS), kind="branch", timestamp=ts
+            )
+        return None
+    if etype == "compaction":
+        return _compaction(r, obj, eid, ts, index)
+    if etype == "session_info":
+        name = obj.get("name")
+        r.title = (name.strip() or None) if isinstance(name, str) else r.title
+    elif etype == "model_change":
+        if isinstance(obj.get("modelId"), str):
+            r.models[eid] = f"{obj.get('provider') or '?'}/{obj['modelId']}"
+    elif etype not in KNOWN_TYPES:
+        stats.unknown_entries += 1
+    return None
+
+
+def _compaction(r: _Reading, obj: dict[str, Any], eid: str, ts: str | None, index: int) -> Message:
+    summary = obj.get("summary")
+    first_kept = None
+    if isinstance(obj.get("firstKeptEntryId"), str):
+        first_kept = obj["firstKeptEntryId"]
+    elif (r.version or 1) < 2 and type(obj.get("firstKeptEntryIndex")) is int:
+        target = obj["firstKeptEntryIndex"]
+        if 0 < target < index:
+            first_kept = f"v1-{target}"
+    r.compacted[eid] = first_kept
+    return Message(
+        "summary",
+        clip(summary if isinstance(summary, str) else "", MAX_MESSAGE_CHARS),
+        kind="compaction",
+        timestamp=ts,
+    )
+
+
+def _branch(r: _Reading) -> list[tuple[str, Node]]:
+    """The current branch, root first: from the leaf along the parent links, stopping
+    at a link that leads nowhere or back into the branch (a cycle)."""
+    nodes = r.nodes
+    if r.linear:
+        return list(nodes.items())
+    branch: list[tuple[str, Node]] = []
+    cur = r.leaf
+    limit = len(nodes)
+    while cur is not None:
+        node = nodes.get(cur)
+        if node is None:
+            break
+        branch.append((cur, node))
+        cur = node[0]
+        if len(branch) > limit:  # longer than the tree: a cycle; walk again, guarded
+            return _guarded_branch(r)
+    branch.reverse()
+    return branch
+
+
+def _guarded_branch(r: _Reading) -> list[tuple[str, Node]]:
+    branch: list[tuple[str, Node]] = []
+    seen: set[str] = set()
+    cur = r.leaf
+    while cur is not None and cur not in seen and cur in r.nodes:
+        seen.add(cur)
+        node = r.nodes[cur]
+        branch.append((cur, node))
+        cur = node[0]
+    branch.reverse()
+    return branch
+
+
+def _is_compaction(m: Message | None) -> bool:
+    return m is not None and m.role == "summary" and m.kind == "compaction"
+
+
+def _context(
+    branch: list[tuple[str, Node]],
+    history: list[Message],
+    compaction_at: int,
+    r: _Reading,
+) -> list[Message]:
+    """What the agent's context holds: after the last compaction on the branch, its
+    summary, the entries it kept, and what came after it."""
+    if compaction_at < 0:
+        return [m for m in history if not _is_compaction(m)]
+    comp_id, (_, comp, _) = branch[compaction_at]
+    context = [comp] if comp is not None else []
+    first_kept = r.compacted[comp_id]
+    start = compaction_at  # the kept entries: from first_kept, found from the compaction back
+    for i in range(compaction_at - 1, -1, -1):  # (ids on a branch are unique)
+        if branch[i][0] == first_kept:
+            start = i
+            break
+    for _, (_, m, _) in branch[start:compaction_at]:
+        if m is not None and not _is_compaction(m):
+            context.append(m)
+    for _, (_, m, _) in branch[compaction_at + 1 :]:
+        if m is not None and not _is_compaction(m):
+            context.append(m)
+    return context
+
+
+def _written_paths(history: list[Message]) -> list[str]:
+    """The files the branch's write tools wrote, first write first."""
+    written: dict[str, None] = {}
+    writes: dict[str, bool] = {}  # tool name -> is a write tool (the same few names)
+    for m in history:
+        for call in m.tool_calls:
+            name = call.name
+            is_write = writes.get(name)
+            if is_write is None:
+                is_write = writes[name] = name.lower() in WRITE_TOOLS
+            if is_write:
+                p = _path_arg(call.arguments)
+                if p:
+                    written[p] = None
+    return list(written)
+
+
+def read_pi(path: Path, stats: ReadStats | None = None) -> Transcript:
+    """Read one pi/oh-my-pi session file into a :class:`Transcript`: one pass over the
+    lines (:func:`_read_entries`), then the branch from the leaf, the compaction."""
+    stats = stats or ReadStats()
+    r = _read_entries(iter_objects(path, stats), stats)
+    branch = _branch(r)
     history: list[Message] = []
     message_count = 0
     compaction_at = -1
     compactions = 0
     model = None
-    for i, eid in enumerate(path_ids):
-        m = get(eid)
+    compacted, models = r.compacted, r.models
+    for i, (eid, (_, m, counted)) in enumerate(branch):
         if m is not None:
             history.append(m)
-        if eid in counted:
+        if counted:
             message_count += 1
         elif eid in compacted:
             compaction_at = i
             compactions += 1
         elif eid in models:
             model = models[eid]
-
-    def kept(m: Message | None) -> bool:
-        return m is not None and not (m.role == "summary" and m.kind == "compaction")
-
-    if compaction_at >= 0:
-        comp_id = path_ids[compaction_at]
-        comp = messages.get(comp_id)
-        context = [comp] if comp is not None else []
-        first_kept = compacted[comp_id]
-        before = path_ids[:compaction_at]
-        start = before.index(first_kept) if first_kept in before else len(before)
-        context += [m for e in before[start:] if kept(m := get(e))]
-        context += [m for e in path_ids[compaction_at + 1 :] if kept(m := get(e))]
-    else:
-        context = [m for m in history if not (m.role == "summary" and m.kind == "compaction")]
-
-    written: list[str] = []
-    for m in history:
-        for call in m.tool_calls:
-            if call.name.lower() in WRITE_TOOLS:
-                p = _path_arg(call.arguments)
-                if p and p not in written:
-                    written.append(p)
-
-    header = header or {}
+    header = r.header or {}
     if model is None and isinstance(header.get("modelId"), str):
         model = f"{header.get('provider') or '?'}/{header['modelId']}"
-    if title is None:
-        title = title_of(history)
-    if title is None:
-        handoff = next((m for m in history if m.role == "custom" and m.kind == "handoff"), None)
-        if handoff is not None:
-            title = "Handoff: " + _handoff_title(handoff.text)
     parent = header.get("parentSession") or header.get("branchedFrom")
     return Transcript(
         path=path,
         format="pi",
         id=header["id"] if isinstance(header.get("id"), str) else path.stem,
         cwd=header.get("cwd") if isinstance(header.get("cwd"), str) else None,
-        title=title,
+        title=_title(r, history),
         started_at=header.get("timestamp")
         if isinstance(header.get("timestamp"), str)
-        else first_ts,
-        updated_at=last_ts,
+        else r.first_ts,
+        updated_at=r.last_ts,
         parent_session=parent if isinstance(parent, str) else None,
         model=model,
         history=history,
-        context=context,
+        context=_context(branch, history, compaction_at, r),
         message_count=message_count,
         compactions=compactions,
         stats=stats,
-        written_paths=written,
+        written_paths=_written_paths(history),
     )
+
+
+def _title(r: _Reading, history: list[Message]) -> str | None:
+    """The session's name, else its first request, else the handoff it started from."""
+    if r.title is not None:
+        return r.title
+    title = title_of(history)
+    if title is None:
+        handoff = next((m for m in history if m.role == "custom" and m.kind == "handoff"), None)
+        if handoff is not None:
+            title = "Handoff: " + _handoff_title(handoff.text)
+    return title

@@ -52,7 +52,7 @@ def clip(text: str, limit: int) -> str:
         space = line
     if space >= 0:
         tail_start = space + 1
-    if "PRIVATE KEY-----" in text[tail_start:]:
+    if text.find("PRIVATE KEY-----", tail_start) >= 0:
         # The last lines of a private key whose BEGIN line was cut away: nothing would
         # recognise them as a key any more, so they go with the omitted part.
         tail = text[tail_start:]
@@ -80,6 +80,13 @@ def clip_arguments(value: Any, limit: int = MAX_ARGUMENT_CHARS) -> Any:
     return value
 
 
+def clip_flat_arguments(arguments: dict[str, Any], limit: int) -> dict[str, Any]:
+    """:func:`clip_arguments` of a flat object (strings and scalars, at most 50 keys)
+    already known to be over ``limit``: each long string clipped, nothing serialised to
+    measure it first (a written file's content would be, whole)."""
+    return {k: clip(v, limit) if type(v) is str else v for k, v in arguments.items()}
+
+
 def shrink_arguments(value: Any, limit: int, depth: int = 0) -> Any:
     """Arguments known to be big, each string cut to ``limit`` (no measuring first:
     cutting down old messages runs over tens of thousands of calls)."""
@@ -94,9 +101,30 @@ def shrink_arguments(value: Any, limit: int, depth: int = 0) -> Any:
     return value
 
 
+#: ``_EXIT_RE`` without its case-insensitive flag, for text lowered first.
+_EXIT_LOWERED = re.compile(_EXIT_RE.pattern)
+#: The characters other than a letter's two cases that match one of the pattern's ASCII
+#: letters when case is ignored (dotted and dotless i, long s; the Kelvin sign matches
+#: ``k``, which the pattern has not). Where none is present, ignoring case is lowering
+#: (and no other character's lowercase changes the text's length).
+_FOLD_EXCEPTIONS = ("\u0130", "\u0131", "\u017f")
+
+
+def _exit_search(text: str) -> re.Match[str] | None:
+    """``_EXIT_RE.search(text)``, several times faster: the text lowered, then searched
+    case-sensitively, which finds the same match — and only where it has one of the
+    two words every match starts with."""
+    if text.isascii() or not any(c in text for c in _FOLD_EXCEPTIONS):
+        lowered = text.lower()
+        if "exit" not in lowered and "returned" not in lowered:
+            return None
+        return _EXIT_LOWERED.search(lowered)
+    return _EXIT_RE.search(text)
+
+
 def exit_code_in(text: str) -> int | None:
     """An exit status mentioned in a tool result ("exited with code 2", "Exit code: 1")."""
-    m = _EXIT_RE.search(text[-2000:]) or _EXIT_RE.search(text[:2000])
+    m = _exit_search(text[-2000:]) or _exit_search(text[:2000])
     return int(m.group(1)) if m else None
 
 
@@ -140,7 +168,10 @@ def tool_call(call_id: str | None, name: str, arguments: Any) -> ToolCall:
         if 0 <= size <= MAX_ARGUMENT_CHARS:
             return ToolCall(call_id, name, arguments, size)
         if size > MAX_ARGUMENT_CHARS:  # known to be big: clip without measuring again
-            arguments = clip_arguments(arguments)
+            if len(arguments) <= 50:
+                arguments = clip_flat_arguments(arguments, MAX_ARGUMENT_CHARS)
+            else:
+                arguments = clip_arguments(arguments)
             return ToolCall(call_id, name, arguments, _json_size(arguments))
     if isinstance(arguments, str):
         arguments = clip(arguments, MAX_ARGUMENT_CHARS)
@@ -359,9 +390,25 @@ class TextBudget:
                 m.text = clip(m.text, SHRUNK_TEXT)
             if m.tool_calls:
                 m.tool_calls = [
-                    c
-                    if 0 <= c.size <= SHRUNK_ARGUMENT
-                    else ToolCall(c.id, c.name, shrink_arguments(c.arguments, SHRUNK_ARGUMENT))
-                    for c in m.tool_calls
+                    c if 0 <= c.size <= SHRUNK_ARGUMENT else shrunk_call(c) for c in m.tool_calls
                 ]
             self.shrunk += 1
+
+
+def shrunk_call(c: ToolCall) -> ToolCall:
+    """``c`` with each argument string cut to ``SHRUNK_ARGUMENT`` (an old message's
+    call). A flat object — the common shape — is cut in one loop instead of one
+    :func:`shrink_arguments` call per value; the result is the same."""
+    args = c.arguments
+    if type(args) is dict and len(args) <= 50:
+        cut: dict[str, Any] = {}
+        for key, value in args.items():
+            kind = type(value)
+            if kind is str:
+                cut[key] = clip(value, SHRUNK_ARGUMENT) if len(value) > SHRUNK_ARGUMENT else value
+            elif kind is dict or kind is list:
+                return ToolCall(c.id, c.name, shrink_arguments(args, SHRUNK_ARGUMENT))
+            else:
+                cut[key] = value
+        return ToolCall(c.id, c.name, cut)
+    return ToolCall(c.id, c.name, shrink_arguments(args, SHRUNK_ARGUMENT))

@@ -490,3 +490,45 @@ def test_an_answer_that_leaves_a_code_fence_open_still_gets_its_sections(tmp_pat
 
     assert missing_sections(checked.document) == []
     assert checked.document.startswith("```markdown\nHere is a summary of the work\n```\n")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "src/a.ts:3: error: cannot find name",
+        "error[E0425]: cannot find value",
+        "npm ERR! code 1",
+        "Error: boom",
+        "FAILED tests/test_a.py::test_x",
+        "FAIL src/a.test.ts",
+        "fatal: not a git repository",
+        "Traceback (most recent call last):",
+        "webpack failed to compile",
+        "Build failed in 2s",
+        "process exited with code 2",
+        "Found 3 errors.",
+        "✗ lint",
+        "✘ 2 problems",
+    ],
+)
+def test_a_masked_pipeline_failure_is_seen_in_every_form_it_prints(text: str) -> None:
+    from lsp_server.generation.facts import _FAILURE_MARK, failure_marked
+
+    assert failure_marked("output\n" + text)
+    assert bool(_FAILURE_MARK.search("output\n" + text))
+
+
+def test_the_failure_words_admit_every_failure_mark_of_the_real_sessions(sessions: Path) -> None:
+    """The cheap word check before the failure pattern never hides one of its matches."""
+    from lsp_server.generation.facts import _FAILURE_MARK, failure_marked, readable
+
+    texts = [
+        readable(m.text)
+        for path in sorted(sessions.rglob("*.jsonl"))
+        for m in read_session(path).history
+        if m.role == "tool"
+    ]
+    assert texts
+    marked = [t for t in texts if _FAILURE_MARK.search(t)]
+    assert marked, "the sessions show failures"
+    assert [t for t in texts if failure_marked(t)] == marked

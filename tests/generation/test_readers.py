@@ -566,3 +566,66 @@ def test_reading_pauses_the_cyclic_gc_and_always_turns_it_back_on(
         read_session(path, stop=lambda: True)
     assert err.value.code == "session_not_found" and "broken on purpose" in err.value.message
     assert seen == [False, False] and gc.isenabled()
+
+
+def test_pi_repeated_id_keeps_the_last_link_and_message_and_counts_once(tmp_path: Path) -> None:
+    def entry(eid: str, parent: str | None, role: str, text: str) -> dict:
+        message = {"role": role, "content": [{"type": "text", "text": text}]}
+        return {"type": "message", "id": eid, "parentId": parent, "message": message}
+
+    lines = [
+        {"type": "session", "version": 3, "id": "s3", "cwd": "/w"},
+        entry("a", None, "user", "the request"),
+        entry("b", "a", "assistant", "first write of b"),
+        entry("c", "b", "assistant", "c, later cut off"),
+        entry("b", "a", "assistant", "second write of b"),  # the same id again: the leaf
+    ]
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    t = read_session(path)
+    assert [m.text for m in t.history] == ["the request", "second write of b"]
+    assert t.message_count == 2
+
+
+def test_pi_linear_session_reads_like_its_walked_branch(sessions: Path, tmp_path: Path) -> None:
+    """A never-branched session takes its branch in file order without walking it; the
+    same entries with one abandoned side entry are walked and give the same branch."""
+    from tests.bench.bench_sessions import build_pi  # the fixture as a v3 tree, one chain
+
+    source = tmp_path / "linear.jsonl"
+    build_pi(sessions / "pi/badlogic__pi-mono__before-compaction.jsonl", source, 1)
+    rows = [json.loads(x) for x in source.read_text(encoding="utf-8").splitlines()]
+    linear = read_session(source)
+    assert len(linear.history) > 20 and linear.compactions
+    side = dict(rows[5], id="side-entry", parentId=rows[4]["id"])
+    side["message"] = {"role": "user", "content": [{"type": "text", "text": "abandoned"}]}
+    walked_path = tmp_path / "walked.jsonl"
+    walked_rows = [*rows[:6], side, *rows[6:]]
+    walked_path.write_text("\n".join(json.dumps(r) for r in walked_rows) + "\n")
+    walked = read_session(walked_path)
+    assert [m.entry for m in walked.history] == [m.entry for m in linear.history]
+    assert [m.entry for m in walked.context] == [m.entry for m in linear.context]
+    assert walked.message_count == linear.message_count
+    assert walked.written_paths == linear.written_paths
+
+
+@pytest.mark.parametrize(
+    "text, code",
+    [
+        ("Process exited with code 2", 2),
+        ("EXIT CODE: 3", 3),
+        ("Command returned exit code 4", 4),
+        ("Exıt code 5", 5),  # dotless i: ignoring case matches it
+        ("EXİT CODE 6", 6),  # dotted capital I
+        ("exited with ſtatus 7", 7),  # long s
+        ("Ausgabe: Prüfung fehlgeschlagen — exit code 8", 8),  # not ASCII
+        ("exit code ٣", 3),  # a digit of another script
+        ("nothing to see", None),
+        ("the exit was quick", None),
+    ],
+)
+def test_exit_code_is_found_in_any_case_and_script(text: str, code: int | None) -> None:
+    from lsp_server.generation.transcript import exit_code_in
+
+    assert exit_code_in(text) == code
+    assert exit_code_in("x" * 5000 + text) == code  # in the tail of a long result
