@@ -851,18 +851,22 @@ def select_target(
             "invalid_params", "Mode 'exact' needs 'revision' (handoff/<id>@<n>)."
         )
     parse_revision(revision)
-    rec = ledger.revision(revision)
+    rec = revision_in_scope(ledger.revision(revision), revision, scope)
+    return rec["prepared"], revision
+
+
+def revision_in_scope(rec: dict[str, Any] | None, ref: str, scope: str) -> dict[str, Any]:
+    """The committed revision ``ref`` looked up as ``rec``, refused when it does not
+    exist or belongs to another scope."""
     if rec is None:
         raise HandoffError(
-            "revision_not_found",
-            f"There is no committed revision {revision}.",
-            revision=revision,
+            "revision_not_found", f"There is no committed revision {ref}.", revision=ref
         )
     if rec["scope"] != scope:
         raise HandoffError(
             "scope_mismatch",
-            f"Revision {revision} belongs to scope {rec['scope']!r}, not {scope!r}.",
+            f"Revision {ref} belongs to scope {rec['scope']!r}, not {scope!r}.",
             expected=scope,
             actual=rec["scope"],
         )
-    return rec["prepared"], revision
+    return rec

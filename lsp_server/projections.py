@@ -198,6 +198,65 @@ def _start(rec: Any) -> bool:
     )
 
 
+class _AnyRevision:
+    """Stands for "every revision exists" while a record's own shape is checked."""
+
+    def __contains__(self, _ref: object) -> bool:
+        return True
+
+
+_ANY_REVISION = _AnyRevision()
+
+
+def _refs_resolve(kind: str, p: dict[str, Any], revisions: dict[str, Any]) -> bool:
+    """The part of ``_payload`` that depends on other records: revision references."""
+    if kind == "acknowledgement":
+        target = p["target"]
+        return target in revisions or _PREPARED_TARGET(target) is not None
+    if kind == "handoff_boundary":
+        return p.get("base") is None or p["base"] in revisions
+    return True
+
+
+class CheckedRecords:
+    """Records that the last projection found well-formed, by identity.
+
+    A record's own shape (and a revision's digest) depends on nothing else, and the
+    store hands out the same objects for sealed records from read to read
+    (``store.SealedTables``), so a view after one new record checks only the new
+    records instead of the whole history (docs/performance.md, "Views after one new
+    record"). Each projection keeps only the records it saw (the mapping holds them,
+    so an id is never reused while it is listed); what depends on other records
+    (revision references, receipts, duplicates) is checked every time.
+    """
+
+    def __init__(self) -> None:
+        self.seen: dict[int, Any] = {}
+
+    def start(self) -> tuple[dict[int, Any], dict[int, Any]]:
+        """(the previous projection's records, the mapping this one fills)."""
+        return self.seen, {}
+
+    def finish(self, found: dict[int, Any]) -> None:
+        self.seen = found
+
+
+CHECKED = CheckedRecords()
+
+
+def _source_shape(rec: dict[str, Any]) -> bool:
+    rid, kind, payload = rec.get("id"), rec.get("kind"), rec.get("payload")
+    return (
+        type(rid) is str
+        and _ID(rid) is not None
+        and kind in _SOURCE_KINDS
+        and type(rec.get("seq")) is int
+        and type(payload) is dict
+        and _opt_str(rec.get("createdAt"))
+        and _payload(kind, payload, _ANY_REVISION)
+    )
+
+
 # ---------------------------------------------------------------------------
 # One scope's log, read in one pass
 # ---------------------------------------------------------------------------
@@ -210,10 +269,12 @@ class ScopeLog:
     def __init__(self, data: dict[str, Any], scope: str) -> None:
         self.scope = scope
         self.invalid = 0
+        before, found = CHECKED.start()
         # Revisions first: Sources refer to them.
         all_revisions: dict[str, dict[str, Any]] = {}
         for rec in table(data, "revisions"):
-            if _revision(rec):
+            if before.get(id(rec)) is rec or _revision(rec):
+                found[id(rec)] = rec
                 all_revisions[rec["ref"]] = rec
             elif not (type(rec) is dict and type(rec.get("scope")) is str) or (
                 rec["scope"] == scope
@@ -229,7 +290,6 @@ class ScopeLog:
         sources: list[dict[str, Any]] = []
         by_id: dict[str, dict[str, Any]] = {}
         foreign_acks: dict[str, Any] = {}
-        payload_ok = _payload
         for rec in table(data, "sources"):
             rec_scope = rec.get("scope") if type(rec) is dict else None
             if rec_scope != scope:
@@ -238,21 +298,15 @@ class ScopeLog:
                 elif rec.get("kind") == "acknowledgement" and type(rec.get("id")) is str:
                     foreign_acks[rec["id"]] = rec
                 continue
-            rid, kind, payload = rec.get("id"), rec.get("kind"), rec.get("payload")
-            if (
-                type(rid) is str
-                and _ID(rid) is not None
-                and rid not in by_id
-                and kind in _SOURCE_KINDS
-                and type(rec.get("seq")) is int
-                and type(payload) is dict
-                and _opt_str(rec.get("createdAt"))
-                and payload_ok(kind, payload, all_revisions)
-            ):
-                sources.append(rec)
-                by_id[rid] = rec
-            else:
-                self.invalid += 1
+            if before.get(id(rec)) is rec or _source_shape(rec):
+                found[id(rec)] = rec
+                rid = rec["id"]
+                if rid not in by_id and _refs_resolve(rec["kind"], rec["payload"], all_revisions):
+                    sources.append(rec)
+                    by_id[rid] = rec
+                    continue
+            self.invalid += 1
+        CHECKED.finish(found)
 
         # Outcomes must name a receipt that exists (here, or in another scope).
         kept: list[dict[str, Any]] = []

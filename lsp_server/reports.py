@@ -101,17 +101,7 @@ def handoff_view(service: Workspace, p: ReportParams, scope: str) -> dict[str, A
             if raw is not None and not projections.revision_well_formed(raw):
                 raise _malformed_revision(ref) from None  # the more precise diagnosis
             raise
-        if rec is None:
-            raise HandoffError(
-                "revision_not_found", f"There is no committed revision {ref}.", revision=ref
-            )
-        if rec["scope"] != scope:
-            raise HandoffError(
-                "scope_mismatch",
-                f"Revision {ref} belongs to scope {rec['scope']!r}, not {scope!r}.",
-                expected=scope,
-                actual=rec["scope"],
-            )
+        rec = lc.revision_in_scope(rec, ref, scope)
         revision = projections.revision_view(ledger.data, scope, ref)
         if revision is None:
             raise _malformed_revision(ref)

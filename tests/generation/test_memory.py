@@ -13,6 +13,7 @@ import pytest
 
 from lsp_server.generation import command
 from lsp_server.generation.readers import read_session
+from tests.bench.bench_sessions import build_pi
 from tests.conftest import OWN_SESSIONS as OWN
 from tests.lsp.rawclient import RawClient
 
@@ -43,27 +44,6 @@ def test_a_generation_frees_its_transcript_without_a_garbage_collection(
             gc.enable()
 
 
-def _big_pi_session(target: Path, size: int) -> None:
-    """A pi session of ``size`` bytes: the project's own session's turns, repeated."""
-    import json
-
-    lines = (OWN / "pi" / "pets-fix.jsonl").read_text(encoding="utf-8").splitlines()
-    header, entries = json.loads(lines[0]), [json.loads(x) for x in lines[1:]]
-    parent = None
-    written = 0
-    with target.open("w", encoding="utf-8") as out:
-        out.write(json.dumps(header) + "\n")
-        rep = 0
-        while written < size:
-            for i, entry in enumerate(entries):
-                e = {**entry, "id": f"r{rep}-{i}", "parentId": parent}
-                parent = e["id"]
-                line = json.dumps(e) + "\n"
-                out.write(line)
-                written += len(line)
-            rep += 1
-
-
 def _rss_mib(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -74,7 +54,7 @@ def _rss_mib(pid: int) -> float:
 @pytest.mark.stress
 def test_server_memory_stays_flat_over_six_big_generations(tmp_path: Path) -> None:
     session = tmp_path / "big.jsonl"
-    _big_pi_session(session, 100 * 1000 * 1000)
+    build_pi(OWN / "pi" / "pets-fix.jsonl", session, 100 * 1000 * 1000)
     folder = tmp_path / "ws"
     folder.mkdir()
     subprocess.run(["git", "init", "-q", str(folder)], check=True)

@@ -342,3 +342,99 @@ def test_a_long_lived_process_merges_the_indexes_and_old_snapshots_stay_old(svc,
     assert all(old.source_info(sid) is not None for sid in in_old_tail)
     assert old.source_info(newest["source"].removeprefix("source/")) is None
     assert old.revision(later[-1]["revision"]) is None
+
+
+def test_a_manifest_entry_damaged_after_the_process_checked_it_is_still_refused(workspace):
+    """The checked-prefix cache of the manifest never lets a changed entry through."""
+    svc = service(workspace)
+    contract = record_contract(svc)
+    rounds(svc, contract, 6)
+    assert len(live(workspace)["_meta"]["1"]["segments"]) >= 2
+    svc.call("handoff.continue", {"scope": SCOPE, "mode": "latest"})  # manifest checked once
+    state = live(workspace)
+    state["_meta"]["1"]["segments"][0]["name"] = "not-a-segment.json"
+    (workspace / ".handoff/state.json").write_bytes(orjson.dumps(state))
+    err = refused(
+        svc.call, "handoff.recordOutcome", {"scope": SCOPE, "status": "unknown", "summary": "s"}
+    )
+    assert err.code == "store_corrupt" and "manifest" in err.data["reason"]
+
+
+def test_a_killed_seals_temp_segment_is_swept_by_the_next_write_even_without_a_seal(workspace):
+    svc = service(workspace)
+    contract = record_contract(svc)
+    rounds(svc, contract, 4)
+    folder = workspace / ".handoff"
+    left = [folder / "segments" / ".seg-x.json.tmp-1-dead", folder / ".state.json.tmp-1-dead"]
+    for path in left:
+        path.write_bytes(b"{")
+    svc.store.seal_bytes = 10**9  # this write does not seal
+    svc.call("handoff.recordOutcome", {"scope": SCOPE, "status": "unknown", "summary": "s"})
+    assert [p.exists() for p in left] == [False, False]
+    assert len(segments(workspace)) == len(live(workspace)["_meta"]["1"]["segments"])
+
+
+def test_sealed_records_are_parsed_once_and_a_read_after_a_write_adds_only_the_new(workspace):
+    svc = service(workspace)
+    contract = record_contract(svc)
+    rounds(svc, contract, 6)
+    first = svc.store.read()
+    sealed_id = next(iter(first["sources"]))
+    rounds(svc, contract, 6, start=6)  # more seals
+    second = svc.store.read()
+    assert second["sources"][sealed_id] is first["sources"][sealed_id]  # not re-parsed
+    fresh = StateStore(svc.store.folder).read()
+    for name in ("sources", "revisions"):
+        assert second[name] == fresh[name] and len(second[name]) > len(first[name])
+
+
+def test_a_store_replaced_by_another_history_is_read_afresh_not_from_the_parsed_segments(
+    workspace, tmp_path
+):
+    svc = service(workspace)
+    contract = record_contract(svc)
+    rounds(svc, contract, 6)
+    backup = tmp_path / "backup"
+    shutil.copytree(workspace / ".handoff", backup)
+    rounds(svc, contract, 6, start=6)
+    svc.store.read()
+    shutil.rmtree(workspace / ".handoff")
+    shutil.copytree(backup, workspace / ".handoff")  # the older history restored
+    restored = svc.store.read()
+    assert restored["sources"] == StateStore(workspace / ".handoff").read()["sources"]
+    assert len(restored["revisions"]) == 6
+
+
+def test_an_older_snapshot_read_after_a_newer_one_shows_only_its_own_records(svc, workspace):
+    svc.store.seal_bytes = SEAL
+    contract = record_contract(svc)
+    rounds(svc, contract, 4)
+    old_live = orjson.loads(svc.store.path.read_bytes())
+    rounds(svc, contract, 6, start=4)
+    svc.store.read()
+    old = svc.store.assemble(old_live)
+    assert len(old["revisions"]) == 4
+
+
+def test_views_kept_across_writes_equal_views_projected_from_scratch(workspace):
+    """The records a projection already checked are not checked again; what depends on
+    other records (a malformed record, a receipt) still counts every time."""
+    from lsp_server import projections
+
+    svc = service(workspace)
+    contract = record_contract(svc)
+    for start in range(0, 12, 3):
+        rounds(svc, contract, 3, start=start)
+        for kind in ("continuity", "history", "lineage"):
+            svc.call("handoff.report", {"scope": SCOPE, "kind": kind})
+    state = live(workspace)
+    state["sources"]["99999"] = {"id": "bad id!", "seq": 10**6, "scope": SCOPE, "kind": "x"}
+    (workspace / ".handoff/state.json").write_bytes(orjson.dumps(state))
+    warm = svc.store.read()
+    cold = StateStore(svc.store.folder).read()
+    for project in (projections.continuity, projections.history, projections.lineage):
+        kept = project(warm, SCOPE)
+        projections.CHECKED.finish({})  # nothing remembered
+        assert kept == project(cold, SCOPE)
+    assert projections.continuity(warm, SCOPE)["invalidRecordCount"] == 1
+    assert projections.continuity(warm, SCOPE)["invalidRecordCount"] == 1

@@ -1,0 +1,305 @@
+"""Growth benchmark (issue 22): stores grown one record at a time, as a project grows,
+measured at 100, 10,000 and 100,000 Sources against the fastest honest baselines.
+
+    uv run python -m tests.bench.bench_growth [--quick] [--no-write]
+
+How the stores are grown: the records a service writes (the ones of ``bench_store``) are
+appended to the live file one at a time, in log order, and after each one the rule of a
+transaction decides whether to seal (``StateStore._worth_sealing`` / ``_seal``, the
+store's own code). That gives the segment layout of one record per transaction without
+paying one fsync'd live-file write per record to build it (the segments themselves are
+written and fsync'd as a seal writes them).
+
+Every ratio is taken within one run, both sides interleaved; the run is repeated three
+times and the table shows min / median / max of each ratio, with the load average.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import re
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from lsp_server.service import HandoffService, ServiceConfig
+from lsp_server.store import SCHEMA_VERSION, StateStore, atomic_write, new_store_id
+
+from .bench_store import SCOPE, fsync_append, make_workspace, new_records_bytes, write_v1_history
+from .common import BenchResult, Table, emit
+from .store_worker import commit_once
+
+REPO = Path(__file__).resolve().parents[2]
+DOC = REPO / "docs" / "performance.md"
+BEGIN, END = "<!-- bench_growth: begin -->", "<!-- bench_growth: end -->"
+VIEWS = ("continuity", "history", "lineage")
+
+
+def log_order(v1: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Every Source and revision of a schema-1 file, in the order they were written."""
+    recs = [("sources", r) for r in v1["sources"].values()]
+    recs += [("revisions", r) for r in v1["revisions"].values()]
+    recs.sort(key=lambda item: item[1]["seq"])
+    return recs
+
+
+def grow_store(root: Path, sources: int, revisions: int) -> tuple[Path, str, int]:
+    """A workspace whose store grew one record at a time (see the module docstring).
+    Returns the workspace, the Work Contract's ref and the number of segments."""
+    ws = make_workspace(root)
+    contract, _ = write_v1_history(ws, sources, revisions)
+    folder = ws / ".handoff"
+    v1 = orjson.loads((folder / "state.json").read_bytes())
+    (folder / "state.json").unlink()
+    store = StateStore(folder)
+    store.ensure_folder(gitignore=True)
+    store_id = new_store_id()
+    meta = {"schema": SCHEMA_VERSION, "nextSeq": 1, "storeId": store_id}
+    meta.update(segments=[], idFloor={})
+    data: dict[str, Any] = {"_meta": {"1": meta}, "sources": {}, "revisions": {}}
+    data.update(scopes=v1["scopes"], generations={})
+    next_id = {"sources": 1, "revisions": 1}
+    for table, rec in log_order(v1):
+        data[table][str(next_id[table])] = rec
+        next_id[table] += 1
+        meta["nextSeq"] = rec["seq"] + 1
+        if len(orjson.dumps(data)) > store.seal_bytes and store._worth_sealing(data):
+            store._seal(data)
+    atomic_write(store.path, orjson.dumps(data))
+    store._ensure_marker(store_id)
+    return ws, contract, len(meta["segments"])
+
+
+def timed(fn, *args) -> float:
+    started = time.perf_counter()
+    fn(*args)
+    return time.perf_counter() - started
+
+
+class SqliteFloor:
+    """SQLite in WAL mode with synchronous=FULL: each write its own durable transaction."""
+
+    def __init__(self, path: Path) -> None:
+        self.db = sqlite3.connect(path, isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=FULL")
+        self.db.execute("CREATE TABLE IF NOT EXISTS log (id INTEGER PRIMARY KEY, body BLOB)")
+
+    def commit(self, parts: list[bytes]) -> float:
+        """One transaction per record, as the store's commit makes two."""
+        started = time.perf_counter()
+        for body in parts:
+            self.db.execute("BEGIN IMMEDIATE")
+            self.db.execute("INSERT INTO log (body) VALUES (?)", (body,))
+            self.db.execute("COMMIT")
+        return time.perf_counter() - started
+
+
+def gc_paused_parse(raw: bytes) -> float:
+    """orjson.loads of the whole state with the cyclic GC paused: the parse floor."""
+    gc.disable()
+    try:
+        started = time.perf_counter()
+        orjson.loads(raw)
+        return time.perf_counter() - started
+    finally:
+        gc.enable()
+
+
+def one_run(stores: list[dict[str, Any]], tmp: Path, args: argparse.Namespace, n0: int):
+    """One run: every measurement at every size, interleaved. Returns per-size medians."""
+    out: dict[str, dict[int, float]] = {}
+
+    def put(key: str, size: int, samples: list[float]) -> None:
+        out.setdefault(key, {})[size] = statistics.median(samples)
+
+    sql = SqliteFloor(tmp / f"floor-{n0}.sqlite")
+    floor_log = tmp / f"floor-{n0}.log"
+    samples: dict[tuple[str, int], list[float]] = {}
+    n = n0
+    for i in range(args.warmup + args.commits):
+        for st in stores:
+            n += 1
+            started = time.perf_counter()
+            done = commit_once(st["svc"], SCOPE, st["contract"], n)
+            dt = time.perf_counter() - started
+            if i >= args.warmup:
+                samples.setdefault(("commit", st["size"]), []).append(dt)
+        parts = [new_records_bytes(stores[-1]["svc"], done)]
+        if i >= args.warmup:
+            samples.setdefault(("fsync floor", 0), []).append(fsync_append(floor_log, parts[0]))
+            samples.setdefault(("sqlite", 0), []).append(sql.commit([parts[0][:400], parts[0][400:]]))
+    for _ in range(args.fresh):
+        for st in stores:
+            n += 1
+            fresh = HandoffService(st["ws"], ServiceConfig())
+            samples.setdefault(("fresh commit", st["size"]), []).append(
+                timed(commit_once, fresh, SCOPE, st["contract"], n)
+            )
+    latest = {"scope": SCOPE, "mode": "latest"}
+    for _ in range(args.reads):
+        for st in stores:
+            samples.setdefault(("continue", st["size"]), []).append(
+                timed(st["svc"].call, "handoff.continue", latest)
+            )
+    for _ in range(args.views):
+        for kind in VIEWS:
+            for st in stores:
+                st["svc"].call(
+                    "handoff.recordOutcome",
+                    {"scope": SCOPE, "status": "partial", "summary": "one new record"},
+                )
+                samples.setdefault((kind, st["size"]), []).append(
+                    timed(st["svc"].call, "handoff.report", {"kind": kind, "scope": SCOPE})
+                )
+    big = stores[-1]
+    raw = orjson.dumps(big["svc"].store.read())
+    samples[("parse", 0)] = [gc_paused_parse(raw) for _ in range(3)]
+    for (key, size), values in samples.items():
+        put(key, size, values)
+    sql.db.close()
+    return out, n
+
+
+def ratios(run: dict[str, dict[int, float]], small: int, large: int) -> dict[str, float]:
+    """The ratios of the issue's targets, from one run's medians."""
+    r = {
+        f"commit p50, {large:,} vs {small}": run["commit"][large] / run["commit"][small],
+        f"commit p50 at {large:,} vs the fsync'd append floor": run["commit"][large]
+        / run["fsync floor"][0],
+        f"commit p50 at {large:,} vs SQLite WAL FULL (2 transactions)": run["commit"][large]
+        / run["sqlite"][0],
+        f"fresh service's commit, {large:,} vs {small}": run["fresh commit"][large]
+        / run["fresh commit"][small],
+        f"continue latest (in process), {large:,} vs {small}": run["continue"][large]
+        / run["continue"][small],
+    }
+    for kind in VIEWS:
+        r[f"{kind} view after one new record, {large:,} vs {small}"] = (
+            run[kind][large] / run[kind][small]
+        )
+    r[f"continuity view at {large:,} vs a GC-paused orjson.loads of its data"] = (
+        run["continuity"][large] / run["parse"][0]
+    )
+    return r
+
+
+LIMITS = {
+    "commit p50, ": 1.3,
+    "vs the fsync": 10.0,
+    "fresh service's": 1.5,
+    "view after one new record": 2.0,
+}
+
+
+def limit_of(name: str) -> str:
+    for key, limit in LIMITS.items():
+        if key in name:
+            return f"≤ {limit:g}×"
+    return ""
+
+
+def summary_table(per_run: list[dict[str, float]], loads: list[float]) -> Table:
+    rows = []
+    for name in per_run[0]:
+        values = [r[name] for r in per_run]
+        limit = limit_of(name)
+        met = ""
+        if limit:
+            met = "met" if max(values) <= float(limit[2:-1]) else "**not met**"
+        rows.append(
+            [name, f"{min(values):.2f}×", f"{statistics.median(values):.2f}×",
+             f"{max(values):.2f}×", limit, met]
+        )
+    return Table(
+        "Ratios over 3 runs (min / median / max)",
+        ["ratio", "min", "median", "max", "target", "status (max)"],
+        rows,
+        note="Load average (1 min) at the start of each run: "
+        + ", ".join(f"{x:.2f}" for x in loads) + ".",
+    )
+
+
+def absolute_table(runs: list[dict[str, dict[int, float]]], sizes: list[int]) -> Table:
+    rows = []
+    for key in ("commit", "fresh commit", "continue", *VIEWS):
+        cells = [statistics.median(r[key][s] for r in runs) * 1000 for s in sizes]
+        rows.append([key] + [f"{c:.2f} ms" for c in cells])
+    for key in ("fsync floor", "sqlite", "parse"):
+        rows.append([key] + [""] * (len(sizes) - 1) + [f"{statistics.median(r[key][0] for r in runs) * 1000:.2f} ms"])
+    return Table(
+        "Medians (ms) by store size, median over the runs",
+        ["measure"] + [f"{s:,} Sources" for s in sizes],
+        rows,
+        note="Absolute times drift with the machine's load; the ratios above are the result.",
+    )
+
+
+def write_section(text: str) -> None:
+    doc = DOC.read_text(encoding="utf-8")
+    section = f"{BEGIN}\n{text.rstrip()}\n{END}"
+    if BEGIN in doc and END in doc:
+        pattern = re.escape(BEGIN) + r".*?" + re.escape(END)
+        doc = re.sub(pattern, lambda _m: section, doc, flags=re.S)
+    else:
+        doc = doc.rstrip() + "\n\n" + section + "\n"
+    DOC.write_text(doc, encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="10,000 Sources at most, fewer samples")
+    ap.add_argument("--no-write", action="store_true", help=f"do not write {DOC.name}")
+    ap.add_argument("--runs", type=int, default=3, help="repetitions of the whole run")
+    args = ap.parse_args(argv)
+    sizes = [100, 10_000] if args.quick else [100, 10_000, 100_000]
+    args.warmup, args.commits = 3, (8 if args.quick else 15)
+    args.fresh, args.reads, args.views = 3, (50 if args.quick else 200), 2
+    result = BenchResult("Stores grown one record at a time (issue 22)")
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="handoff-bench-growth-") as tmp:
+        stores = []
+        for size in sizes:
+            t0 = time.perf_counter()
+            ws, contract, segs = grow_store(Path(tmp) / f"s{size}", size, max(1, size // 100))
+            stores.append({"size": size, "ws": ws, "contract": contract, "segments": segs,
+                           "svc": HandoffService(ws, ServiceConfig())})
+            result.notes.append(
+                f"{size:,} Sources + {max(1, size // 100):,} revisions grown in "
+                f"{time.perf_counter() - t0:.1f} s: {segs} sealed segments."
+            )
+            for kind in VIEWS:  # templates loaded, caches warm: what a server has
+                stores[-1]["svc"].call("handoff.report", {"kind": kind, "scope": SCOPE})
+        runs, loads, n = [], [], 0
+        for _ in range(args.runs):
+            loads.append(os.getloadavg()[0])
+            run, n = one_run(stores, Path(tmp), args, n)
+            runs.append(run)
+    per_run = [ratios(r, sizes[0], sizes[-1]) for r in runs]
+    result.tables.append(summary_table(per_run, loads))
+    result.tables.append(absolute_table(runs, sizes))
+    result.notes.append(
+        f"{'Quick sizes; ' if args.quick else ''}{time.perf_counter() - started:.0f} s in all, "
+        f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, {os.cpu_count()} cores."
+    )
+    emit(result)
+    if not args.no_write:
+        lines = [f"### {result.area}", "", "`uv run python -m tests.bench.bench_growth`", ""]
+        lines += [(__doc__ or "").split("\n\n")[2].strip(), ""]
+        for table in result.tables:
+            lines += [table.markdown(), ""]
+        lines += [f"- {note}" for note in result.notes]
+        write_section("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
