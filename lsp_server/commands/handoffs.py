@@ -87,6 +87,16 @@ def handoff_current_work(ws: Workspace, p: HandoffCurrentWorkParams, ctx: CallCo
 
 
 def _draft_from(contract: dict, work: dict, document: str | None) -> HandoffDraftParams:
+    """The draft the latest Work Contract and work state make.
+
+    The store's shape check is looser than the typed params (it lets through, say, a
+    citation with a key no citation has, edited into the file by hand): such a record
+    is refused naming it and what is wrong. Only the converter's refusal is caught;
+    any other error is a defect and surfaces as itself, not as a refusal."""
+    import cattrs
+
+    from ..params import describe_refusal
+
     payload = work["payload"]
     try:
         return converter.structure(
@@ -99,10 +109,17 @@ def _draft_from(contract: dict, work: dict, document: str | None) -> HandoffDraf
             },
             HandoffDraftParams,
         )
-    except Exception:
+    except cattrs.BaseValidationError as exc:
+        problems = describe_refusal(exc, "draft")
+        records = [f"source/{contract['id']}", f"source/{work['id']}"]
         raise HandoffError(
             "nothing_to_hand_off",
-            "The latest Work Contract or work state record is malformed; record them again.",
+            f"The latest Work Contract ({records[0]}) and work state ({records[1]}) do not "
+            f"make a handoff draft: {'; '.join(problems[:3])}. Record them again.",
+            scope=work["scope"],
+            reason="malformed_record",
+            records=records,
+            problems=problems[:20],
         ) from None
 
 
