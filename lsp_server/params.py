@@ -521,9 +521,11 @@ def _format_exception(exc: BaseException, type_: Any) -> str:
     return cattrs.v.format_exception(exc, type_)
 
 
-def _describe(exc: BaseException) -> list[str]:
+def describe_refusal(exc: BaseException, path: str = "params") -> list[str]:
+    """The converter's refusal as one line per problem, each naming its key path
+    (camelCase) from ``path``."""
     try:
-        messages = cattrs.transform_error(exc, path="params", format_exception=_format_exception)
+        messages = cattrs.transform_error(exc, path=path, format_exception=_format_exception)
     except Exception:  # pragma: no cover - transform_error handles cattrs errors
         messages = [str(exc)]
     out = []
@@ -613,14 +615,14 @@ def structure(params: Any, cls: type, command: str) -> Any:
         refusal = _domain_refusal(exc)
         if refusal is not None:
             raise refusal from None
-        problems = _describe(exc)
+        problems = describe_refusal(exc)
         raise HandoffError(
             "invalid_params",
             f"{command}: " + "; ".join(problems[:5]) + ".",
             problems=problems[:20],
         ) from None
     except (TypeError, ValueError, KeyError) as exc:
-        problems = _describe(exc)
+        problems = describe_refusal(exc)
         raise HandoffError(
             "invalid_params",
             f"{command}: " + "; ".join(problems[:5]) + ".",

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import attrs
+import cattrs
 from cattrs.gen import make_dict_structure_fn, override
 
 from .params import (
@@ -27,6 +28,7 @@ from .params import (
     TaskCheckParams,
     camel,
     converter,
+    describe_refusal,
 )
 
 SourceKind = Literal[
@@ -262,5 +264,15 @@ def structure(value: Any, cls: type) -> Any:
     have the shape of ``cls`` (the caller decides how to refuse it)."""
     try:
         return converter.structure(value, cls)
-    except Exception:  # cattrs raises its validation groups, TypeError, KeyError…
+    except cattrs.BaseValidationError:  # the converter's refusal; a defect surfaces as itself
         return None
+
+
+def shape_problems(value: Any, cls: type, path: str) -> list[str]:
+    """Why ``value`` is not a ``cls``: one line per problem, each naming its key path
+    from ``path`` (empty when it is one)."""
+    try:
+        converter.structure(value, cls)
+    except cattrs.BaseValidationError as exc:
+        return describe_refusal(exc, path)
+    return []

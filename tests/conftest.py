@@ -71,6 +71,17 @@ def pytest_collection_modifyitems(config, items):
         config.hook.pytest_deselected(items=left)
         items[:] = kept
         config._handoff_left_out = len(left)
+        if hasattr(config, "workeroutput"):  # a pytest-xdist worker: tell the controller
+            config.workeroutput["handoff_left_out"] = len(left)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """On the pytest-xdist controller: the count of left-out tests a worker collected
+    (every worker collects the whole run, so any one of them gives it)."""
+    left = getattr(node, "workeroutput", {}).get("handoff_left_out")
+    if left:
+        node.config._handoff_left_out = left
 
 
 def pytest_report_header(config):

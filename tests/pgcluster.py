@@ -70,7 +70,7 @@ class Cluster:
         self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth-local=trust",
                   "--auth-host=scram-sha-256", "-E", "UTF8",
                   "--locale=C", "--no-sync")
-        self.start()
+        self._start_on_a_free_port()
         with self.connect() as conn:
             conn.execute("CREATE DATABASE handoff")
         self.owner_url = self.url("postgres")
@@ -109,6 +109,18 @@ class Cluster:
             opts += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.root / "log"), "-o", opts,
                   "-w", "-t", "60", "start")
+
+    def _start_on_a_free_port(self, attempts: int = 5) -> None:
+        """Start the server, on another free port if the one picked was taken meanwhile
+        (test workers running side by side each start a cluster of their own)."""
+        for attempt in range(attempts):
+            try:
+                self.start()
+                return
+            except subprocess.CalledProcessError:
+                if attempt == attempts - 1:
+                    raise
+                self.port = free_port()
 
     def stop(self, mode: str = "fast") -> None:
         self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "-t", "60", "stop")

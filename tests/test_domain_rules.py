@@ -184,6 +184,46 @@ def test_handoff_current_work_needs_contract_and_work_state(svc):
     assert not any(s["kind"] == "handoff_boundary" for s in svc.store.read()["sources"].values())
 
 
+def test_handoff_current_work_refuses_a_latest_work_state_that_makes_no_draft_naming_it(svc):
+    """A record edited by hand past the store's shape check (a citation with a key no
+    citation has) is refused with the record and the problem named, writing nothing."""
+    from lsp_server import lifecycle as lc
+
+    contract = record_contract(svc)
+    record_work(svc, contract)
+    with svc.store.transaction() as tx:
+        edited = lc.append_source(tx, SCOPE, "work_state", {
+            "state": {"text": "edited", "citations": [{**artifact(), "note": "by hand"}]},
+            "disposition": "continuable",
+            "nextActions": [{"text": "run contract tests", "citations": [source(contract)]}],
+        })
+    before = store_bytes(svc)
+    err = refused(svc.call, "handoff.handoffCurrentWork", {"scope": SCOPE})
+    assert err.code == "nothing_to_hand_off" and err.data["reason"] == "malformed_record"
+    assert err.data["records"] == [contract, edited.ref]
+    assert edited.ref in err.message and "note" in err.message
+    assert any("state.citations" in p for p in err.data["problems"]), err.data
+    assert store_bytes(svc) == before
+
+
+def test_handoff_current_work_reports_a_defect_as_itself_not_as_nothing_to_hand_off(
+    svc, monkeypatch
+):
+    """Only the converter's refusal of a record is a refusal: any other error while
+    drafting (a defect) surfaces as itself instead of a wrong error code."""
+    from lsp_server import records
+
+    class Broken:
+        def structure(self, *_):
+            raise RuntimeError("a defect in the converter")
+
+    contract = record_contract(svc)
+    record_work(svc, contract)
+    monkeypatch.setattr(records, "converter", Broken())
+    with pytest.raises(RuntimeError, match="a defect in the converter"):
+        svc.call("handoff.handoffCurrentWork", {"scope": SCOPE})
+
+
 # -- Commit -------------------------------------------------------------------------
 
 

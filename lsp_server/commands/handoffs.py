@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .. import records
 from ..errors import HandoffError
 from ..params import (
     AcknowledgeParams,
@@ -78,8 +79,8 @@ def _latest_records(ledger: StoreLedger, scope: str) -> tuple[Source, Source]:
     contract = ledger.latest(scope, "work_contract")
     work = ledger.latest(scope, "work_state")
     if contract is None or work is None:
-        if ledger.history.latest_source(scope, "work_contract" if contract is None else "work_state"):
-            raise _malformed_latest()
+        if _stored_latest(ledger, scope, "work_contract" if contract is None else "work_state"):
+            raise _malformed_latest(ledger, scope)
         missing = "a Work Contract" if contract is None else "the work state"
         raise HandoffError(
             "nothing_to_hand_off",
@@ -90,10 +91,27 @@ def _latest_records(ledger: StoreLedger, scope: str) -> tuple[Source, Source]:
     return contract, work
 
 
-def _malformed_latest() -> HandoffError:
+def _stored_latest(ledger: StoreLedger, scope: str, kind: str) -> dict[str, Any] | None:
+    rec = ledger.history.latest_source(scope, kind)
+    return rec if isinstance(rec, dict) else None
+
+
+def _malformed_latest(ledger: StoreLedger, scope: str) -> HandoffError:
+    """The refusal of a latest Work Contract or work state that the store's shape check
+    let through but that is not a record (edited by hand, say a citation with a key no
+    citation has): it names both records and what is wrong."""
+    stored = [_stored_latest(ledger, scope, kind) for kind in ("work_contract", "work_state")]
+    refs = [f"source/{rec.get('id')}" for rec in stored if rec is not None]
+    problems = [p for rec in stored if rec is not None for p in records.shape_problems(rec, Source, "source")]
+    shown = "; ".join(problems[:3]) or "not a record"
     return HandoffError(
         "nothing_to_hand_off",
-        "The latest Work Contract or work state record is malformed; record them again.",
+        f"The latest Work Contract and work state ({', '.join(refs)}) do not make a "
+        f"handoff draft: {shown}. Record them again.",
+        scope=scope,
+        reason="malformed_record",
+        records=refs,
+        problems=problems[:20],
     )
 
 
@@ -102,11 +120,11 @@ def _objective(contract: Source) -> str | None:
     return payload.objective if isinstance(payload, WorkContract) else None
 
 
-def _draft_from(contract: Source | None, work: Source | None, document: str | None) -> HandoffDraftParams:
+def _draft_from(contract: Source, work: Source, document: str | None) -> HandoffDraftParams:
     """The draft the latest contract and work state make (``document`` attached)."""
-    terms, state = (contract.payload, work.payload) if contract and work else (None, None)
+    terms, state = contract.payload, work.payload
     if not isinstance(terms, WorkContract) or not isinstance(state, WorkState):
-        raise _malformed_latest()
+        raise HandoffError("nothing_to_hand_off", "The latest records are not a Work Contract and a work state.")
     return HandoffDraftParams(
         objective=terms.objective,
         state=state.state,

@@ -6,7 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from .support import make_hostile_workspace
+from .support import load_every_module, make_hostile_workspace
+
+
+@pytest.fixture(scope="module")
+def same_examples_in_every_process() -> None:
+    """For the fuzz modules: the same Hypothesis examples whichever tests ran before in
+    this process (see ``support.load_every_module``)."""
+    load_every_module()
 
 
 @pytest.fixture

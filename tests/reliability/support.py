@@ -28,6 +28,25 @@ OUTSIDE_SECRET = b"outside the workspace: never read through a citation\n"
 EXPLORE = os.environ.get("HANDOFF_FUZZ") == "explore"
 
 
+def load_every_module() -> None:
+    """Import every module of ``lsp_server`` (each at most once per process).
+
+    Hypothesis mixes into what it draws the constants of every project module loaded
+    in the process, so a derandomised fuzz run is the same run only over the same set
+    of loaded modules. Without this, its examples depended on which test files the
+    worker ran before it and on lazy imports made during the run: one run of
+    ``pytest -n 4`` drew a fuzz that never reached a ready scope. Loaded first, the
+    set is the whole package in every process."""
+    import importlib
+    import pkgutil
+
+    import lsp_server
+
+    for found in pkgutil.walk_packages(lsp_server.__path__, "lsp_server."):
+        if not found.name.endswith("__main__"):  # ``python -m`` entry points run on import
+            importlib.import_module(found.name)
+
+
 def fuzz_settings(examples: int, **kw: Any) -> settings:
     """Bounded examples, no deadline, reproducible unless exploring. CI does not
     shrink (a failure is reported at once with its reproduction blob); exploring does."""

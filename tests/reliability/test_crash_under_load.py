@@ -21,8 +21,9 @@ TESTS = [
 
 
 def run_crash_tests() -> str:
+    """Run the crash tests in one process (``-n 0``: their ``-s`` lines are parsed)."""
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", *TESTS],
+        [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "-n", "0", *TESTS],
         cwd=REPO, capture_output=True, text=True, timeout=1800,
     )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]

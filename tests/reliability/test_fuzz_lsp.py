@@ -21,6 +21,8 @@ from lsp_server.service import HandoffService
 from ..lsp.rawclient import RawClient
 from .support import fuzz_settings, json_junk, make_hostile_workspace
 
+pytestmark = pytest.mark.usefixtures("same_examples_in_every_process")
+
 COMMANDS = [c for c in HandoffService.COMMANDS if c != "handoff.generate"]
 SEEN: dict[str, int] = {}
 

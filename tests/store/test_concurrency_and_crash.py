@@ -69,22 +69,24 @@ def test_eight_processes_commit_from_same_base_exactly_one_wins(svc, workspace, 
     )
 
 
-def test_eight_processes_append_200_sources_each_unique_sequence_numbers(workspace, tmp_path):
+@pytest.mark.parametrize("each", sizes(60, 200))
+def test_eight_processes_append_sources_each_unique_sequence_numbers(workspace, tmp_path, each):
     go = tmp_path / "go"
-    procs = [spawn("append", str(workspace), f"writer-{i}", "200", str(go)) for i in range(8)]
+    procs = [spawn("append", str(workspace), f"writer-{i}", str(each), str(go)) for i in range(8)]
     time.sleep(1.0)
     go.touch()
     for p in procs:
         assert p.wait(timeout=600) == 0, p.stderr.read().decode()
     data = StateStore(workspace / ".handoff").read()
     sources = list(data["sources"].values())
-    assert len(sources) == 1600
+    total = 8 * each
+    assert len(sources) == total
     seqs = [s["seq"] for s in sources]
-    assert len(set(seqs)) == 1600 and sorted(seqs) == list(range(1, 1601))
+    assert len(set(seqs)) == total and sorted(seqs) == list(range(1, total + 1))
     for i in range(8):
         mine = sorted((s for s in sources if s["scope"] == f"writer-{i}"), key=lambda s: s["seq"])
         # Each writer's own order is preserved by the log order.
-        assert [s["payload"]["summary"] for s in mine] == [f"writer-{i} #{n}" for n in range(200)]
+        assert [s["payload"]["summary"] for s in mine] == [f"writer-{i} #{n}" for n in range(each)]
 
 
 def check_consistent(workspace: Path) -> tuple[int, int]:
