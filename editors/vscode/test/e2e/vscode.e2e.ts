@@ -132,8 +132,10 @@ describe('VS Code extension end to end', function () {
     await runFromPalette(page, 'Handoff: Continue');
     await pickRow(page, 'Latest revision');
     const preview = markdownPreview(page);
-    // The server's continue view: its title, then the handoff report as a section.
-    await expect(preview.locator('h1'), 'the continued revision').toHaveText(`Continue (latest) → ${revision}`, 60_000);
+    // The server's continue view: its title, then the handoff report as a section. The
+    // pane is pinned to the revision Latest selected (its path names the revision, so a
+    // later commit does not change what an open pane shows): it reads as that exact one.
+    await expect(preview.locator('h1'), 'the continued revision').toHaveText(`Continue (exact) → ${revision}`, 60_000);
     await expect(preview.locator('h2').first(), 'the handoff itself').toHaveText(`Handoff ${revision}`, 30_000);
     await expect(page.locator('.notification-toast', { hasText: 'Continuing from' }), 'the continue notification').toBeVisible(30_000);
     // Cited files are anchors that the preview opens (workspace-rooted, at the line),
