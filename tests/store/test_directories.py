@@ -47,6 +47,11 @@ def folder(workspace: Path) -> Path:
     return workspace / ".handoff" / "segments"
 
 
+def span_of(directory: Path) -> int:
+    first, last = directory.stem.split("-")[-2:]
+    return int(last) - int(first) + 1
+
+
 def answers(workspace: Path, grown: dict) -> list:
     """What a fresh process answers: lookups that reach the oldest segments."""
     svc = HandoffService(workspace, ServiceConfig())
@@ -62,7 +67,8 @@ def test_a_fresh_process_opens_a_directory_per_group_not_every_segment(workspace
     grown = grow(workspace)
     segments = sorted(folder(workspace).glob("seg-*.json"))
     directories = sorted(folder(workspace).glob("dir-*.json"))
-    assert len(segments) >= 3 * SPAN and len(directories) == len(segments) // SPAN
+    first_tier = [d for d in directories if span_of(d) == SPAN]
+    assert len(segments) >= 3 * SPAN and len(first_tier) == len(segments) // SPAN
     opened = []
     real = StateStore._segment
     monkeypatch.setattr(StateStore, "_segment", lambda self, e, **kw: opened.append(e["name"]) or real(self, e, **kw))
@@ -115,3 +121,27 @@ def test_a_directory_naming_segments_no_manifest_lists_is_swept_by_the_next_seal
         })
     assert not orphan.exists()
     assert existing[0].exists()
+
+
+def test_tiered_directories_cover_whole_groups_of_directories_below(workspace, monkeypatch):
+    """Tiers of 1, 8 and 64 segments: a fresh process searches the largest directory
+    that is whole and usable at each position, and answers the same without them."""
+    monkeypatch.setenv("HANDOFF_DIRECTORY_SPAN", "1")
+    grown = grow(workspace, rounds=40)
+    segments = sorted(folder(workspace).glob("seg-*.json"))
+    assert len(segments) >= 17
+    spans = sorted({span_of(d) for d in folder(workspace).glob("dir-*.json")})
+    assert spans == [1, 8]
+    units = StateStore(workspace / ".handoff").snapshot().segments()
+    whole = len(segments) - len(segments) % 8
+    assert [u.header["first"] for u in units[: whole // 8]] == list(range(1, whole, 8))
+    assert len(units) == whole // 8 + len(segments) % 8
+    before = answers(workspace, grown)
+    eight = [d for d in folder(workspace).glob("dir-*.json") if span_of(d) == 8]
+    eight[0].write_bytes(b"{")  # that group is searched by its directories of one
+    units = StateStore(workspace / ".handoff").snapshot().segments()
+    assert len(units) == whole // 8 + len(segments) % 8 + 7
+    assert answers(workspace, grown) == before
+    for d in folder(workspace).glob("dir-*.json"):
+        d.unlink()
+    assert answers(workspace, grown) == before
