@@ -8,7 +8,9 @@ Layout of ``.handoff/`` (schema 2)::
     segments/        sealed segments ``seg-<storeId>-<n>.json``, written once, never changed:
                      line 1 a header with the index of its records, line 2 the records
                      and a directory ``dir-<storeId>-<first>-<last>.json`` per whole group
-                     of 64 segments (their merged index; derived, checked, optional)
+                     of 8, 64 and 512 segments (their merged index; derived, checked,
+                     optional)
+    .seal-mark.tmp-* present only while a seal writes temp files in ``segments/``
     state.lock       the one cross-process lock (never deleted)
 
 Every operation is one transaction: lock, read the live file, apply, one atomic write.
