@@ -1292,24 +1292,37 @@ class StateStore:
     def _write_directories(self, manifest: list[dict[str, Any]]) -> None:
         """Write the directory of every whole group of segments, in every tier, that
         lacks one (the groups this seal completed; older ones once, for stores sealed
-        before directories or before a tier). Derived data: one that cannot be written
-        is left out."""
-        for span in self.directory_spans:
+        before directories or before a tier). Largest tier first, and a group inside a
+        directory of a larger tier is left out: lookups take the larger one, so a store
+        sealed before the tiers gets one 512-directory and the 8-directories after its
+        64-directories (~5 files), not ~100. Derived data: one that cannot be written is
+        left out."""
+        larger: list[tuple[int, int]] = []  # [first, end) of the directories of larger tiers
+        for span in sorted(self.directory_spans, reverse=True):
+            present = []
             for first in range(0, len(manifest) - len(manifest) % span, span):
-                self._write_directory(manifest, first, span)
+                if any(a <= first < b for a, b in larger):
+                    continue
+                if self._write_directory(manifest, first, span):
+                    present.append((first, first + span))
+            larger += present
 
-    def _write_directory(self, manifest: list[dict[str, Any]], first: int, span: int) -> None:
-        """Write the directory of segments ``first + 1``..``first + span`` unless it exists."""
+    def _write_directory(self, manifest: list[dict[str, Any]], first: int, span: int) -> bool:
+        """Write the directory of segments ``first + 1``..``first + span`` unless it
+        exists; whether it is on disk now."""
         name = self._directory_name(manifest, first + 1, first + span)
         if os.path.exists(os.path.join(self.segment_dir, name)):
-            return
+            return True
         try:
             blob = self._directory_blob(manifest[first : first + span], first + 1)
             atomic_write(self.segment_dir / name, blob, sync_dir=False, point="directory")
         except (OSError, HandoffError) as exc:
             log.warning("Could not write the segment directory %s (%s).", name, exc)
-        with self._cache_lock:
-            self._directories.pop(name, None)
+            return False
+        finally:
+            with self._cache_lock:
+                self._directories.pop(name, None)
+        return True
 
     def _directory_blob(self, group: list[dict[str, Any]], first: int) -> bytes:
         """Header line (the group's segments, the latest Source per scope and kind) and
