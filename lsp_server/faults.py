@@ -46,6 +46,7 @@ STORE_POINTS = (
     "tx.locked",
     "tx.applied",
     "seal.begin",
+    "seal.marked",
     "segment.synced",
     "segment.renamed",
     "directory.synced",

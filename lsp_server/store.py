@@ -8,7 +8,9 @@ Layout of ``.handoff/`` (schema 2)::
     segments/        sealed segments ``seg-<storeId>-<n>.json``, written once, never changed:
                      line 1 a header with the index of its records, line 2 the records
                      and a directory ``dir-<storeId>-<first>-<last>.json`` per whole group
-                     of 64 segments (their merged index; derived, checked, optional)
+                     of 8, 64 and 512 segments (their merged index; derived, checked,
+                     optional)
+    .seal-mark.tmp-* present only while a seal writes temp files in ``segments/``
     state.lock       the one cross-process lock (never deleted)
 
 Every operation is one transaction: lock, read the live file, apply, one atomic write.
@@ -67,8 +69,13 @@ LOCK_POLL_INTERVAL = 0.002
 RECORDS_CACHE_SEGMENTS = 32
 #: Lookups a segment answers by a byte search of its raw index before it is parsed.
 RAW_SCAN_LOOKUPS = 8
-#: Sealed segments per directory (see ``Directory``); ``HANDOFF_DIRECTORY_SPAN`` for tests.
-DEFAULT_DIRECTORY_SPAN = 64
+#: Sealed segments per directory of the first tier (see ``Directory``);
+#: ``HANDOFF_DIRECTORY_SPAN`` for tests. Each further tier's directory covers
+#: ``DIRECTORY_FANOUT`` of the tier below: 8, 64 and 512 segments, so a fresh process
+#: reads at most ~7 files per tier plus 7 segments (12 at 800 segments, not ~50).
+DEFAULT_DIRECTORY_SPAN = 8
+DIRECTORY_FANOUT = 8
+DIRECTORY_TIERS = 3
 DIRECTORY_FORMAT = 1
 #: Snapshots with segments a process reads before it merges all segment indexes into
 #: one in-memory index (a language server does; a single CLI command does not).
@@ -84,6 +91,9 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 SEGMENT_NAME_RE = re.compile(r"^seg-([0-9a-f]{12})-([0-9]{6})\.json$")
+#: A seal in progress (see ``StateStore._seal_marked``): the only writer of temp files
+#: in the segments folder, so only its mark makes a transaction list that folder.
+SEAL_MARK_PREFIX = ".seal-mark.tmp-"
 DIRECTORY_NAME_RE = re.compile(r"^dir-([0-9a-f]{12})-([0-9]{6})-([0-9]{6})\.json$")
 
 
@@ -499,9 +509,11 @@ class Directory(Segment):
         return int(m.group()) if m else self._lookup(section, key)
 
     def covers(self, entries: list[dict[str, Any]]) -> bool:
+        """Whether this directory lists exactly these manifest entries (names, sizes):
+        one C-level comparison of two lists, ~800 entries per snapshot of a fresh process."""
         names = self.header["segments"]
-        return len(names) == len(entries) and all(
-            n == e["name"] and b == e["bytes"] for (n, b), e in zip(names, entries, strict=True)
+        return len(names) == len(entries) and names == list(
+            map(list, zip(map(_NAME, entries), map(_BYTES, entries), strict=True))
         )
 
 
@@ -804,7 +816,9 @@ class StateStore:
             seal_bytes = int(os.environ.get("HANDOFF_SEAL_BYTES", DEFAULT_SEAL_BYTES))
         self.lock_timeout = lock_timeout
         self.seal_bytes = seal_bytes
-        self.directory_span = int(os.environ.get("HANDOFF_DIRECTORY_SPAN", DEFAULT_DIRECTORY_SPAN))
+        span = max(1, int(os.environ.get("HANDOFF_DIRECTORY_SPAN", DEFAULT_DIRECTORY_SPAN)))
+        #: The spans of the directory tiers, smallest first (see ``Directory``).
+        self.directory_spans = [span * DIRECTORY_FANOUT**k for k in range(DIRECTORY_TIERS)]
         self._directories: dict[str, Directory | None] = {}
         self._thread_lock = threading.RLock()
         self._lock_made: Any = None
@@ -1213,21 +1227,27 @@ class StateStore:
         return f"dir-{store_id}-{first:06d}-{last:06d}.json"
 
     def _lookup_units(self, entries: list[dict[str, Any]]) -> list[Segment]:
-        """The segments of a manifest as lookups search them, oldest first: each whole
-        group of ``directory_span`` segments by its ``Directory`` when it has a usable
-        one, every other segment by itself."""
+        """The segments of a manifest as lookups search them, oldest first: at each
+        position the directory of the largest tier that starts there, is whole and can
+        be used (``Directory.covers``), else the next tier down, else the segment by
+        itself (tiered directories: a fresh process reads a few files whatever the
+        history; docs/performance.md, "Fresh-process commit")."""
         self._refuse_symlinks()
-        span = max(1, self.directory_span)
+        spans = sorted(self.directory_spans, reverse=True)
         units: list[Segment] = []
-        whole = len(entries) - len(entries) % span
-        for first in range(0, whole, span):
-            group = entries[first : first + span]
-            found = self._directory(entries, first + 1, first + span)
-            if found is not None and found.covers(group):
-                units.append(found)
+        pos, count = 0, len(entries)
+        while pos < count:
+            for span in spans:
+                if pos % span or pos + span > count:
+                    continue
+                found = self._directory(entries, pos + 1, pos + span)
+                if found is not None and found.covers(entries[pos : pos + span]):
+                    units.append(found)
+                    pos += span
+                    break
             else:
-                units += [self._segment(e, folders_checked=True) for e in group]
-        units += [self._segment(e, folders_checked=True) for e in entries[whole:]]
+                units.append(self._segment(entries[pos], folders_checked=True))
+                pos += 1
         return units
 
     def _directory(self, entries: list[dict[str, Any]], first: int, last: int) -> Directory | None:
@@ -1240,8 +1260,14 @@ class StateStore:
         path = self.segment_dir / name
         try:
             with open_regular(path) as fh:
-                size = os.fstat(fh.fileno()).st_size
-                head, index_raw = fh.readline(), fh.readline()
+                # One read of the whole file: ``readline`` grows a line of ~2 MB (a
+                # directory of 512 segments) in small chunks, several times slower.
+                blob = fh.read()
+            size = len(blob)
+            end = blob.find(b"\n") + 1 or size
+            stop = blob.find(b"\n", end) + 1 or size
+            head, index_raw = blob[:end], blob[end:stop]
+            del blob
             header = orjson.loads(head)
             if (
                 isinstance(header, dict)
@@ -1264,21 +1290,39 @@ class StateStore:
         return found
 
     def _write_directories(self, manifest: list[dict[str, Any]]) -> None:
-        """Write the directory of every whole group of segments that lacks one (the
-        group this seal completed; older ones once, for stores sealed before
-        directories). Derived data: one that cannot be written is left out."""
-        span = max(1, self.directory_span)
-        for first in range(0, len(manifest) - len(manifest) % span, span):
-            name = self._directory_name(manifest, first + 1, first + span)
-            if os.path.exists(os.path.join(self.segment_dir, name)):
-                continue
-            try:
-                blob = self._directory_blob(manifest[first : first + span], first + 1)
-                atomic_write(self.segment_dir / name, blob, sync_dir=False, point="directory")
-            except (OSError, HandoffError) as exc:
-                log.warning("Could not write the segment directory %s (%s).", name, exc)
+        """Write the directory of every whole group of segments, in every tier, that
+        lacks one (the groups this seal completed; older ones once, for stores sealed
+        before directories or before a tier). Largest tier first, and a group inside a
+        directory of a larger tier is left out: lookups take the larger one, so a store
+        sealed before the tiers gets one 512-directory and the 8-directories after its
+        64-directories (~5 files), not ~100. Derived data: one that cannot be written is
+        left out."""
+        larger: list[tuple[int, int]] = []  # [first, end) of the directories of larger tiers
+        for span in sorted(self.directory_spans, reverse=True):
+            present = []
+            for first in range(0, len(manifest) - len(manifest) % span, span):
+                if any(a <= first < b for a, b in larger):
+                    continue
+                if self._write_directory(manifest, first, span):
+                    present.append((first, first + span))
+            larger += present
+
+    def _write_directory(self, manifest: list[dict[str, Any]], first: int, span: int) -> bool:
+        """Write the directory of segments ``first + 1``..``first + span`` unless it
+        exists; whether it is on disk now."""
+        name = self._directory_name(manifest, first + 1, first + span)
+        if os.path.exists(os.path.join(self.segment_dir, name)):
+            return True
+        try:
+            blob = self._directory_blob(manifest[first : first + span], first + 1)
+            atomic_write(self.segment_dir / name, blob, sync_dir=False, point="directory")
+        except (OSError, HandoffError) as exc:
+            log.warning("Could not write the segment directory %s (%s).", name, exc)
+            return False
+        finally:
             with self._cache_lock:
                 self._directories.pop(name, None)
+        return True
 
     def _directory_blob(self, group: list[dict[str, Any]], first: int) -> bytes:
         """Header line (the group's segments, the latest Source per scope and kind) and
@@ -1477,18 +1521,23 @@ class StateStore:
     def _sweep_temp_files(self) -> None:
         """Remove temp files of writers that died mid-write (only ever under the lock).
 
-        One ``os.listdir`` per folder with a prefix test (not ``Path.glob``, which
-        matches a pattern against each of the ~1,000 segment names of a long history).
+        One ``os.listdir`` of the state folder with a prefix test. The segments folder
+        (~800 names in a long history) is listed only when a seal mark says a seal was
+        killed there (``_seal_marked``): no other writer leaves temp files in it.
         """
         prefixes = (f".{STATE_FILE}.tmp-", "..gitignore.tmp-", f".{MARKER_FILE}.tmp-")
-        leftovers = [self.folder / n for n in os.listdir(self.folder) if n.startswith(prefixes)]
-        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
-            # a seal killed while writing a segment
-            names = os.listdir(self.segment_dir)
-            leftovers += [
-                self.segment_dir / n for n in names if n.startswith((".seg-", ".dir-")) and ".tmp-" in n
-            ]
-        for leftover in leftovers:
+        names = os.listdir(self.folder)
+        leftovers = [self.folder / n for n in names if n.startswith(prefixes)]
+        marks = [self.folder / n for n in names if n.startswith(SEAL_MARK_PREFIX)]
+        if marks:
+            with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+                # a seal killed while writing a segment or a directory
+                leftovers += [
+                    self.segment_dir / n
+                    for n in os.listdir(self.segment_dir)
+                    if n.startswith((".seg-", ".dir-")) and ".tmp-" in n
+                ]
+        for leftover in leftovers + marks:  # the marks last: they say what is left
             with contextlib.suppress(OSError):
                 leftover.unlink()
 
@@ -1565,17 +1614,18 @@ class StateStore:
         floors = dict(meta.get("idFloor") or {})
         groups = self._chunk(tail)
         listed = len(manifest)
-        try:
-            for group in groups:
-                number = len(manifest) + 1
-                manifest.append(self._write_segment(store_id, number, group))
-            self._write_directories(manifest)
-            fsync_dir(self.segment_dir)
-        except BaseException:
-            for entry in manifest[listed:]:  # a seal that failed half-way leaves nothing
-                with contextlib.suppress(OSError):
-                    (self.segment_dir / entry["name"]).unlink()
-            raise
+        with self._seal_marked():
+            try:
+                for group in groups:
+                    number = len(manifest) + 1
+                    manifest.append(self._write_segment(store_id, number, group))
+                self._write_directories(manifest)
+                fsync_dir(self.segment_dir)
+            except BaseException:
+                for entry in manifest[listed:]:  # a seal that failed half-way leaves nothing
+                    with contextlib.suppress(OSError):
+                        (self.segment_dir / entry["name"]).unlink()
+                raise
         pause_point("seal.written")
         for name in SEALED_TABLES:
             ids = [int(k) for k in tail[name]]
@@ -1584,6 +1634,24 @@ class StateStore:
             data[name] = {}
         meta["segments"] = manifest
         meta["idFloor"] = floors
+
+    @contextlib.contextmanager
+    def _seal_marked(self) -> Iterator[None]:
+        """A mark in the state folder while a seal writes temp files in the segments
+        folder, so the next transaction lists that folder only after a killed seal
+        (before: two listings of ~800 names per commit in a long history).
+
+        Not fsync'd: after a power cut without the mark, a temp segment is only wasted
+        space until the next seal, whose ``_sweep_orphans`` removes it.
+        """
+        mark = self.folder / f"{SEAL_MARK_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        os.close(os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+        pause_point("seal.marked")
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError):
+                mark.unlink()
 
     def _chunk(self, tail: dict[str, dict[str, Any]]) -> list[dict[str, dict[str, Any]]]:
         """Split the tail into segment-sized groups, each table in document order."""

@@ -35,7 +35,7 @@ from .support import REPO
 
 POINTS = faults.STORE_POINTS
 #: Points reached only by a transaction that seals: the child's first seal.
-SEAL_POINTS = {"seal.begin", "segment.synced", "segment.renamed", "directory.synced",
+SEAL_POINTS = {"seal.begin", "seal.marked", "segment.synced", "segment.renamed", "directory.synced",
                "directory.renamed", "seal.written"}
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
 import pytest
 
 from lsp_server.service import HandoffService, ServiceConfig
@@ -47,6 +48,11 @@ def folder(workspace: Path) -> Path:
     return workspace / ".handoff" / "segments"
 
 
+def span_of(directory: Path) -> int:
+    first, last = directory.stem.split("-")[-2:]
+    return int(last) - int(first) + 1
+
+
 def answers(workspace: Path, grown: dict) -> list:
     """What a fresh process answers: lookups that reach the oldest segments."""
     svc = HandoffService(workspace, ServiceConfig())
@@ -62,7 +68,12 @@ def test_a_fresh_process_opens_a_directory_per_group_not_every_segment(workspace
     grown = grow(workspace)
     segments = sorted(folder(workspace).glob("seg-*.json"))
     directories = sorted(folder(workspace).glob("dir-*.json"))
-    assert len(segments) >= 3 * SPAN and len(directories) == len(segments) // SPAN
+    covered = set()
+    for d in directories:
+        first, last = map(int, d.stem.split("-")[-2:])
+        covered.update(range(first, last + 1))
+    whole = len(segments) - len(segments) % SPAN
+    assert len(segments) >= 3 * SPAN and covered == set(range(1, whole + 1))
     opened = []
     real = StateStore._segment
     monkeypatch.setattr(StateStore, "_segment", lambda self, e, **kw: opened.append(e["name"]) or real(self, e, **kw))
@@ -115,3 +126,55 @@ def test_a_directory_naming_segments_no_manifest_lists_is_swept_by_the_next_seal
         })
     assert not orphan.exists()
     assert existing[0].exists()
+
+
+def test_tiered_directories_cover_whole_groups_of_directories_below(workspace, monkeypatch):
+    """Tiers of 1, 8 and 64 segments: a fresh process searches the largest directory
+    that is whole and usable at each position, and answers the same without them; a
+    seal that completes a larger group writes its directory, not the smaller one."""
+    monkeypatch.setenv("HANDOFF_DIRECTORY_SPAN", "1")
+    grown = grow(workspace, rounds=40)
+    segments = sorted(folder(workspace).glob("seg-*.json"))
+    assert len(segments) >= 17
+    spans = sorted({span_of(d) for d in folder(workspace).glob("dir-*.json")})
+    assert spans == [1, 8]
+    store_id = segments[0].name.split("-")[1]
+    assert not (folder(workspace) / f"dir-{store_id}-000008-000008.json").exists()
+    assert (folder(workspace) / f"dir-{store_id}-000007-000007.json").exists()
+    units = StateStore(workspace / ".handoff").snapshot().segments()
+    whole = len(segments) - len(segments) % 8
+    assert [u.header["first"] for u in units[: whole // 8]] == list(range(1, whole, 8))
+    assert len(units) == whole // 8 + len(segments) % 8
+    before = answers(workspace, grown)
+    eight = [d for d in folder(workspace).glob("dir-*.json") if span_of(d) == 8]
+    eight[0].write_bytes(b"{")  # that group is searched by its directories of one
+    units = StateStore(workspace / ".handoff").snapshot().segments()
+    assert len(units) == whole // 8 + len(segments) % 8 + 7
+    assert answers(workspace, grown) == before
+    for d in folder(workspace).glob("dir-*.json"):
+        d.unlink()
+    assert answers(workspace, grown) == before
+
+
+def test_a_store_sealed_before_the_tiers_gets_only_the_directories_lookups_take(workspace, monkeypatch):
+    """Directories of 8 segments only (as a store sealed before the tiers has them):
+    the next seal writes the directory of 64 and the 8s after it, not one per group."""
+    monkeypatch.setenv("HANDOFF_DIRECTORY_SPAN", "1")
+    grown = grow(workspace, rounds=40)
+    for d in folder(workspace).glob("dir-*.json"):
+        if span_of(d) == 1:
+            d.unlink()
+    before = answers(workspace, grown)
+    store = StateStore(workspace / ".handoff")
+    store.directory_spans = [1, 8, 16]  # as if 16 were the new tier above 8
+    entries = orjson.loads((workspace / ".handoff/state.json").read_bytes())["_meta"]["1"]["segments"]
+    written = []
+    real = StateStore._write_directory
+    monkeypatch.setattr(StateStore, "_write_directory",
+                        lambda self, m, first, span: written.append((first, span)) or real(self, m, first, span))
+    store._write_directories(entries)
+    whole16 = len(entries) - len(entries) % 16
+    assert (0, 16) in written
+    assert all(first >= whole16 for first, span in written if span < 16 and first >= 16)
+    assert not any(span == 1 and first < whole16 for first, span in written)
+    assert answers(workspace, grown) == before

@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from lsp_server.service import HandoffService, ServiceConfig
-from lsp_server.store import SCHEMA_VERSION, StateStore
+from lsp_server.store import SCHEMA_VERSION, SEAL_MARK_PREFIX, StateStore
 
 from ..helpers import ALL_CHECKS, SCOPE, prepare, record_contract, record_work, refused
 from ..ledger import Ledger
@@ -365,13 +365,40 @@ def test_a_killed_seals_temp_segment_is_swept_by_the_next_write_even_without_a_s
     contract = record_contract(svc)
     rounds(svc, contract, 4)
     folder = workspace / ".handoff"
-    left = [folder / "segments" / ".seg-x.json.tmp-1-dead", folder / ".state.json.tmp-1-dead"]
+    # What a seal killed mid-write leaves: its mark and a temp segment.
+    left = [folder / f"{SEAL_MARK_PREFIX}1-dead", folder / "segments" / ".seg-x.json.tmp-1-dead",
+            folder / ".state.json.tmp-1-dead"]
     for path in left:
         path.write_bytes(b"{")
     svc.store.seal_bytes = 10**9  # this write does not seal
     svc.call("handoff.recordOutcome", {"scope": SCOPE, "status": "unknown", "summary": "s"})
-    assert [p.exists() for p in left] == [False, False]
+    assert [p.exists() for p in left] == [False, False, False]
     assert len(segments(workspace)) == len(live(workspace)["_meta"]["1"]["segments"])
+
+
+def test_a_transaction_lists_the_segments_folder_only_after_a_killed_seal(workspace, monkeypatch):
+    svc = service(workspace)
+    contract = record_contract(svc)
+    rounds(svc, contract, 4)
+    assert segments(workspace)
+    svc.store.seal_bytes = 10**9  # these writes do not seal
+    listed = []
+    real = os.listdir
+    monkeypatch.setattr(os, "listdir", lambda path=".": listed.append(Path(path).name) or real(path))
+    svc.call("handoff.recordOutcome", {"scope": SCOPE, "status": "unknown", "summary": "s"})
+    assert "segments" not in listed and ".handoff" in listed
+    (workspace / ".handoff" / f"{SEAL_MARK_PREFIX}1-dead").write_bytes(b"")
+    svc.call("handoff.recordOutcome", {"scope": SCOPE, "status": "unknown", "summary": "t"})
+    assert "segments" in listed
+    assert not (workspace / ".handoff" / f"{SEAL_MARK_PREFIX}1-dead").exists()
+
+
+def test_a_seal_leaves_no_mark(workspace):
+    svc = service(workspace)
+    contract = record_contract(svc)
+    rounds(svc, contract, 4)
+    assert segments(workspace)
+    assert [n for n in os.listdir(workspace / ".handoff") if n.startswith(SEAL_MARK_PREFIX)] == []
 
 
 def test_sealed_records_are_parsed_once_and_a_read_after_a_write_adds_only_the_new(workspace):
