@@ -111,7 +111,7 @@ class _Reading:
 
 
 def _tool_result_text(content: Any) -> str:
-    if isinstance(content, str):
+    if type(content) is str:
         return content
     parts = []
     for block in content if isinstance(content, list) else []:
@@ -144,9 +144,9 @@ def _user_messages(
         kind = block.get("type")
         if kind == "tool_result":
             text = clip(_tool_result_text(block.get("content")), MAX_TOOL_RESULT_CHARS)
-            call_id = (
-                block.get("tool_use_id") if isinstance(block.get("tool_use_id"), str) else None
-            )
+            call_id = block.get("tool_use_id")
+            if type(call_id) is not str:
+                call_id = None
             is_error = block.get("is_error") is True
             out.append(
                 Message(
@@ -179,17 +179,20 @@ def _assistant_message(
     texts, calls = [], []
     if isinstance(content, str):
         texts.append(content)
-    for block in content if isinstance(content, list) else []:
-        if not isinstance(block, dict):
+    for block in content if type(content) is list else ():
+        if type(block) is not dict:
             continue
         kind = block.get("type")
-        if kind == "text" and isinstance(block.get("text"), str):
-            texts.append(block["text"])
-        elif kind == "tool_use" and isinstance(block.get("name"), str):
-            call_id = block.get("id") if isinstance(block.get("id"), str) else None
-            if call_id:
-                tool_names[call_id] = block["name"]
-            calls.append(tool_call(call_id, block["name"], block.get("input")))
+        if kind == "text":
+            if type(text := block.get("text")) is str:
+                texts.append(text)
+        elif kind == "tool_use" and type(name := block.get("name")) is str:
+            call_id = block.get("id")
+            if type(call_id) is not str:
+                call_id = None
+            elif call_id:
+                tool_names[call_id] = name
+            calls.append(tool_call(call_id, name, block.get("input")))
     if not texts and not calls:
         return None
     stop = message.get("stop_reason")
@@ -219,17 +222,23 @@ def _read_entries(path: Path, stats: ReadStats, budget: TextBudget) -> _Reading:
         if not isinstance(uuid, str):
             continue
         _entry_facts(r, obj)
-        ts = obj.get("timestamp") if isinstance(obj.get("timestamp"), str) else None
-        if ts:
+        get = obj.get  # parsed JSON: a string is a ``str``, an object a ``dict``
+        ts = get("timestamp")
+        if type(ts) is not str:
+            ts = None
+        elif ts:
             r.first_ts = r.first_ts or ts
             r.last_ts = ts
-        parent = obj.get("parentUuid") if isinstance(obj.get("parentUuid"), str) else None
-        node = _Node(uuid, parent, index)
+        parent = get("parentUuid")
+        node = _Node(uuid, parent if type(parent) is str else None, index)
         node.kind = etype
-        node.sidechain = obj.get("isSidechain") is True
-        if isinstance(obj.get("logicalParentUuid"), str):
-            node.logical = obj["logicalParentUuid"]
-        message = obj.get("message") if isinstance(obj.get("message"), dict) else None
+        node.sidechain = get("isSidechain") is True
+        logical = get("logicalParentUuid")
+        if type(logical) is str:
+            node.logical = logical
+        message = get("message")
+        if type(message) is not dict:
+            message = None
         if etype == "user" and message is not None:
             node.messages, node.prompt = _user_messages(obj, message.get("content"), ts, tool_names)
         elif etype == "assistant" and message is not None:
@@ -270,14 +279,15 @@ def _follows(node: _Node, previous: str | None, nodes: dict[str, _Node]) -> bool
 
 def _entry_facts(r: _Reading, obj: dict[str, Any]) -> None:
     """The session's id, agent, folder and branch, from the chain entries."""
-    if r.session_id is None and isinstance(obj.get("sessionId"), str):
-        r.session_id = obj["sessionId"]
-    if r.agent_id is None and isinstance(obj.get("agentId"), str):
-        r.agent_id = obj["agentId"]
-    if r.cwd is None and isinstance(obj.get("cwd"), str):
-        r.cwd = obj["cwd"]
-    if isinstance(obj.get("gitBranch"), str) and obj["gitBranch"]:
-        r.branch = obj["gitBranch"]
+    get = obj.get
+    if r.session_id is None and type(value := get("sessionId")) is str:
+        r.session_id = value
+    if r.agent_id is None and type(value := get("agentId")) is str:
+        r.agent_id = value
+    if r.cwd is None and type(value := get("cwd")) is str:
+        r.cwd = value
+    if type(value := get("gitBranch")) is str and value:
+        r.branch = value
 
 
 def _other_entry(
