@@ -300,10 +300,11 @@ def verdicts(runs: dict[str, Run]) -> list[Verdict]:
         "Session reading: extractive generation of a 100 MB session (pi, Claude Code, Codex) vs a bare line-by-line orjson.loads pass",
         "≤ 3×",
         plan=(
-            "The per-entry Python work after parsing (each entry reduced to its small "
-            "message, the text budget, the extraction pass) is what is left above the "
-            "parse: skip entries off the branch before building their messages, and "
-            "measure again (owner: generation)."
+            "See the issue-13 section of docs/performance.md: build pi's old messages "
+            "at their cut-down size, gather the session facts inside the reader's pass, "
+            "and leave Claude Code's duplicate structured tool results (`toolUseResult`, "
+            "some 40 % of its bytes) unparsed if that can be done safely (owner: "
+            "generation)."
         ),
     )
     memory = Verdict(
