@@ -405,13 +405,22 @@ def _side_branches(r: _Reading, on_path: dict[str, int], main_sidechain: bool) -
     return included
 
 
-def read_claude(path: Path, stats: ReadStats | None = None) -> Transcript:
-    """Read one Claude Code session file into a :class:`Transcript`."""
-    stats = stats or ReadStats()
-    budget = TextBudget()
-    r = _read_entries(path, stats, budget)
-    stats.shortened = budget.shrunk
-    branch, context_start = _branch(r)
+class _Messages:
+    """The branch's messages in order: the whole history, the agent's current context
+    (from the last compact boundary), the counts and the files its tools wrote."""
+
+    def __init__(self) -> None:
+        self.history: list[Message] = []
+        self.context: list[Message] = []
+        self.count = 0
+        self.compactions = 0
+        self.written: list[str] = []
+
+
+def _messages(r: _Reading, branch: list[_Node], context_start: int) -> _Messages:
+    """The branch's messages, an assistant message split over entries (one ``id``)
+    merged, the prompts queued meanwhile placed where they were typed."""
+    out = _Messages()
     history: list[Message] = []
     context: list[Message] = []
     message_count = 0
@@ -456,6 +465,19 @@ def read_claude(path: Path, stats: ReadStats | None = None) -> Transcript:
         history.append(waiting[1])
         context.append(waiting[1])
         waiting = next(queue, None)
+    out.history, out.context, out.count = history, context, message_count
+    out.compactions, out.written = compactions, written
+    return out
+
+
+def read_claude(path: Path, stats: ReadStats | None = None) -> Transcript:
+    """Read one Claude Code session file into a :class:`Transcript`."""
+    stats = stats or ReadStats()
+    budget = TextBudget()
+    r = _read_entries(path, stats, budget)
+    stats.shortened = budget.shrunk
+    got = _messages(r, *_branch(r))
+    history = got.history
     leaf = r.leaf()
     main_sidechain = leaf.sidechain if leaf is not None else False
     subagent_of = None
@@ -480,10 +502,10 @@ def read_claude(path: Path, stats: ReadStats | None = None) -> Transcript:
         git_branch=r.branch,
         model=r.model,
         history=history,
-        context=context,
-        message_count=message_count,
-        compactions=compactions,
+        context=got.context,
+        message_count=got.count,
+        compactions=got.compactions,
         stats=stats,
-        written_paths=written,
+        written_paths=got.written,
         subagent_of=subagent_of,
     )
