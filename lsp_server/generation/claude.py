@@ -48,6 +48,7 @@ _COMMAND_NOISE = ("<local-command-caveat>", "<local-command-stdout>", "<local-co
 
 class _Node:
     __slots__ = (
+        "uuid",
         "parent",
         "logical",
         "index",
@@ -58,7 +59,8 @@ class _Node:
         "boundary",
     )
 
-    def __init__(self, parent: str | None, index: int) -> None:
+    def __init__(self, uuid: str, parent: str | None, index: int) -> None:
+        self.uuid = uuid
         self.parent = parent
         self.logical: str | None = None
         self.index = index
@@ -69,8 +71,47 @@ class _Node:
         self.boundary = False
 
 
+class _Reading:
+    """What one pass over a Claude Code file gathers.
+
+    ``order``: the chain entries as read; ``leaf_main`` / ``leaf_any``: the position in
+    it of the last user or assistant entry off / on any sidechain. ``linear``: every
+    entry's parent is the entry before it (a compact boundary's logical parent) and no
+    id repeats, so the branch needs no walk.
+    """
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, _Node] = {}
+        self.order: list[_Node] = []
+        self.tool_names: dict[str, str] = {}
+        self.summaries: list[tuple[str, str]] = []
+        self.queued: list[tuple[int, Message]] = []
+        self.last_main_before: dict[int, str] = {}  # a boundary's index -> main leaf before
+        self.custom_title: str | None = None
+        self.session_id: str | None = None
+        self.agent_id: str | None = None
+        self.cwd: str | None = None
+        self.branch: str | None = None
+        self.first_ts: str | None = None
+        self.last_ts: str | None = None
+        self.model: str | None = None
+        self.leaf_main: int | None = None
+        self.leaf_any: int | None = None
+        self.linear = True
+
+    def leaf_position(self) -> int | None:
+        """Where in ``order`` the branch ends: the last entry off any sidechain, else
+        the last user or assistant entry."""
+        main = self.leaf_main
+        return main if main is not None and self.order[main].uuid else self.leaf_any
+
+    def leaf(self) -> _Node | None:
+        at = self.leaf_position()
+        return None if at is None else self.nodes[self.order[at].uuid]
+
+
 def _tool_result_text(content: Any) -> str:
-    if isinstance(content, str):
+    if type(content) is str:
         return content
     parts = []
     for block in content if isinstance(content, list) else []:
@@ -103,9 +144,9 @@ def _user_messages(
         kind = block.get("type")
         if kind == "tool_result":
             text = clip(_tool_result_text(block.get("content")), MAX_TOOL_RESULT_CHARS)
-            call_id = (
-                block.get("tool_use_id") if isinstance(block.get("tool_use_id"), str) else None
-            )
+            call_id = block.get("tool_use_id")
+            if type(call_id) is not str:
+                call_id = None
             is_error = block.get("is_error") is True
             out.append(
                 Message(
@@ -138,17 +179,20 @@ def _assistant_message(
     texts, calls = [], []
     if isinstance(content, str):
         texts.append(content)
-    for block in content if isinstance(content, list) else []:
-        if not isinstance(block, dict):
+    for block in content if type(content) is list else ():
+        if type(block) is not dict:
             continue
         kind = block.get("type")
-        if kind == "text" and isinstance(block.get("text"), str):
-            texts.append(block["text"])
-        elif kind == "tool_use" and isinstance(block.get("name"), str):
-            call_id = block.get("id") if isinstance(block.get("id"), str) else None
-            if call_id:
-                tool_names[call_id] = block["name"]
-            calls.append(tool_call(call_id, block["name"], block.get("input")))
+        if kind == "text":
+            if type(text := block.get("text")) is str:
+                texts.append(text)
+        elif kind == "tool_use" and type(name := block.get("name")) is str:
+            call_id = block.get("id")
+            if type(call_id) is not str:
+                call_id = None
+            elif call_id:
+                tool_names[call_id] = name
+            calls.append(tool_call(call_id, name, block.get("input")))
     if not texts and not calls:
         return None
     stop = message.get("stop_reason")
@@ -163,73 +207,38 @@ def _assistant_message(
     )
 
 
-def read_claude(path: Path, stats: ReadStats | None = None) -> Transcript:
-    """Read one Claude Code session file into a :class:`Transcript`."""
-    stats = stats or ReadStats()
-    budget = TextBudget()
-    nodes: dict[str, _Node] = {}
-    order: list[str] = []
-    tool_names: dict[str, str] = {}
-    summaries: list[tuple[str, str]] = []
-    queued: list[tuple[int, Message]] = []
-    last_main_before: dict[int, str] = {}  # a compact boundary's index -> the main leaf before it
-    custom_title: str | None = None
-    session_id = agent_id = cwd = branch = first_ts = last_ts = model = None
-    leaf_main: str | None = None
-    leaf_any: str | None = None
+def _read_entries(path: Path, stats: ReadStats, budget: TextBudget) -> _Reading:
+    """One pass over the file: each chain entry's node and messages, the side facts."""
+    r = _Reading()
+    nodes, order, tool_names = r.nodes, r.order, r.tool_names
+    linear = True
+    previous: str | None = None  # the uuid of the chain entry read last
     for index, obj in enumerate(iter_objects(path, stats)):
         etype = obj.get("type")
-        if etype not in KNOWN_TYPES:
-            stats.unknown_entries += 1
-            continue
-        if etype == "queue-operation":
-            content = obj.get("content")
-            if obj.get("operation") == "enqueue" and isinstance(content, str) and content.strip():
-                ts = obj.get("timestamp") if isinstance(obj.get("timestamp"), str) else None
-                queued.append(
-                    (
-                        index,
-                        Message(
-                            "user", clip(content, MAX_MESSAGE_CHARS), kind="queued", timestamp=ts
-                        ),
-                    )
-                )
-            continue
-        if etype == "summary":
-            if isinstance(obj.get("summary"), str) and isinstance(obj.get("leafUuid"), str):
-                summaries.append((obj["leafUuid"], obj["summary"]))
-            continue
-        if etype in ("custom-title", "ai-title"):
-            value = obj.get("customTitle") or obj.get("aiTitle") or obj.get("title")
-            if (
-                isinstance(value, str)
-                and value.strip()
-                and (etype == "custom-title" or not custom_title)
-            ):
-                custom_title = value.strip()
+        if etype not in CHAIN_TYPES:
+            _other_entry(r, obj, etype, index, stats)
             continue
         uuid = obj.get("uuid")
-        if etype not in CHAIN_TYPES or not isinstance(uuid, str):
+        if not isinstance(uuid, str):
             continue
-        if session_id is None and isinstance(obj.get("sessionId"), str):
-            session_id = obj["sessionId"]
-        if agent_id is None and isinstance(obj.get("agentId"), str):
-            agent_id = obj["agentId"]
-        if cwd is None and isinstance(obj.get("cwd"), str):
-            cwd = obj["cwd"]
-        if isinstance(obj.get("gitBranch"), str) and obj["gitBranch"]:
-            branch = obj["gitBranch"]
-        ts = obj.get("timestamp") if isinstance(obj.get("timestamp"), str) else None
-        if ts:
-            first_ts = first_ts or ts
-            last_ts = ts
-        parent = obj.get("parentUuid") if isinstance(obj.get("parentUuid"), str) else None
-        node = _Node(parent, index)
+        _entry_facts(r, obj)
+        get = obj.get  # parsed JSON: a string is a ``str``, an object a ``dict``
+        ts = get("timestamp")
+        if type(ts) is not str:
+            ts = None
+        elif ts:
+            r.first_ts = r.first_ts or ts
+            r.last_ts = ts
+        parent = get("parentUuid")
+        node = _Node(uuid, parent if type(parent) is str else None, index)
         node.kind = etype
-        node.sidechain = obj.get("isSidechain") is True
-        if isinstance(obj.get("logicalParentUuid"), str):
-            node.logical = obj["logicalParentUuid"]
-        message = obj.get("message") if isinstance(obj.get("message"), dict) else None
+        node.sidechain = get("isSidechain") is True
+        logical = get("logicalParentUuid")
+        if type(logical) is str:
+            node.logical = logical
+        message = get("message")
+        if type(message) is not dict:
+            message = None
         if etype == "user" and message is not None:
             node.messages, node.prompt = _user_messages(obj, message.get("content"), ts, tool_names)
         elif etype == "assistant" and message is not None:
@@ -237,27 +246,101 @@ def read_claude(path: Path, stats: ReadStats | None = None) -> Transcript:
             if m is not None:
                 node.messages = [m]
             if isinstance(message.get("model"), str) and not message["model"].startswith("<"):
-                model = message["model"]
+                r.model = message["model"]
         elif etype == "system" and obj.get("subtype") == "compact_boundary":
             node.boundary = True
-            if leaf_main is not None:
-                last_main_before[index] = leaf_main
+            if r.leaf_main is not None:
+                r.last_main_before[index] = order[r.leaf_main].uuid
         for m in node.messages:
             m.entry = uuid
             budget.add(m)
+        if linear and not _follows(node, previous, nodes):
+            linear = False
         nodes[uuid] = node
-        order.append(uuid)
+        previous = uuid
+        order.append(node)
         if etype in ("user", "assistant"):
-            leaf_any = uuid
+            r.leaf_any = len(order) - 1
             if not node.sidechain:
-                leaf_main = uuid
+                r.leaf_main = r.leaf_any
+    r.linear = linear
+    return r
 
-    stats.shortened = budget.shrunk
-    leaf = leaf_main or leaf_any
-    # The main path, crossing compact boundaries through their logical parent.
+
+def _follows(node: _Node, previous: str | None, nodes: dict[str, _Node]) -> bool:
+    """Whether ``node`` continues a linear chain: a new id whose parent (a compact
+    boundary without one: its logical parent) is the entry read just before it."""
+    if node.uuid in nodes:
+        return False
+    if node.parent is None and node.boundary:
+        return previous is not None and node.logical == previous
+    return node.parent == previous
+
+
+def _entry_facts(r: _Reading, obj: dict[str, Any]) -> None:
+    """The session's id, agent, folder and branch, from the chain entries."""
+    get = obj.get
+    if r.session_id is None and type(value := get("sessionId")) is str:
+        r.session_id = value
+    if r.agent_id is None and type(value := get("agentId")) is str:
+        r.agent_id = value
+    if r.cwd is None and type(value := get("cwd")) is str:
+        r.cwd = value
+    if type(value := get("gitBranch")) is str and value:
+        r.branch = value
+
+
+def _other_entry(
+    r: _Reading, obj: dict[str, Any], etype: Any, index: int, stats: ReadStats
+) -> None:
+    """An entry off the chain: a queued prompt, a summary, a title, or unknown."""
+    if etype not in KNOWN_TYPES:
+        stats.unknown_entries += 1
+    elif etype == "queue-operation":
+        content = obj.get("content")
+        if obj.get("operation") == "enqueue" and isinstance(content, str) and content.strip():
+            ts = obj.get("timestamp") if isinstance(obj.get("timestamp"), str) else None
+            queued = Message("user", clip(content, MAX_MESSAGE_CHARS), kind="queued", timestamp=ts)
+            r.queued.append((index, queued))
+    elif etype == "summary":
+        if isinstance(obj.get("summary"), str) and isinstance(obj.get("leafUuid"), str):
+            r.summaries.append((obj["leafUuid"], obj["summary"]))
+    elif etype in ("custom-title", "ai-title"):
+        value = obj.get("customTitle") or obj.get("aiTitle") or obj.get("title")
+        if (
+            isinstance(value, str)
+            and value.strip()
+            and (etype == "custom-title" or not r.custom_title)
+        ):
+            r.custom_title = value.strip()
+
+
+def _branch(r: _Reading) -> tuple[list[_Node], int]:
+    """The current branch's nodes in file order, and the index its context starts at."""
+    at = r.leaf_position()
+    if at is None:
+        return [], 0
+    leaf = r.order[at]
+    if not r.linear:
+        return _walked_branch(r, leaf.uuid)
+    end = at + 1
+    # After the leaf come only entries that are no prompt (a later user or assistant
+    # entry would be the leaf): one side branch, kept, of the leaf's sidechain.
+    tail = [n for n in r.order[end:] if n.sidechain == leaf.sidechain]
+    context_start = 0
+    for node in r.order[:end]:
+        if node.boundary:
+            context_start = node.index
+    return r.order[:end] + tail, context_start
+
+
+def _walked_branch(r: _Reading, leaf: str) -> tuple[list[_Node], int]:
+    """The branch of a session that forked, rewound or repeats ids: the path from the
+    leaf to the root (across compact boundaries), with its tool fan-outs."""
+    nodes = r.nodes
     on_path: dict[str, int] = {}
     context_start = 0
-    cur = leaf
+    cur: str | None = leaf
     steps = 0
     chain: list[str] = []
     while cur is not None and cur in nodes and cur not in on_path:
@@ -270,13 +353,19 @@ def read_claude(path: Path, stats: ReadStats | None = None) -> Transcript:
         elif node.logical in nodes:
             cur = node.logical
         else:  # the logical parent was never written: the main chain just before it
-            cur = last_main_before.get(node.index)
-    chain.reverse()
-    for _i, uid in enumerate(chain):
+            cur = r.last_main_before.get(node.index)
+    for uid in reversed(chain):
         if nodes[uid].boundary:
             context_start = nodes[uid].index
+    included = _side_branches(r, on_path, nodes[leaf].sidechain)
+    included.update(on_path)
+    uids = [n.uuid for n in r.order]
+    return [nodes[uid] for uid in uids if uid in included], context_start
 
-    # Side branches hanging off the path: keep tool fan-outs, drop abandoned prompts.
+
+def _side_branches(r: _Reading, on_path: dict[str, int], main_sidechain: bool) -> set[str]:
+    """Side branches hanging off the path: tool fan-outs kept, abandoned prompts not."""
+    nodes = r.nodes
     side_root: dict[str, str | None] = {}
 
     def root_of(uid: str) -> str | None:
@@ -298,10 +387,9 @@ def read_claude(path: Path, stats: ReadStats | None = None) -> Transcript:
             side_root[t] = found
         return found
 
-    main_sidechain = nodes[leaf].sidechain if leaf in nodes else False
     abandoned: set[str] = set()
     members: dict[str, list[str]] = {}
-    for uid in order:
+    for uid in [n.uuid for n in r.order]:
         if uid in on_path or nodes[uid].sidechain != main_sidechain:
             continue
         root = root_of(uid)
@@ -310,22 +398,37 @@ def read_claude(path: Path, stats: ReadStats | None = None) -> Transcript:
         members.setdefault(root, []).append(uid)
         if nodes[uid].prompt:
             abandoned.add(root)
-    included = set(on_path)
+    included: set[str] = set()
     for root, uids in members.items():
         if root not in abandoned:
             included.update(uids)
+    return included
 
+
+class _Messages:
+    """The branch's messages in order: the whole history, the agent's current context
+    (from the last compact boundary), the counts and the files its tools wrote."""
+
+    def __init__(self) -> None:
+        self.history: list[Message] = []
+        self.context: list[Message] = []
+        self.count = 0
+        self.compactions = 0
+        self.written: list[str] = []
+
+
+def _messages(r: _Reading, branch: list[_Node], context_start: int) -> _Messages:
+    """The branch's messages, an assistant message split over entries (one ``id``)
+    merged, the prompts queued meanwhile placed where they were typed."""
+    out = _Messages()
     history: list[Message] = []
     context: list[Message] = []
     message_count = 0
     compactions = 0
     written: list[str] = []
-    queue = iter(queued)
+    queue = iter(r.queued)
     waiting = next(queue, None)
-    for uid in order:
-        if uid not in included:
-            continue
-        node = nodes[uid]
+    for node in branch:
         while waiting is not None and waiting[0] < node.index:
             history.append(waiting[1])  # a prompt typed while the agent worked
             if node.index >= context_start:
@@ -362,13 +465,28 @@ def read_claude(path: Path, stats: ReadStats | None = None) -> Transcript:
         history.append(waiting[1])
         context.append(waiting[1])
         waiting = next(queue, None)
+    out.history, out.context, out.count = history, context, message_count
+    out.compactions, out.written = compactions, written
+    return out
+
+
+def read_claude(path: Path, stats: ReadStats | None = None) -> Transcript:
+    """Read one Claude Code session file into a :class:`Transcript`."""
+    stats = stats or ReadStats()
+    budget = TextBudget()
+    r = _read_entries(path, stats, budget)
+    stats.shortened = budget.shrunk
+    got = _messages(r, *_branch(r))
+    history = got.history
+    leaf = r.leaf()
+    main_sidechain = leaf.sidechain if leaf is not None else False
     subagent_of = None
     if main_sidechain or path.name.startswith("agent-"):
-        subagent_of = session_id or "?"
-    title = custom_title
+        subagent_of = r.session_id or "?"
+    title = r.custom_title
     if title is None:
-        for leaf_uuid, text in reversed(summaries):
-            if leaf_uuid in nodes:
+        for leaf_uuid, text in reversed(r.summaries):
+            if leaf_uuid in r.nodes:
                 title = text
                 break
     if title is None:
@@ -376,18 +494,18 @@ def read_claude(path: Path, stats: ReadStats | None = None) -> Transcript:
     return Transcript(
         path=path,
         format="claude",
-        id=f"agent-{agent_id}" if agent_id else session_id or path.stem,
-        cwd=cwd,
+        id=f"agent-{r.agent_id}" if r.agent_id else r.session_id or path.stem,
+        cwd=r.cwd,
         title=title,
-        started_at=first_ts,
-        updated_at=last_ts,
-        git_branch=branch,
-        model=model,
+        started_at=r.first_ts,
+        updated_at=r.last_ts,
+        git_branch=r.branch,
+        model=r.model,
         history=history,
-        context=context,
-        message_count=message_count,
-        compactions=compactions,
+        context=got.context,
+        message_count=got.count,
+        compactions=got.compactions,
         stats=stats,
-        written_paths=written,
+        written_paths=got.written,
         subagent_of=subagent_of,
     )

@@ -154,12 +154,19 @@ def _check_params(p: GenerateParams) -> None:
 
 def load_ahead() -> None:
     """Load what a first generation would load during the call: the providers'
-    modules and the extractive template (the language server does it after start)."""
+    modules and the extractive template (the language server does it after start),
+    the store's cross-process lock (a generation records itself: the lock's import
+    was a third of a first generation's fixed cost) and the C library's
+    ``malloc_trim``."""
+    from filelock import FileLock  # noqa: F401  (imported by the store's first write)
+
+    from ..gcpause import return_freed_memory
     from ..rendering import text_environment as _environment
     from . import claude, codex, pi  # noqa: F401  (the readers, imported by format)
     from .providers.extractive import TEMPLATE
 
     _environment().get_template(TEMPLATE)
+    return_freed_memory()
 
 
 def guard(t: Transcript) -> None:

@@ -175,11 +175,39 @@ def markdown_row(text: str, first_cell: str) -> dict[str, str] | None:
     return None
 
 
-def seconds_of(cell: str) -> float:
-    m = re.match(r"([\d.]+)\s*(ms|s)\b", cell)
-    if not m:
+#: The formats the session target is judged on, as ``bench_sessions`` names its rows.
+SESSION_FORMATS = {"pi": "pi", "claude": "Claude Code", "codex": "Codex"}
+
+
+def per_run_median(cell: str) -> float:
+    """The median of a ``×min / ×median / ×max`` cell of ``bench_sessions``."""
+    values = re.findall(r"×([\d.]+)", cell)
+    if len(values) != 3:
         raise ValueError(cell)
-    return float(m.group(1)) / (1000 if m.group(2) == "ms" else 1)
+    return float(values[1])
+
+
+def _session_speed(v: Verdict, output: str) -> None:
+    """Judge the session target on each format's median of its per-run generate ratios
+    (generate against the orjson passes around it, in the same run), the worst one
+    deciding: the best of each side alone pairs two runs the machine's load treated
+    differently."""
+    medians: dict[str, float] = {}
+    for key, name in SESSION_FORMATS.items():
+        row = markdown_row(output, key)
+        if row is not None:
+            medians[name] = per_run_median(row["generate per run"])
+    if not medians:
+        raise ValueError("no format row")
+    worst = max(medians, key=medians.__getitem__)
+    v.measured = f"{medians[worst]:.2f}× ({worst}, median of the paired runs)"
+    v.met = medians[worst] <= 3.0
+    v.by = "bench_sessions"
+    v.detail = (
+        "medians of generate / orjson per run, in a process with the generation modules "
+        "loaded (as the language server loads them after initialize): "
+        + ", ".join(f"{name} ×{ratio:.2f}" for name, ratio in medians.items())
+    )
 
 
 def verdicts(runs: dict[str, Run]) -> list[Verdict]:
@@ -269,13 +297,14 @@ def verdicts(runs: dict[str, Run]) -> list[Verdict]:
 
     # Session reading
     speed = Verdict(
-        "Session reading: extractive generation of a 100 MB pi session vs a bare line-by-line orjson.loads pass",
+        "Session reading: extractive generation of a 100 MB session (pi, Claude Code, Codex) vs a bare line-by-line orjson.loads pass",
         "≤ 3×",
         plan=(
-            "The per-entry Python work after parsing (each entry reduced to its small "
-            "message, the text budget, the extraction pass) is what is left above the "
-            "parse: skip entries off the branch before building their messages, and "
-            "measure again (owner: generation)."
+            "See the issue-13 section of docs/performance.md: build pi's old messages "
+            "at their cut-down size, gather the session facts inside the reader's pass, "
+            "and leave Claude Code's duplicate structured tool results (`toolUseResult`, "
+            "some 40 % of its bytes) unparsed if that can be done safely (owner: "
+            "generation)."
         ),
     )
     memory = Verdict(
@@ -294,24 +323,8 @@ def verdicts(runs: dict[str, Run]) -> list[Verdict]:
         row = markdown_row(run.output, "pi")
         if row is not None:
             try:
-                base = seconds_of(row["orjson pass"])
-                gen = seconds_of(row["generate"])
                 if ts is None:
-                    ratio = gen / base
-                    speed.measured, speed.met, speed.by = (
-                        f"{ratio:.2f}×",
-                        ratio <= 3.0,
-                        "bench_sessions",
-                    )
-                    speed.detail = (
-                        f"generate {row['generate']} vs orjson pass {row['orjson pass']}, "
-                        "in a process with the generation modules loaded (as the language "
-                        "server loads them after initialize); the reader alone: "
-                        f"{row.get('ratio (best)', '?')}; the first generation in a process "
-                        f"(its modules, Jinja2 among them, loading): {row.get('first ratio', '?')}; "
-                        f"a cold `handoff generate` process (start-up included on both sides): "
-                        f"{row.get('cold ratio', '?')}"
-                    )
+                    _session_speed(speed, run.output)
                 if tm is None:
                     idle = re.search(r"idle interpreter[^(]*\((\d+) MiB\)", run.output)
                     peak = float(row["peak RSS generate"].split()[0])

@@ -609,6 +609,44 @@ def test_pi_linear_session_reads_like_its_walked_branch(sessions: Path, tmp_path
     assert walked.written_paths == linear.written_paths
 
 
+def test_claude_linear_session_reads_like_its_walked_branch(
+    sessions: Path, tmp_path: Path
+) -> None:
+    """A Claude Code session whose every entry continues the one before it takes its
+    branch in file order, the entries after its last message included, without a walk;
+    the same entries with an abandoned prompt on a side branch are walked and give the
+    same branch."""
+    from tests.bench.bench_sessions import build_claude  # the fixture as one chain
+
+    source = tmp_path / "linear.jsonl"
+    build_claude(
+        sessions / "claude/iansherr__claude-code-log__37f83ec9-f2ea-42a9-925e-0d5c105cb6e8.jsonl",
+        source,
+        1,
+    )
+    rows = [json.loads(x) for x in source.read_text(encoding="utf-8").splitlines()]
+    chained = [r for r in rows if "uuid" in r]
+    tail = dict(chained[-1], type="system", uuid="tail-entry", parentUuid=chained[-1]["uuid"])
+    tail.update(subtype="informational", content="after the last message")
+    tail.pop("message", None)
+    source.write_text("\n".join(json.dumps(r) for r in [*rows, tail]) + "\n")
+    linear = read_session(source)
+    assert len(linear.history) > 20
+    side = dict(chained[5], uuid="side-entry", parentUuid=chained[4]["uuid"], type="user")
+    side["message"] = {"role": "user", "content": "an abandoned prompt"}
+    walked_path = tmp_path / "walked.jsonl"
+    at = rows.index(chained[5])
+    walked_path.write_text(
+        "\n".join(json.dumps(r) for r in [*rows[:at], side, *rows[at:], tail]) + "\n"
+    )
+    walked = read_session(walked_path)
+    assert "an abandoned prompt" not in [m.text for m in walked.history]
+    assert [m.entry for m in walked.history] == [m.entry for m in linear.history]
+    assert [m.entry for m in walked.context] == [m.entry for m in linear.context]
+    assert walked.message_count == linear.message_count
+    assert walked.written_paths == linear.written_paths
+
+
 @pytest.mark.parametrize(
     "text, code",
     [
