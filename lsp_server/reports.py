@@ -162,14 +162,15 @@ def _projection(kind: str, data: dict[str, Any], scope: str) -> dict[str, Any]:
 def with_summaries(view: dict[str, Any], overrides: Path | None) -> list[str]:
     """Write each event's ``summary`` (the continuity view's events, the cited Sources)
     by the summary template; the cited Sources become ``{kind, summary}``. Returns the
-    warnings of a broken override."""
-    events = list(view.get("events") or ())
+    warnings of a broken override. What already has its summary is left as it is."""
+    events = [e for e in view.get("events") or () if "summary" not in e]
     cited = view.get("citedSources") or {}
-    lines, warnings = rendering.summaries([*events, *cited.values()], overrides)
-    for event, line in zip(events, lines, strict=False):
+    refs = [ref for ref, c in cited.items() if "summary" not in c]
+    lines, warnings = rendering.summaries([*events, *(cited[r] for r in refs)], overrides)
+    for event, line in zip(events, lines[: len(events)], strict=True):
         event["summary"] = line
-    for (ref, event), line in zip(cited.items(), lines[len(events) :], strict=True):
-        cited[ref] = {"kind": event["kind"], "summary": line}
+    for ref, line in zip(refs, lines[len(events) :], strict=True):
+        cited[ref] = {"kind": cited[ref]["kind"], "summary": line}
     return warnings
 
 
