@@ -392,19 +392,8 @@ def summary(command: str, result: dict[str, Any]) -> str:
         again = " (already committed: idempotent)" if result.get("idempotent") else ""
         return f"Committed {result['revision']} in scope {scope!r}{again}."
     if command == "handoff.continue":
-        if not result.get("found"):
-            return (
-                f"No committed handoff in scope {scope!r} yet (mode latest found nothing). "
-                + UNTRUSTED_NOTE
-            )
-        unreadable = len(result.get("unreadableEvidence") or [])
-        target = result.get("selected") or f"prepared:{result.get('digest')}"
-        return (
-            f"{UNTRUSTED_NOTE}\nSelected {target} (scope head: {result.get('current')}); "
-            f"{unreadable} unreadable piece(s) of evidence. Confirm the required checks "
-            f"({', '.join(result.get('requiredChecks') or [])}), then call "
-            "handoff_acknowledge on this exact target."
-        )
+        # What was selected and what to check is the server's continue view (``RENDERED``).
+        return UNTRUSTED_NOTE
     if command == "handoff.acknowledge":
         return (
             f"Recorded {result['status']} for {result['target']}: receipt {result['receipt']}. "
@@ -434,10 +423,21 @@ def summary(command: str, result: dict[str, Any]) -> str:
     return f"{command} done."
 
 
-def tool_result(command: str, result: dict[str, Any]) -> types.CallToolResult:
+#: The tools whose text is the view the server renders from its template
+#: (``templates/continue.md.j2``, ``sessions.md.j2``), as for a terminal.
+RENDERED = frozenset({"handoff.continue", "handoff.sessions"})
+
+
+def tool_result(
+    command: str, result: dict[str, Any], rendered: str | None = None
+) -> types.CallToolResult:
     """A service result as a tool result: the JSON as structured content, and a text of
-    its meaning followed by the same JSON (for clients that read only text)."""
-    text = summary(command, result) + "\n\n" + _dump(result)
+    its meaning (with the server-rendered view, when there is one) followed by the same
+    JSON, which holds no blank line (for clients that read only text)."""
+    parts = [summary(command, result)]
+    if rendered:
+        parts.append(rendered.strip("\n"))
+    text = "\n\n".join([*parts, _dump(result)])
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)],
         structured_content=result,
@@ -585,6 +585,11 @@ class HandoffMCP:
                 f"Unknown tool {params.name!r}; known: {', '.join(TOOLS_BY_NAME)}.",
             )
         arguments = params.arguments if params.arguments is not None else {}
+        # The view in the text is the server's template; the structured content holds
+        # ``markdown`` only when the client asked for it.
+        asked = not isinstance(arguments, dict) or "render" in arguments
+        if spec.command in RENDERED and not asked:
+            arguments = {**arguments, "render": "terminal"}
         try:
             result = await self.run(spec.command, arguments, self._progress(ctx))
         except HandoffError as exc:
@@ -592,7 +597,10 @@ class HandoffMCP:
             return error_result(exc)
         except Exception:
             return internal_result(spec.name)
-        return tool_result(spec.command, result)
+        rendered = result.get("markdown") if spec.command in RENDERED else None
+        if rendered is not None and not asked:
+            result = {k: v for k, v in result.items() if k != "markdown"}
+        return tool_result(spec.command, result, rendered)
 
     def _progress(self, ctx: Any) -> Any:
         """A ``CallContext.progress`` that sends MCP progress (a no-op unless the client

@@ -719,25 +719,9 @@ def scope_log(data: Any, scope: str) -> ScopeLog:
 # ---------------------------------------------------------------------------
 
 
-def one_line(text: Any, limit: int = 160) -> str:
-    """Record text on one line, shortened to ``limit`` characters."""
-    s = " ".join(str(text).split())
-    return s if len(s) <= limit else s[: limit - 1] + "…"
-
-
-def tail_path(path: Any, limit: int = 80) -> str:
-    """A path on one line, shortened from the front so the file name stays."""
-    s = one_line(path, 10_000)
-    return s if len(s) <= limit else "…" + s[-(limit - 1) :]
-
-
-def _target_label(target: str) -> str:
-    if target.startswith("prepared:"):
-        return f"prepared handoff {target.removeprefix('prepared:sha256:')[:12]}"
-    return target
-
-
 def _source_event(rec: dict[str, Any], log: ScopeLog) -> dict[str, Any]:
+    """A Source as an event: its kind, refs and the record fields its summary reads
+    (``detail``); the sentence is written by ``templates/partials/event_summary.txt.j2``."""
     kind, p = rec["kind"], rec["payload"]
     ref = lc.source_ref(rec)
     event: dict[str, Any] = {
@@ -748,45 +732,38 @@ def _source_event(rec: dict[str, Any], log: ScopeLog) -> dict[str, Any]:
         "refs": {"source": ref},
     }
     if kind == "work_contract":
-        summary = f"Work Contract: {one_line(p['objective'])}"
-        if p["acceptance"]:
-            summary += f"; acceptance: {one_line('; '.join(p['acceptance']), 120)}"
+        detail = {"objective": p["objective"], "acceptance": p["acceptance"]}
     elif kind == "work_state":
-        summary = f"Work state ({p['disposition']}): {one_line(p['state']['text'])}"
         actions = p["nextActions"]
-        if actions:
-            more = f" (+{len(actions) - 1} more)" if len(actions) > 1 else ""
-            summary += f"; next: {one_line(actions[0]['text'], 100)}{more}"
+        detail = {
+            "disposition": p["disposition"],
+            "state": p["state"]["text"],
+            "nextAction": actions[0]["text"] if actions else None,
+            "nextActionCount": len(actions),
+        }
     elif kind == "handoff_boundary":
-        committed = log.committed_boundaries.get(ref)
-        event["committedAs"] = committed
-        what = f": {one_line(p['objective'])}" if p.get("objective") else ""
-        summary = (
-            f"Handoff boundary, committed as {committed}{what}"
-            if committed
-            else f"Handoff boundary, never committed (not a milestone){what}"
-        )
+        event["committedAs"] = log.committed_boundaries.get(ref)
+        detail = {"objective": p.get("objective"), "committedAs": event["committedAs"]}
     elif kind == "acknowledgement":
         event["refs"]["target"] = p["target"]
-        summary = f"Acknowledgement {p['status']} of {_target_label(p['target'])}"
-        if p.get("actor"):
-            summary += f" by {one_line(p['actor'], 60)}"
-        if p.get("note"):
-            summary += f": {one_line(p['note'], 120)}"
+        detail = {
+            "status": p["status"],
+            "target": p["target"],
+            "actor": p.get("actor"),
+            "note": p.get("note"),
+        }
     else:  # task_outcome
-        summary = f"Task Outcome {p['status']}: {one_line(p['summary'])}"
         checks = p.get("checks") or []
-        if checks:
-            summary += " (" + ", ".join(
-                f"{one_line(c['name'], 40)} {c['status']}" for c in checks[:4]
-            )
-            summary += f", +{len(checks) - 4} more)" if len(checks) > 4 else ")"
-        covers = log.outcome_covers.get(rec["id"])
-        event["covers"] = covers
+        event["covers"] = log.outcome_covers.get(rec["id"])
         if p.get("receipt"):
             event["refs"]["receipt"] = p["receipt"]
-        summary += f"; covers {covers}" if covers else "; covers no revision"
-    event["summary"] = summary
+        detail = {
+            "status": p["status"],
+            "summary": p["summary"],
+            "checks": [{"name": c["name"], "status": c["status"]} for c in checks],
+            "covers": event["covers"],
+        }
+    event["detail"] = detail
     return event
 
 
@@ -797,55 +774,52 @@ def _commit_event(rev: dict[str, Any]) -> dict[str, Any]:
         "kind": "commit",
         "at": rev.get("committedAt"),
         "milestone": True,
-        "summary": f"Committed {rev['ref']}: {one_line(content['objective'])} "
-        f"({content['disposition']}: {one_line(content['state']['text'], 100)})",
         "refs": {"revision": rev["ref"], "boundary": rev["prepared"].get("boundary")},
+        "detail": {
+            "revision": rev["ref"],
+            "objective": content["objective"],
+            "disposition": content["disposition"],
+            "state": content["state"]["text"],
+        },
     }
 
 
 def _generation_event(g: dict[str, Any]) -> dict[str, Any]:
     src, new = g["sourceSession"], g.get("newSession") or {}
-    summary = (
-        f"Handoff document generated from the {one_line(src.get('format') or 'agent', 20)} "
-        f"session {tail_path(src['path'])}"
-    )
-    if new.get("path"):
-        summary += f"; new session {tail_path(new['path'])}"
-    if g.get("provider"):
-        summary += f" (provider {one_line(g['provider'], 30)})"
     missing = g.get("missingSections")
-    if type(missing) is list and missing:
-        summary += f"; missing sections: {one_line(', '.join(map(str, missing)), 80)}"
     return {
         "seq": g["seq"],
         "kind": "generation",
         "at": g.get("createdAt"),
         "milestone": False,
-        "summary": summary,
         "refs": {"sourceSession": src["path"], "newSession": new.get("path")},
+        "detail": {
+            "format": src.get("format"),
+            "sourceSession": src["path"],
+            "newSession": new.get("path"),
+            "provider": g.get("provider"),
+            "missingSections": [str(m) for m in missing] if type(missing) is list else [],
+        },
     }
 
 
 def _start_event(rec: dict[str, Any]) -> dict[str, Any]:
     handoff, child = rec["handoff"], rec.get("childSession") or {}
-    what = {
-        "document": "the edited draft",
-        "prepared": f"prepared handoff {str(handoff.get('digest', ''))[7:19]}",
-        "revision": f"revision {one_line(handoff.get('revision'), 80)}",
-    }.get(handoff["kind"], one_line(handoff["kind"], 20))
-    summary = f"{one_line(rec['agent'], 10)} session started from {what}"
-    if child.get("path"):
-        summary += f": {tail_path(child['path'])}"
     parent = rec.get("parentSession") or {}
-    if parent.get("path"):
-        summary += f" (continues {tail_path(parent['path'])})"
     return {
         "seq": rec["seq"],
         "kind": "start",
         "at": rec.get("createdAt"),
         "milestone": False,
-        "summary": summary,
         "refs": {"parentSession": parent.get("path"), "childSession": child.get("path")},
+        "detail": {
+            "agent": rec["agent"],
+            "handoff": handoff["kind"],
+            "digest": handoff.get("digest"),
+            "revision": handoff.get("revision"),
+            "childSession": child.get("path"),
+            "parentSession": parent.get("path"),
+        },
     }
 
 
@@ -943,8 +917,9 @@ def revision_json(rev: dict[str, Any], log: ScopeLog) -> dict[str, Any]:
 
 
 def cited_sources(log: ScopeLog, contents: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    """For each Source of this scope cited by these contents: its kind and the one-line
-    summary the continuity view gives it (so a citation reads as more than an id)."""
+    """For each Source of this scope cited by these contents: its kind and the event the
+    continuity view makes of it (``reports`` adds its one-line summary, so a citation
+    reads as more than an id)."""
     out: dict[str, Any] = {}
     for content in contents:
         for fact in [content["state"], *content["nextActions"]]:
@@ -954,7 +929,7 @@ def cited_sources(log: ScopeLog, contents: Iterable[dict[str, Any]]) -> dict[str
                     continue
                 rec = log.by_id.get(ref.removeprefix("source/"))
                 if rec is not None:
-                    out[ref] = {"kind": rec["kind"], "summary": _source_event(rec, log)["summary"]}
+                    out[ref] = _source_event(rec, log)
     return out
 
 

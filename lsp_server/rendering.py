@@ -147,6 +147,12 @@ def one_line(value: Any, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def tail_path(value: Any, limit: int = 80) -> str:
+    """A path on one line, shortened from the front so the file name stays."""
+    text = " ".join(str(value).split())
+    return text if len(text) <= limit else "…" + text[-(limit - 1) :]
+
+
 def short(value: Any, n: int = 12) -> str:
     """A hash or digest shortened to its first ``n`` hex digits."""
     return str(value or "").removeprefix("sha256:")[:n]
@@ -210,6 +216,7 @@ def make_environment(folders: list[Path], mode: str = "preview") -> ReportSandbo
         env.filters.update(md=text_inline, lines=text_lines, link=text_link)
     env.filters["short"] = short
     env.filters["one_line"] = one_line
+    env.filters["tail_path"] = tail_path
     return env
 
 
@@ -266,6 +273,70 @@ def render(
             warnings.append(msg)
     env = environment([builtin_templates()], None, mode)
     return env.get_template(name).render(**context), warnings
+
+
+# ---------------------------------------------------------------------------
+# Event summaries: one line of plain text per event, by a macro
+# ---------------------------------------------------------------------------
+
+#: The template whose ``summary(e)`` macro writes an event's one-line summary.
+SUMMARY_TEMPLATE = "partials/event_summary.txt.j2"
+
+
+def _finalize_plain(value: Any) -> Any:
+    return "" if value is None else _plain(value)
+
+
+def _summary_environment(folders: list[Path], stamp: Any) -> ReportSandbox:
+    """Plain text (the summaries are data: controls replaced, nothing escaped; the
+    view's template escapes them where it prints them)."""
+    key = ("summary", *(str(f) for f in folders), repr(stamp))
+    env = _environments.get(key)
+    if env is None:
+        if len(_environments) > 16:
+            _environments.clear()
+        env = make_environment(folders, "terminal")
+        env.finalize = _finalize_plain  # before any template is compiled
+        _environments[key] = env
+    return env
+
+
+def _summaries_by(env: ReportSandbox, events: list[dict[str, Any]], bounded: bool) -> list[str]:
+    macro = env.get_template(SUMMARY_TEMPLATE).module.summary  # type: ignore[attr-defined]
+    started, size, out = time.monotonic(), 0, []
+    for event in events:
+        line = " ".join(str(macro(event)).split())
+        out.append(line)
+        size += len(line)
+        if bounded and size > OVERRIDE_MAX_CHARS:
+            raise SecurityError(f"the summaries grew beyond {OVERRIDE_MAX_CHARS:,} characters")
+        if bounded and time.monotonic() - started > OVERRIDE_MAX_SECONDS:
+            raise SecurityError(f"writing the summaries took longer than {OVERRIDE_MAX_SECONDS:g} s")
+    return out
+
+
+def summaries(
+    events: list[dict[str, Any]], workspace_templates: Path | None = None
+) -> tuple[list[str], list[str]]:
+    """Each event's one-line summary (``SUMMARY_TEMPLATE``, overridable like a view) as
+    plain text; a broken override falls back to the built-in macro with a warning."""
+    warnings: list[str] = []
+    if not events:
+        return [], warnings
+    stamp = None if workspace_templates is None else templates_stamp(workspace_templates)
+    if stamp is not None and workspace_templates is not None:
+        try:
+            env = _summary_environment([workspace_templates, builtin_templates()], stamp)
+            return _summaries_by(env, events, bounded=True), warnings
+        except Exception as exc:  # a broken override must never break the report
+            msg = (
+                f"The template override in {workspace_templates} failed "
+                f"({type(exc).__name__}: {one_line_error(exc)}) while writing the event "
+                "summaries; the built-in template was used."
+            )
+            log.warning(msg)
+            warnings.append(msg)
+    return _summaries_by(_summary_environment([builtin_templates()], None), events, False), warnings
 
 
 def one_line_error(exc: BaseException) -> str:

@@ -68,6 +68,8 @@ def render_view(service: Workspace, kind: str, context: dict[str, Any], mode: st
     workspace's overrides apply as for the reports."""
     base = "/" if mode == "vscode" else service.workspace.as_uri()
     overrides = service.store.folder / OVERRIDE_FOLDER
+    if context.get("view"):
+        with_summaries(context["view"], overrides)
     markdown, _warnings = render(kind, {**context, "kind": kind, "workspaceUri": base}, overrides, mode)
     return markdown
 
@@ -157,6 +159,21 @@ def _projection(kind: str, data: dict[str, Any], scope: str) -> dict[str, Any]:
     return projections.history(data, scope)
 
 
+def with_summaries(view: dict[str, Any], overrides: Path | None) -> list[str]:
+    """Write each event's ``summary`` (the continuity view's events, the cited Sources)
+    by the summary template; the cited Sources become ``{kind, summary}``. Returns the
+    warnings of a broken override. What already has its summary is left as it is."""
+    events = [e for e in view.get("events") or () if "summary" not in e]
+    cited = view.get("citedSources") or {}
+    refs = [ref for ref, c in cited.items() if "summary" not in c]
+    lines, warnings = rendering.summaries([*events, *(cited[r] for r in refs)], overrides)
+    for event, line in zip(events, lines[: len(events)], strict=True):
+        event["summary"] = line
+    for ref, line in zip(refs, lines[len(events) :], strict=True):
+        cited[ref] = {"kind": cited[ref]["kind"], "summary": line}
+    return warnings
+
+
 def _result_copy(result: dict[str, Any]) -> dict[str, Any]:
     out = dict(result)
     out["data"] = dict(result["data"])
@@ -201,10 +218,12 @@ def run_report(
         read_log = getattr(service.store, "read_log", None)
         data = _projection(p.kind, read_log() if read_log else service.store.read(), scope)
     ctx.cancel.raise_if_cancelled()
+    summary_warnings = with_summaries(data, overrides)
     # VS Code's preview resolves a link that starts with "/" against the workspace folder.
     base = "/" if p.render == "vscode" else service.workspace.as_uri()
     context = {"view": data, "kind": p.kind, "workspaceUri": base}
     markdown, warnings = render(p.kind, context, overrides, p.render)
+    warnings = summary_warnings + warnings
     result: dict[str, Any] = {"scope": scope, "kind": p.kind, "markdown": markdown, "data": data}
     if warnings:
         result["warnings"] = warnings

@@ -25,7 +25,7 @@ from . import discovery
 from .capture import capture_text, missing_sections, wrap
 from .check import check_answer
 from .draft import build_draft
-from .facts import gather
+from .facts import SessionFacts, gather
 from .newsession import kept_if_recorded, save_document, save_text, write_new_file
 from .prompt import build_prompt
 from .readers import read_session
@@ -217,7 +217,22 @@ def run_generate(service: Workspace, p: GenerateParams, ctx: CallContext) -> dic
         return_freed_memory()  # the transcript's frames are freed by now
 
 
+@attrs.define
+class _Answer:
+    """The provider's handoff document, checked and redacted, with what it lacked."""
+
+    document: str
+    missing: list[str]
+    redactions: int
+    warnings: list[str]
+    #: The prompt's size for a model (``tokens``, ``kept``, ``omitted``); None: extractive.
+    prompt: dict[str, Any] | None = None
+
+
 def _generate(service: Workspace, p: GenerateParams, ctx: CallContext) -> dict[str, Any]:
+    """The pipeline in order: params and settings, read and guard the session, the
+    facts and the prompt, the provider's answer, the files and the record, the result
+    (and the new session of the one-step flow)."""
     _check_params(p)
     settings = _settings(service)
     provider_name = p.provider or settings.provider
@@ -226,6 +241,39 @@ def _generate(service: Workspace, p: GenerateParams, ctx: CallContext) -> dict[s
     focus = " ".join(p.focus.split()) if p.focus and p.focus.strip() else None
     started = time.monotonic()
 
+    transcript, agent = _read_transcript(service, p, ctx)
+    # The session facts, computed once by rule: the extractive document is made of
+    # them, and a model gets them (as that document) beside the transcript.
+    with gc_paused(promote=True):  # one pass over tens of thousands of messages
+        facts = gather(transcript, service.workspace)
+    answer = _answer(service, provider_name, settings, transcript, facts, focus, ctx)
+    start = p.start_session if p.start_session is not None else bool(settings.start_session)
+
+    # The last point a cancel is honoured: from here on the result is written.
+    ctx.cancel.raise_if_cancelled()
+    ctx.report("Writing the handoff…", 90)
+    record, draft = _write_generation(
+        service, scope, provider_name, transcript, answer, focus, started, ctx
+    )
+    result = _result(record, transcript, answer, draft)
+    if answer.prompt is not None:
+        result["prompt"] = answer.prompt
+    if start:
+        # The one-step flow (``handoff generate --start``): the unedited document.
+        result["started"] = _start_session(service, record, answer.document, agent, ctx)
+    result["redactions"] = answer.redactions
+    result["facts"] = facts.to_json()
+    warnings = [*settings.warnings, *answer.warnings]
+    if warnings:
+        result["warnings"] = warnings
+    ctx.report("Handoff generated", 100)
+    return result
+
+
+def _read_transcript(
+    service: Workspace, p: GenerateParams, ctx: CallContext
+) -> tuple[Transcript, str]:
+    """The session to hand off, read, its title cleaned, guarded; and its agent."""
     ctx.report("Reading the agent session…", 0)
     path, agent = _session_path(service, p, ctx)
     transcript = read_session(path, p.format, stop=lambda: ctx.cancel.cancelled)
@@ -236,11 +284,20 @@ def _generate(service: Workspace, p: GenerateParams, ctx: CallContext) -> dict[s
         agent = transcript.format
     ctx.cancel.raise_if_cancelled()
     guard(transcript)
+    return transcript, agent
 
-    # The session facts, computed once by rule: the extractive document is made of
-    # them, and a model gets them (as that document) beside the transcript.
-    with gc_paused(promote=True):  # one pass over tens of thousands of messages
-        facts = gather(transcript, service.workspace)
+
+def _answer(
+    service: Workspace,
+    provider_name: str,
+    settings: GenerationSettings,
+    transcript: Transcript,
+    facts: SessionFacts,
+    focus: str | None,
+    ctx: CallContext,
+) -> _Answer:
+    """Ask the provider (a model gets the prompt and the extractive document as its
+    reference), then capture, check and redact its answer."""
     reference = None
     prompt = None
     if provider_name != "extractive":
@@ -258,14 +315,14 @@ def _generate(service: Workspace, p: GenerateParams, ctx: CallContext) -> dict[s
     ctx.cancel.raise_if_cancelled()
 
     document, document_redactions = redact(capture_text(output.blocks).strip("\n"))
-    answer_warnings: list[str] = []
+    warnings: list[str] = []
     model_missing: list[str] | None = None
     if reference is not None and document.strip():
         checked = check_answer(document.rstrip() + "\n", facts, reference)
         document, restored_redactions = redact(checked.document)  # restored lines too
         document_redactions += restored_redactions
         model_missing = checked.missing
-        answer_warnings = checked.warnings
+        warnings = checked.warnings
     transcript.first_request()  # the draft may quote it: cleaned (and counted) now
     redactions = (
         transcript.redactor.count
@@ -281,32 +338,41 @@ def _generate(service: Workspace, p: GenerateParams, ctx: CallContext) -> dict[s
     document = document.rstrip() + "\n"
     # What the provider's answer lacked (restored from the facts for a model).
     missing = model_missing if model_missing is not None else missing_sections(document)
-    start = p.start_session
-    if start is None:
-        start = bool(settings.start_session)
+    size = None
+    if prompt is not None:
+        size = {"tokens": prompt.conversation_tokens, "kept": prompt.kept, "omitted": prompt.omitted}
+    return _Answer(document, missing, redactions, warnings, size)
 
-    # The last point a cancel is honoured: from here on the result is written.
-    ctx.cancel.raise_if_cancelled()
-    ctx.report("Writing the handoff…", 90)
+
+def _write_generation(
+    service: Workspace,
+    scope: str,
+    provider_name: str,
+    transcript: Transcript,
+    answer: _Answer,
+    focus: str | None,
+    started: float,
+    ctx: CallContext,
+) -> tuple[Generation, dict[str, Any]]:
+    """The document, its editable draft and the draft's sidecar, then the Generation
+    record; a failure (or a cancel before the record) keeps none of the files."""
     generation_id = lc.new_id()
-    content = wrap(document, str(transcript.path))
+    content = wrap(answer.document, str(transcript.path))
     with kept_if_recorded("The handoff", provider=provider_name) as written:
         service.store.ensure_folder()  # refuses a state folder that is a symbolic link
         saved = save_document(service.store.folder, generation_id, content)
         written.append(saved)
         # The draft the user edits before a session starts from it (plain Markdown).
-        draft_file = save_text(service.store.folder, DRAFTS_FOLDER, generation_id, document)
+        draft_file = save_text(service.store.folder, DRAFTS_FOLDER, generation_id, answer.document)
         written.append(draft_file)
         # Its HandoffDraft beside it, so an editor can prepare the saved draft later.
-        draft = build_draft(
-            document, transcript, service.workspace, _workspace_path(saved, service.workspace), 1
-        )
+        document_path = _workspace_path(saved, service.workspace)
+        draft = build_draft(answer.document, transcript, service.workspace, document_path, 1)
         sidecar = draft_file.with_suffix(".json")
         sidecar_json = {"scope": scope, "generation": generation_id, "draft": draft}
         write_new_file(sidecar, (json.dumps(sidecar_json, indent=2) + "\n").encode(), 0o644)
         written.append(sidecar)
         pause_point("generation.document")
-        duration_ms = int((time.monotonic() - started) * 1000)
         record = Generation(
             id=generation_id,
             scope=scope,
@@ -314,67 +380,58 @@ def _generate(service: Workspace, p: GenerateParams, ctx: CallContext) -> dict[s
             provider=provider_name,
             source_session=transcript.source_json(),
             new_session=None,
-            missing_sections=missing,
-            duration_ms=duration_ms,
-            document=_workspace_path(saved, service.workspace),
+            missing_sections=answer.missing,
+            duration_ms=int((time.monotonic() - started) * 1000),
+            document=document_path,
             draft=_workspace_path(draft_file, service.workspace),
-            redactions=redactions,
+            redactions=answer.redactions,
             focus=focus or None,
         )
         with service.store.transaction() as tx:
             # A cancel that came while the files were written still wins: nothing is kept.
             ctx.cancel.raise_if_cancelled()
             tx.append_generation(attrs.evolve(record, seq=tx.next_seq()))
+    return record, draft
 
-    saved_rel = record.document
-    result: dict[str, Any] = {
-        "scope": scope,
-        "document": document,
-        "missingSections": missing,
+
+def _result(
+    record: Generation, transcript: Transcript, answer: _Answer, draft: dict[str, Any]
+) -> dict[str, Any]:
+    """What ``handoff.generate`` returns about the recorded generation."""
+    return {
+        "scope": record.scope,
+        "document": answer.document,
+        "missingSections": answer.missing,
         "draft": draft,
-        "provider": provider_name,
+        "provider": record.provider,
         "sourceSession": {
             **transcript.source_json(),
             "title": transcript.title,
             "messageCount": transcript.message_count,
             "read": transcript.stats.to_json(),
         },
-        "documentPath": saved_rel,
+        "documentPath": record.document,
         "draftPath": record.draft,
-        "generation": generation_id,
-        "durationMs": duration_ms,
+        "generation": record.id,
+        "durationMs": record.duration_ms,
     }
-    if prompt is not None:
-        result["prompt"] = {
-            "tokens": prompt.conversation_tokens,
-            "kept": prompt.kept,
-            "omitted": prompt.omitted,
-        }
-    if start:
-        # The one-step flow (``handoff generate --start``): the unedited document.
-        from .start import run_start_session
 
-        result["started"] = run_start_session(
-            service,
-            structure(
-                {
-                    "document": document,
-                    "generation": generation_id,
-                    "scope": scope,
-                    **({"agent": agent} if agent in AGENTS else {}),
-                },
-                StartSessionParams,
-                "handoff.startSession",
-            ),
-            ctx,
-        )
-    result["redactions"] = redactions
-    result["facts"] = facts.to_json()
-    warnings = [*settings.warnings, *answer_warnings]
-    if warnings:
-        result["warnings"] = warnings
-    ctx.report("Handoff generated", 100)
-    return result
+
+def _start_session(
+    service: Workspace, record: Generation, document: str, agent: str, ctx: CallContext
+) -> dict[str, Any]:
+    """``handoff.startSession`` from the generated document as it is."""
+    from .start import run_start_session
+
+    params = {
+        "document": document,
+        "generation": record.id,
+        "scope": record.scope,
+        **({"agent": agent} if agent in AGENTS else {}),
+    }
+    return run_start_session(
+        service, structure(params, StartSessionParams, "handoff.startSession"), ctx
+    )
 
 
 def _workspace_path(path: Path, workspace: Path) -> str:

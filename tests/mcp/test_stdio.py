@@ -90,7 +90,11 @@ async def test_openapi_walkthrough_through_tools(workspace):
         assert exact["trust"] == "untrusted_history" and "Untrusted history" in exact["warning"]
         text = result.content[0].text
         assert text.startswith("UNTRUSTED HISTORY") and committed["revision"] in text
-        assert json.loads(text.split("\n\n", 1)[1]) == exact
+        assert json.loads(text.rsplit("\n\n", 1)[1]) == exact
+        # The view in the text is the server's continue template, as for a terminal.
+        assert f"# Continue (exact) → {committed['revision']}" in text
+        assert "Required before acting: evidence_available" in text
+        assert "markdown" not in exact, "not asked for: only in the text"
 
         ack = await call(
             client,
@@ -137,7 +141,11 @@ async def test_openapi_walkthrough_through_tools(workspace):
         with pytest.raises(Exception, match="not a committed revision"):
             await client.read_resource("handoff://revision/handoff/nope@9")
         sessions = await call(client, "handoff_sessions", {})
-        assert sessions["sessions"] == []
+        assert sessions["sessions"] == [] and "markdown" not in sessions
+        listed = await client.call_tool("handoff_sessions", {})
+        assert "# Agent sessions of this workspace" in listed.content[0].text
+        asked = await client.call_tool("handoff_sessions", {"render": "preview"})
+        assert asked.structured_content["markdown"].startswith("# Agent sessions")
         started = await call(
             client,
             "handoff_start_session",

@@ -365,6 +365,52 @@ def test_fixing_an_override_takes_effect_on_the_next_report(svc, walk):
     assert out["markdown"] == "fixed 1\n" and "warnings" not in out
 
 
+def test_projection_events_carry_data_and_the_summary_template_writes_the_sentence(svc, walk):
+    from lsp_server import projections
+
+    raw = projections.continuity(svc.store.read(), SCOPE)["events"]
+    assert all("summary" not in e for e in raw), "the projection writes no sentence"
+    work = next(e for e in raw if e["kind"] == "work_state")
+    d = work["detail"]
+    assert (d["disposition"], d["nextActionCount"]) == ("continuable", 1)
+    shown = {e["seq"]: e for e in report(svc, "continuity")["data"]["events"]}
+    assert shown[work["seq"]]["summary"] == (
+        f"Work state (continuable): {d['state']}; next: {d['nextAction']}"
+    )
+
+
+def test_override_of_the_event_summary_changes_the_data_and_every_view(svc, walk):
+    _override(
+        svc,
+        "partials/event_summary.txt.j2",
+        "{% macro summary(e) %}{{ e.kind|upper }} #{{ e.seq }}\n  <b>x</b>{% endmacro %}",
+    )
+    out = report(svc, "continuity")
+    assert "warnings" not in out
+    assert [e["summary"] for e in out["data"]["events"]][:2] == [
+        "WORK_CONTRACT #1 <b>x</b>",
+        "WORK_STATE #2 <b>x</b>",
+    ], "one line, plain text in the data"
+    assert "| WORK_CONTRACT #1 &lt;b&gt;x&lt;/b&gt; |" in out["markdown"], "escaped in the view"
+    cited = report(svc, "history")["data"]["citedSources"]
+    assert cited and all(c["summary"].startswith(c["kind"].upper()) for c in cited.values())
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{% macro summary(e) %}{{ e.nope.nope() }}{% endmacro %}",  # runtime error
+        "{% macro other(e) %}{% endmacro %}",  # no summary macro
+        "{% macro summary(e) %}{{ 'x' * 100000000 }}{% endmacro %}",
+    ],
+)
+def test_broken_summary_override_falls_back_to_builtin_with_a_warning(svc, walk, text):
+    _override(svc, "partials/event_summary.txt.j2", text)
+    out = report(svc, "continuity")
+    assert len(out["warnings"]) == 1 and "event summaries" in out["warnings"][0]
+    assert out["data"]["events"][0]["summary"].startswith("Work Contract: ")
+
+
 # -- The CLI ---------------------------------------------------------------------------------
 
 
