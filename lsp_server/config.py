@@ -101,6 +101,93 @@ def _state_folder_problem(value: Any) -> str | None:
     return None
 
 
+def _read_scope(section: Mapping, values: dict[str, Any], problems: list[str]) -> None:
+    """``scope``: a valid scope name, else the git branch."""
+    scope = section.get("scope")
+    if scope is not None and scope != "":
+        if isinstance(scope, str) and SCOPE_RE.match(scope):
+            values["scope"] = scope
+        else:
+            problems.append(
+                f"scope {scope!r} is not valid (1-128 characters of A-Z a-z 0-9 . _ - /, "
+                "not starting with '/' or '.', without '..'); the git branch is used instead"
+            )
+
+
+def _read_state_folder(section: Mapping, values: dict[str, Any], problems: list[str]) -> None:
+    """``stateFolder``: a relative folder inside the workspace."""
+    folder = section.get("stateFolder")
+    if folder is not None:
+        problem = _state_folder_problem(folder)
+        if problem is None:
+            values["state_folder"] = folder.strip()
+        else:
+            problems.append(f"stateFolder {folder!r} {problem}; using {DEFAULT_STATE_FOLDER!r}")
+
+
+def _read_log_level(section: Mapping, values: dict[str, Any], problems: list[str]) -> None:
+    """``logLevel``: one of :data:`LOG_LEVELS`, case and spaces ignored."""
+    level = section.get("logLevel")
+    if level is not None:
+        if isinstance(level, str) and level.strip().lower() in LOG_LEVELS:
+            values["log_level"] = level.strip().lower()
+        else:
+            problems.append(
+                f"logLevel {level!r} is not one of error, warning, info, debug; using "
+                f"{DEFAULT_LOG_LEVEL!r}"
+            )
+
+
+def _read_generation(section: Mapping, values: dict[str, Any], problems: list[str]) -> None:
+    """``generation``: an object, passed on to the generation engine."""
+    generation = section.get("generation")
+    if generation is not None:
+        if isinstance(generation, Mapping):
+            values["generation"] = dict(generation)
+        else:
+            problems.append(
+                f"generation must be an object, not {type(generation).__name__}; using the "
+                "built-in extractive provider"
+            )
+
+
+def _read_store(section: Mapping, values: dict[str, Any], problems: list[str]) -> None:
+    """``store``: a ``postgresql://`` connection string, else the store in the workspace."""
+    store = section.get("store")
+    if store is not None and store != "":
+        if isinstance(store, str) and re.match(r"(?i)(postgres(ql)?://|tinydb$|local$)", store.strip()):
+            values["store"] = store.strip()
+        else:
+            problems.append(
+                "store must be a postgresql:// connection string, or empty for the store in "
+                "the workspace; using the store in the workspace"
+            )
+
+
+def _read_project(section: Mapping, values: dict[str, Any], problems: list[str]) -> None:
+    """``project``: a project id, else the git remote."""
+    project = section.get("project")
+    if project is not None and project != "":
+        if isinstance(project, str) and re.fullmatch(r"[A-Za-z0-9._/:@-]{1,200}", project):
+            values["project"] = project
+        else:
+            problems.append(
+                "project must be 1-200 characters of A-Z a-z 0-9 . _ / : @ -; the git remote "
+                "is used instead"
+            )
+
+
+#: One reader per setting, in the order their problems are reported.
+_READERS = (
+    _read_scope,
+    _read_state_folder,
+    _read_log_level,
+    _read_generation,
+    _read_store,
+    _read_project,
+)
+
+
 def parse_settings(raw: Any) -> tuple[HandoffSettings, list[str]]:
     """Turn a settings payload into :class:`HandoffSettings` and a list of problems.
 
@@ -116,65 +203,8 @@ def parse_settings(raw: Any) -> tuple[HandoffSettings, list[str]]:
         ]
     problems: list[str] = []
     values: dict[str, Any] = {}
-
-    scope = section.get("scope")
-    if scope is not None and scope != "":
-        if isinstance(scope, str) and SCOPE_RE.match(scope):
-            values["scope"] = scope
-        else:
-            problems.append(
-                f"scope {scope!r} is not valid (1-128 characters of A-Z a-z 0-9 . _ - /, "
-                "not starting with '/' or '.', without '..'); the git branch is used instead"
-            )
-
-    folder = section.get("stateFolder")
-    if folder is not None:
-        problem = _state_folder_problem(folder)
-        if problem is None:
-            values["state_folder"] = folder.strip()
-        else:
-            problems.append(f"stateFolder {folder!r} {problem}; using {DEFAULT_STATE_FOLDER!r}")
-
-    level = section.get("logLevel")
-    if level is not None:
-        if isinstance(level, str) and level.strip().lower() in LOG_LEVELS:
-            values["log_level"] = level.strip().lower()
-        else:
-            problems.append(
-                f"logLevel {level!r} is not one of error, warning, info, debug; using "
-                f"{DEFAULT_LOG_LEVEL!r}"
-            )
-
-    generation = section.get("generation")
-    if generation is not None:
-        if isinstance(generation, Mapping):
-            values["generation"] = dict(generation)
-        else:
-            problems.append(
-                f"generation must be an object, not {type(generation).__name__}; using the "
-                "built-in extractive provider"
-            )
-
-    store = section.get("store")
-    if store is not None and store != "":
-        if isinstance(store, str) and re.match(r"(?i)(postgres(ql)?://|tinydb$|local$)", store.strip()):
-            values["store"] = store.strip()
-        else:
-            problems.append(
-                "store must be a postgresql:// connection string, or empty for the store in "
-                "the workspace; using the store in the workspace"
-            )
-
-    project = section.get("project")
-    if project is not None and project != "":
-        if isinstance(project, str) and re.fullmatch(r"[A-Za-z0-9._/:@-]{1,200}", project):
-            values["project"] = project
-        else:
-            problems.append(
-                "project must be 1-200 characters of A-Z a-z 0-9 . _ / : @ -; the git remote "
-                "is used instead"
-            )
-
+    for read in _READERS:
+        read(section, values, problems)
     return HandoffSettings(**values), problems
 
 

@@ -78,9 +78,8 @@ class Narrator:
         self.print(textwrap.indent(text, "   "))
 
 
-def walkthrough(svc: HandoffService, say: Narrator) -> dict[str, Any]:
-    """Run the six steps; returns the final continuity report."""
-    call = svc.call
+def _record_contract(call, say: Narrator) -> dict[str, Any]:
+    """Step 1: record the Work Contract."""
     say.step("Work Contract")
     contract = call(
         "handoff.contract",
@@ -93,7 +92,11 @@ def walkthrough(svc: HandoffService, say: Narrator) -> dict[str, Any]:
         },
     )
     say.say(f"recorded {contract['source']}: objective 'complete the OpenAPI client update'")
+    return contract
 
+
+def _record_work_state(call, say: Narrator, contract: dict[str, Any]) -> None:
+    """Step 2: record the work state, citing the artifact and the contract."""
     say.step("Work state")
     work = call(
         "handoff.recordWork",
@@ -114,6 +117,9 @@ def walkthrough(svc: HandoffService, say: Narrator) -> dict[str, Any]:
     )
     say.say(f"recorded {work['source']}: client generation completed (cites client/pets_client.py)")
 
+
+def _prepare_handoff(call, say: Narrator) -> dict[str, Any]:
+    """Step 3: prepare a handoff, continue from it, and show latest is still empty."""
     say.step("Hand off current work (prepared, not committed)")
     current = call("handoff.handoffCurrentWork", {"scope": SCOPE})
     prepared = current["prepared"]
@@ -128,7 +134,11 @@ def walkthrough(svc: HandoffService, say: Narrator) -> dict[str, Any]:
     )
     latest = call("handoff.continue", {"scope": SCOPE, "mode": "latest"})
     say.say(f"latest is still empty (found={latest['found']}): expected, nothing is committed")
+    return prepared
 
+
+def _commit_milestone(call, say: Narrator, prepared: dict[str, Any]) -> None:
+    """Step 4: commit the prepared handoff, then retry it to show idempotency."""
     say.step("Commit a milestone")
     commit = call("handoff.commit", {"scope": SCOPE, "prepared": prepared})
     say.say(f"committed {commit['revision']}")
@@ -137,6 +147,9 @@ def walkthrough(svc: HandoffService, say: Narrator) -> dict[str, Any]:
         f"retrying the same prepared handoff is idempotent: {again['revision']}, idempotent={again['idempotent']}"
     )
 
+
+def _continue_and_acknowledge(call, say: Narrator) -> dict[str, Any]:
+    """Step 5: continue from latest; acknowledge the exact revision (not 'latest')."""
     say.step("Successor continues from latest and acknowledges the exact revision")
     latest = call("handoff.continue", {"scope": SCOPE, "mode": "latest"})
     say.say(
@@ -167,7 +180,11 @@ def walkthrough(svc: HandoffService, say: Narrator) -> dict[str, Any]:
         },
     )
     say.say(f"{ack['status']} {ack['target']}: receipt {ack['receipt']}")
+    return ack
 
+
+def _record_outcome(call, say: Narrator, ack: dict[str, Any]) -> dict[str, Any]:
+    """Step 6: record the Task Outcome citing the receipt; returns the continuity report."""
     say.step("Task Outcome after the contract tests ran")
     outcome = call(
         "handoff.recordOutcome",
@@ -186,6 +203,17 @@ def walkthrough(svc: HandoffService, say: Narrator) -> dict[str, Any]:
         f"continuity: transfer={data['transfer']}, outcome={data['outcome']}, head={data['head']}"
     )
     return report
+
+
+def walkthrough(svc: HandoffService, say: Narrator) -> dict[str, Any]:
+    """Run the six steps; returns the final continuity report."""
+    call = svc.call
+    contract = _record_contract(call, say)
+    _record_work_state(call, say, contract)
+    prepared = _prepare_handoff(call, say)
+    _commit_milestone(call, say, prepared)
+    ack = _continue_and_acknowledge(call, say)
+    return _record_outcome(call, say, ack)
 
 
 def run_demo(args) -> int:

@@ -108,54 +108,50 @@ def _top_seq(tables: dict[str, dict[str, Any]]) -> int:
     return max(seqs, default=0)
 
 
-def repair_store(
-    store: StateStore, *, restore: str | os.PathLike[str] | None = None, fresh: bool = False
+def _restore_state_file(store: StateStore, restore: str | os.PathLike[str], exists: bool) -> str:
+    """Put a missing state file back from ``restore``; refuses to replace one."""
+    if exists:
+        raise HandoffError(
+            "invalid_params",
+            f"{store.path} exists; --restore only puts back a missing state file. "
+            "Move it away first if it is the one to replace.",
+        )
+    try:
+        raw, _ = read_regular(Path(restore))
+        data = orjson.loads(raw)
+    except (OSError, orjson.JSONDecodeError) as exc:
+        raise HandoffError(
+            "invalid_params", f"{restore} is not a readable state file ({exc})."
+        ) from None
+    shape = store._shape_problem(data)
+    if shape is not None:
+        raise HandoffError("invalid_params", f"{restore} is not a state file: {shape}.")
+    atomic_write(store.path, raw)
+    return f"restored {store.path} from {restore}"
+
+
+def _start_fresh(store: StateStore, fresh: bool) -> str:
+    """Start over on a lost store: its files move into ``lost-<time>/``; needs ``fresh``."""
+    if not fresh:
+        raise HandoffError(
+            "store_corrupt",
+            f"The state file {store.path} is missing and the store existed; repair "
+            "needs --restore FILE (put a state file back) or --fresh (start over).",
+            reason="state_missing",
+        )
+    lost = store.folder / f"lost-{time.strftime('%Y%m%dT%H%M%S')}"
+    lost.mkdir()
+    for path in [store.marker_path, store.segment_dir,
+                 *store.folder.glob(f"{STATE_FILE}.corrupt-*")]:
+        if os.path.lexists(path):
+            os.replace(path, lost / path.name)
+    return f"started a fresh store; the lost store's files are in {lost}"
+
+
+def _repair_seq_and_marker(
+    store: StateStore, report: dict[str, Any], actions: list[str]
 ) -> dict[str, Any]:
-    """The explicit repairs: put a state file back (``restore``), start over on purpose
-    (``fresh``: what the lost store left is moved into ``lost-<time>/``, nothing is
-    deleted), raise a rewound ``nextSeq``, write a missing marker."""
-    if restore is not None and fresh:
-        raise HandoffError("invalid_params", "Give --restore FILE or --fresh, not both.")
-    actions: list[str] = []
-    store.ensure_folder()
-    with store._locked():
-        exists = os.path.lexists(store.path)
-        if restore is not None:
-            if exists:
-                raise HandoffError(
-                    "invalid_params",
-                    f"{store.path} exists; --restore only puts back a missing state file. "
-                    "Move it away first if it is the one to replace.",
-                )
-            try:
-                raw, _ = read_regular(Path(restore))
-                data = orjson.loads(raw)
-            except (OSError, orjson.JSONDecodeError) as exc:
-                raise HandoffError(
-                    "invalid_params", f"{restore} is not a readable state file ({exc})."
-                ) from None
-            shape = store._shape_problem(data)
-            if shape is not None:
-                raise HandoffError("invalid_params", f"{restore} is not a state file: {shape}.")
-            atomic_write(store.path, raw)
-            actions.append(f"restored {store.path} from {restore}")
-        elif not exists and store.lost_signs():
-            if not fresh:
-                raise HandoffError(
-                    "store_corrupt",
-                    f"The state file {store.path} is missing and the store existed; repair "
-                    "needs --restore FILE (put a state file back) or --fresh (start over).",
-                    reason="state_missing",
-                )
-            lost = store.folder / f"lost-{time.strftime('%Y%m%dT%H%M%S')}"
-            lost.mkdir()
-            for path in [store.marker_path, store.segment_dir,
-                         *store.folder.glob(f"{STATE_FILE}.corrupt-*")]:
-                if os.path.lexists(path):
-                    os.replace(path, lost / path.name)
-            actions.append(f"started a fresh store; the lost store's files are in {lost}")
-    store._live_key = store._live = None
-    report = check_store(store)
+    """Raise a rewound ``nextSeq`` and write a missing marker; returns the new check."""
     if any(p["problem"] == "next_seq_behind" for p in report["problems"]) or (
         report["storeId"] and store.read_marker() is None
     ):
@@ -169,4 +165,25 @@ def repair_store(
                 meta["nextSeq"] = top + 1
             tx.storage.dirty = True  # the write also writes a missing marker
         report = check_store(store)
+    return report
+
+
+def repair_store(
+    store: StateStore, *, restore: str | os.PathLike[str] | None = None, fresh: bool = False
+) -> dict[str, Any]:
+    """The explicit repairs: put a state file back (``restore``), start over on purpose
+    (``fresh``: what the lost store left is moved into ``lost-<time>/``, nothing is
+    deleted), raise a rewound ``nextSeq``, write a missing marker."""
+    if restore is not None and fresh:
+        raise HandoffError("invalid_params", "Give --restore FILE or --fresh, not both.")
+    actions: list[str] = []
+    store.ensure_folder()
+    with store._locked():
+        exists = os.path.lexists(store.path)
+        if restore is not None:
+            actions.append(_restore_state_file(store, restore, exists))
+        elif not exists and store.lost_signs():
+            actions.append(_start_fresh(store, fresh))
+    store._live_key = store._live = None
+    report = _repair_seq_and_marker(store, check_store(store), actions)
     return {"repaired": bool(actions), "actions": actions, "check": report}

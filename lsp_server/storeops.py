@@ -16,6 +16,7 @@ from .pgstore import (
     APPEND_ONLY,
     SCHEMA_VERSION,
     PgStore,
+    PgTransaction,
     _dumps,
     _key,
     _text,
@@ -114,11 +115,8 @@ def _problem(kind: str, message: str, **data: Any) -> dict[str, Any]:
     return {"problem": kind, "message": message, **data}
 
 
-def run_copy(
-    workspace: Path, source: str, url: str | None, project: str | None
-) -> dict[str, Any]:
-    """Copy every record of the embedded store ``source`` (a folder of the workspace) into
-    the database under ``project``, in one transaction; verified by counts and digests."""
+def _embedded_folder(workspace: Path, source: str) -> Path:
+    """The embedded store's folder named by ``--from``; refuses one without ``state.json``."""
     folder = (workspace / source).resolve()
     if is_postgres(source) or not (folder / "state.json").is_file():
         raise HandoffError(
@@ -126,6 +124,62 @@ def run_copy(
             f"--from must be the embedded store's folder in the workspace (e.g. .handoff); "
             f"{source!r} holds no state.json.",
         )
+    return folder
+
+
+def _insert_records(tx: PgTransaction, project_: str, full: dict[str, Any]) -> None:
+    """Insert every Source, revision, scope head and generation of ``full`` in ``tx``."""
+    cur = tx.conn.cursor()
+    cur.executemany(
+        "INSERT INTO handoff_sources (project, id, seq, scope, kind, record) "
+        "VALUES (%s, %s, %s, %s, %s, %s::json)",
+        [
+            (project_, _key(r.get("id")), tx._seq_of(r), _text(r.get("scope")),
+             _text(r.get("kind")), _dumps(r))
+            for r in _records(full, "sources")
+        ],
+    )
+    cur.executemany(
+        "INSERT INTO handoff_revisions (project, ref, scope, digest, seq, record) "
+        "VALUES (%s, %s, %s, %s, %s, %s::json)",
+        [
+            (project_, _key(r.get("ref")), _text(r.get("scope")), _text(r.get("digest")),
+             tx._seq_of(r), _dumps(r))
+            for r in _records(full, "revisions")
+        ],
+    )
+    cur.executemany(
+        "INSERT INTO handoff_scopes (project, scope, head, head_number, record) "
+        "VALUES (%s, %s, %s, %s, %s::json)",
+        [
+            (project_, r["scope"], r["head"], r["headNumber"], _dumps(r))
+            for r in _records(full, "scopes")
+        ],
+    )
+    cur.executemany(
+        "INSERT INTO handoff_generations (project, doc, seq, record) "
+        "VALUES (%s, %s, %s, %s::json)",
+        [
+            (project_, doc, tx._seq_of(r), _dumps(r))
+            for doc, r in enumerate(_records(full, "generations"), start=1)
+        ],
+    )
+
+
+def _advance_seq(tx: PgTransaction, full: dict[str, Any], next_seq: int) -> None:
+    """Set the database's next sequence number past every copied record's."""
+    top = max((s for s in (tx._seq_of(r) for name in ("sources", "revisions", "generations")
+                           for r in _records(full, name)) if s is not None), default=0)
+    tx.seq = max(next_seq, top + 1)
+    tx.dirty = True
+
+
+def run_copy(
+    workspace: Path, source: str, url: str | None, project: str | None
+) -> dict[str, Any]:
+    """Copy every record of the embedded store ``source`` (a folder of the workspace) into
+    the database under ``project``, in one transaction; verified by counts and digests."""
+    folder = _embedded_folder(workspace, source)
     full = StateStore(folder).read()
     before = census(full)
     target = PgStore(_target(url), project or project_id(workspace), folder)
@@ -142,45 +196,8 @@ def run_copy(
     next_seq = int(full.get("_meta", {}).get("1", {}).get("nextSeq", 1))
     project_ = target.project
     with target.transaction() as tx:
-        cur = tx.conn.cursor()
-        cur.executemany(
-            "INSERT INTO handoff_sources (project, id, seq, scope, kind, record) "
-            "VALUES (%s, %s, %s, %s, %s, %s::json)",
-            [
-                (project_, _key(r.get("id")), tx._seq_of(r), _text(r.get("scope")),
-                 _text(r.get("kind")), _dumps(r))
-                for r in _records(full, "sources")
-            ],
-        )
-        cur.executemany(
-            "INSERT INTO handoff_revisions (project, ref, scope, digest, seq, record) "
-            "VALUES (%s, %s, %s, %s, %s, %s::json)",
-            [
-                (project_, _key(r.get("ref")), _text(r.get("scope")), _text(r.get("digest")),
-                 tx._seq_of(r), _dumps(r))
-                for r in _records(full, "revisions")
-            ],
-        )
-        cur.executemany(
-            "INSERT INTO handoff_scopes (project, scope, head, head_number, record) "
-            "VALUES (%s, %s, %s, %s, %s::json)",
-            [
-                (project_, r["scope"], r["head"], r["headNumber"], _dumps(r))
-                for r in _records(full, "scopes")
-            ],
-        )
-        cur.executemany(
-            "INSERT INTO handoff_generations (project, doc, seq, record) "
-            "VALUES (%s, %s, %s, %s::json)",
-            [
-                (project_, doc, tx._seq_of(r), _dumps(r))
-                for doc, r in enumerate(_records(full, "generations"), start=1)
-            ],
-        )
-        top = max((s for s in (tx._seq_of(r) for name in ("sources", "revisions", "generations")
-                               for r in _records(full, name)) if s is not None), default=0)
-        tx.seq = max(next_seq, top + 1)
-        tx.dirty = True
+        _insert_records(tx, project_, full)
+        _advance_seq(tx, full, next_seq)
     after = census(target.read())
     return _copy_result(target, folder, before, after, copied=True)
 
