@@ -152,9 +152,8 @@ def _repair_seq_and_marker(
     store: StateStore, report: dict[str, Any], actions: list[str]
 ) -> dict[str, Any]:
     """Raise a rewound ``nextSeq`` and write a missing marker; returns the new check."""
-    if any(p["problem"] == "next_seq_behind" for p in report["problems"]) or (
-        report["storeId"] and store.read_marker() is None
-    ):
+    marker_missing = bool(report["storeId"]) and store.read_marker() is None
+    if any(p["problem"] == "next_seq_behind" for p in report["problems"]) or marker_missing:
         store._marker_ok = False
         with store.transaction() as tx:
             full = store.assemble(tx.data)
@@ -164,6 +163,8 @@ def _repair_seq_and_marker(
                 actions.append(f"raised nextSeq from {meta['nextSeq']} to {top + 1}")
                 meta["nextSeq"] = top + 1
             tx.storage.dirty = True  # the write also writes a missing marker
+        if marker_missing and store.read_marker() is not None:
+            actions.append("wrote the missing store marker")
         report = check_store(store)
     return report
 

@@ -156,3 +156,17 @@ def test_rewound_next_seq_never_yields_duplicate_sequence_numbers(workspace):
     assert code == 0 and out["actions"] == ["raised nextSeq from 1 to 5"] and out["check"]["ok"]
     assert orjson.loads(svc.store.path.read_bytes())["_meta"]["1"]["nextSeq"] == 5
     assert os.path.exists(svc.store.marker_path)
+
+
+def test_repair_names_the_missing_marker_it_writes(workspace):
+    """A store whose marker file was deleted: repair writes it back and says so
+    (repaired, with the action), not "nothing repaired"."""
+    svc = HandoffService(workspace, ServiceConfig())
+    record_contract(svc)
+    os.remove(svc.store.marker_path)
+    code, out = cli(workspace, "store", "repair")
+    assert code == 0 and out["repaired"] is True
+    assert out["actions"] == ["wrote the missing store marker"] and out["check"]["ok"]
+    assert os.path.exists(svc.store.marker_path)
+    code, out = cli(workspace, "store", "repair")
+    assert code == 0 and out["repaired"] is False and out["actions"] == []
