@@ -442,23 +442,11 @@ class SessionFacts:
     def to_json(self) -> dict[str, Any]:
         """The facts with their entries, for an editor or a successor to open the turns
         (secrets replaced)."""
-
-        def req(r: Request) -> dict[str, Any]:
-            d: dict[str, Any] = {
-                "text": one_line(r.text, 300),
-                "entries": [r.entry] if r.entry else [],
-            }
-            if r.via:
-                d["via"] = r.via
-            if r.queued:
-                d["queued"] = True
-            return d
-
         final = self.final
         return self._cleaned(
             {
-                "goal": req(self.goal) if self.goal else None,
-                "requests": [req(r) for r in self.redirections],
+                "goal": _request_json(self.goal) if self.goal else None,
+                "requests": [_request_json(r) for r in self.redirections],
                 "changes": [
                     {
                         "path": c.path,
@@ -469,15 +457,7 @@ class SessionFacts:
                     for c in self.changes.values()
                 ],
                 "steps": [
-                    {
-                        "step": r.key,
-                        "outcome": r.outcome,
-                        **({"exitCode": r.exit_code} if r.exit_code is not None else {}),
-                        **({"error": r.error} if r.outcome == "failed" and r.error else {}),
-                        **({"resolvedBy": r.resolved_by} if r.resolved_by else {}),
-                        **({"counts": r.counts} if r.counts else {}),
-                        "entries": [r.entry] if r.entry else [],
-                    }
+                    _run_json(r)
                     for r in [
                         r
                         for r in self.runs
@@ -492,20 +472,49 @@ class SessionFacts:
                     {"text": p.text, "status": p.status, "entries": [p.entry] if p.entry else []}
                     for p in self.plan.values()
                 ],
-                "finalState": {
-                    "status": final.status,
-                    "reason": final.reason,
-                    "entries": final.entries,
-                    **(
-                        {"blocker": {"step": final.blocker.key, "error": final.blocker.error}}
-                        if final.blocker
-                        else {}
-                    ),
-                }
-                if final
-                else None,
+                "finalState": _final_json(final) if final else None,
             }
         )
+
+
+def _request_json(r: Request) -> dict[str, Any]:
+    """A request as the facts JSON gives it: its text, entries, and how it came."""
+    d: dict[str, Any] = {
+        "text": one_line(r.text, 300),
+        "entries": [r.entry] if r.entry else [],
+    }
+    if r.via:
+        d["via"] = r.via
+    if r.queued:
+        d["queued"] = True
+    return d
+
+
+def _run_json(r: Run) -> dict[str, Any]:
+    """A step as the facts JSON gives it: its outcome, error, resolution and entries."""
+    return {
+        "step": r.key,
+        "outcome": r.outcome,
+        **({"exitCode": r.exit_code} if r.exit_code is not None else {}),
+        **({"error": r.error} if r.outcome == "failed" and r.error else {}),
+        **({"resolvedBy": r.resolved_by} if r.resolved_by else {}),
+        **({"counts": r.counts} if r.counts else {}),
+        "entries": [r.entry] if r.entry else [],
+    }
+
+
+def _final_json(final: FinalState) -> dict[str, Any]:
+    """The final state as the facts JSON gives it, with its blocker when it has one."""
+    return {
+        "status": final.status,
+        "reason": final.reason,
+        "entries": final.entries,
+        **(
+            {"blocker": {"step": final.blocker.key, "error": final.blocker.error}}
+            if final.blocker
+            else {}
+        ),
+    }
 
 
 # -- the one pass ----------------------------------------------------------------
@@ -576,6 +585,7 @@ class _Gatherer:
         return self.current
 
     def gather(self) -> SessionFacts:
+        """The facts of the transcript, in one pass over its history."""
         f, t = self.f, self.t
         calls: dict[str, ToolCall] = {}
         summary: Message | None = None
@@ -583,60 +593,11 @@ class _Gatherer:
         for position, m in enumerate(t.history):
             role = m.role
             if role == "user":
-                if m.kind == "bash" and m.command:
-                    run = self.run_for(m.command, m, None, position)
-                    if run is not None:
-                        self.finish(run, m)
-                    continue
-                if m.kind not in (None, "queued"):
-                    continue
-                found = request_text(m)  # secrets are replaced where a request is shown
-                if found is None:
-                    continue
-                text, via = found
-                if m.kind == "queued" and any(x.text == text for x in f.requests[-3:]):
-                    continue  # delivered again as a plain prompt: one request
-                r = Request(
-                    text,
-                    m.entry,
-                    position,
-                    via,
-                    queued=m.kind == "queued",
-                    mentions=tuple(FILE_MENTION.findall(text)) if "@" in text else (),
-                )
-                f.requests.append(r)
-                self.current = r
+                self.user_message(m, position)
             elif role == "assistant":
-                text = m.text
-                said = bool(text) and not text.isspace()
-                if said or m.stop_reason:
-                    f.last_assistant = m
-                    if said:
-                        f.last_report = m
-                        if self.current is not None:
-                            self.current.answered = True
-                            self.current.report = m
-                if m.tool_calls:
-                    for c in m.tool_calls:
-                        if c.id and c.name == "TaskCreate":
-                            calls[c.id] = c
-                        self.tool_call(m, c, position)
+                self.assistant_message(m, position, calls)
             elif role == "tool":
-                key = m.tool_call_id or ""
-                run = self.pending.pop(key, None)
-                if run is not None:
-                    self.finish(run, m)
-                elif key in self.writes:
-                    verb, path, at, where, call = self.writes.pop(key)
-                    if not m.is_error and not m.exit_code:
-                        c = self.change(verb, path, at, where)
-                        if c is not None:
-                            c.edits.append(call)
-                            if len(c.edits) > 12:
-                                del c.edits[0]
-                call = calls.get(key)
-                if call is not None and call.name == "TaskCreate":
-                    self.task_created(call, m)
+                self.tool_result(m, calls)
             elif role == "summary" and m.kind == "compaction" and m.text.strip():
                 summary = m  # only the newest is read (below)
             elif role == "context" and not f.environment and "<environment_context" in m.text:
@@ -647,6 +608,74 @@ class _Gatherer:
                     r = Request(found[0], m.entry, position, queued=True)
                     f.requests.append(r)
                     self.current = r
+        return self.conclude(summary)
+
+    def user_message(self, m: Message, position: int) -> None:
+        """A user's message: a shell command they ran, or a request (one per delivery)."""
+        f = self.f
+        if m.kind == "bash" and m.command:
+            run = self.run_for(m.command, m, None, position)
+            if run is not None:
+                self.finish(run, m)
+            return
+        if m.kind not in (None, "queued"):
+            return
+        found = request_text(m)  # secrets are replaced where a request is shown
+        if found is None:
+            return
+        text, via = found
+        if m.kind == "queued" and any(x.text == text for x in f.requests[-3:]):
+            return  # delivered again as a plain prompt: one request
+        r = Request(
+            text,
+            m.entry,
+            position,
+            via,
+            queued=m.kind == "queued",
+            mentions=tuple(FILE_MENTION.findall(text)) if "@" in text else (),
+        )
+        f.requests.append(r)
+        self.current = r
+
+    def assistant_message(self, m: Message, position: int, calls: dict[str, ToolCall]) -> None:
+        """An agent's message: its report to the current request, and its tool calls."""
+        f = self.f
+        text = m.text
+        said = bool(text) and not text.isspace()
+        if said or m.stop_reason:
+            f.last_assistant = m
+            if said:
+                f.last_report = m
+                if self.current is not None:
+                    self.current.answered = True
+                    self.current.report = m
+        if m.tool_calls:
+            for c in m.tool_calls:
+                if c.id and c.name == "TaskCreate":
+                    calls[c.id] = c
+                self.tool_call(m, c, position)
+
+    def tool_result(self, m: Message, calls: dict[str, ToolCall]) -> None:
+        """A tool's result: it finishes its run, confirms an older write, or creates a task."""
+        key = m.tool_call_id or ""
+        run = self.pending.pop(key, None)
+        if run is not None:
+            self.finish(run, m)
+        elif key in self.writes:
+            verb, path, at, where, call = self.writes.pop(key)
+            if not m.is_error and not m.exit_code:
+                c = self.change(verb, path, at, where)
+                if c is not None:
+                    c.edits.append(call)
+                    if len(c.edits) > 12:
+                        del c.edits[0]
+        call = calls.get(key)
+        if call is not None and call.name == "TaskCreate":
+            self.task_created(call, m)
+
+    def conclude(self, summary: Message | None) -> SessionFacts:
+        """After the pass: the compaction, written paths, resolutions, goal and final state."""
+        f, t = self.f, self.t
         if summary is not None:
             f.compaction = compaction_sections(t.clean(summary).text)
         for path in t.written_paths:
@@ -663,71 +692,27 @@ class _Gatherer:
     # -- tool calls --------------------------------------------------------------
 
     def tool_call(self, m: Message, c: ToolCall, position: int) -> None:
+        """Follow one tool call: a command, a patch, a write, the plan, a look or a tool."""
         name = c.name.lower()
         command = call_command(c) if name in SHELL_TOOLS else None
         if command is not None:
-            keep = self._lasting.get(command)
-            if keep is None:  # sessions run the same few commands again and again
-                keep = self._lasting[command] = lasting(command)
-            if position < self.recent and not keep:
-                return  # older than the recent steps and changes nothing that lasts
-            run = self.run_for(command, m, c, position)
-            if run is not None and c.id:
-                self.pending[c.id] = run
-            elif run is not None:
-                run.outcome = "unknown"
+            self.shell_call(command, m, c, position)
             return
         if name in ("apply_patch", "applypatch") or (
             name in ("patch",) and isinstance(c.arguments, str)
         ):
-            patch = (
-                c.arguments
-                if isinstance(c.arguments, str)
-                else (c.arguments or {}).get("input", "")
-                if isinstance(c.arguments, dict)
-                else ""
-            )
-            run = Run(
-                "apply_patch",
-                "apply_patch",
-                "other",
-                "apply_patch",
-                position,
-                m.entry,
-                message=m,
-                call=c,
-            )
-            run.changes = shell.patch_changes(str(patch))
-            self.add_run(run, c)
+            self.patch_call(m, c, position)
             return
         path = call_path(c)
         if name in WRITE_TOOLS and path and position < self.recent and c.id:
             # An older write: only whether it succeeded matters (its result says).
             self.writes[c.id] = (WRITE_TOOLS[name], path, m, position, c)
         elif name in WRITE_TOOLS and path:
-            run = Run(
-                f"write {self.rel(path)}",
-                f"write {self.rel(path)}",
-                "other",
-                f"{c.name} {self.rel(path)}",
-                position,
-                m.entry,
-                message=m,
-                call=c,
-            )
-            run.changes = [(WRITE_TOOLS[name], path)]
-            self.add_run(run, c)
+            self.write_call(name, path, m, c, position)
         elif name in TODO_TOOLS:
             self.todo_list(c.arguments, m.entry)
         elif c.name == "TaskUpdate" and isinstance(c.arguments, dict):
-            task = str(c.arguments.get("taskId", ""))
-            item = self.f.plan.get(task)
-            if item is not None:
-                if isinstance(c.arguments.get("status"), str):
-                    item.status = c.arguments["status"]
-                if isinstance(c.arguments.get("subject"), str):
-                    item.text = c.arguments["subject"]
-                item.entry = m.entry or item.entry
+            self.task_updated(c.arguments, m)
         elif name in READ_TOOLS:
             if path and name in ("read", "view", "read_file", "cat", "open"):
                 rel = self.rel(path)
@@ -746,6 +731,67 @@ class _Gatherer:
                 call=c,
             )
             self.add_run(run, c)
+
+    def shell_call(self, command: str, m: Message, c: ToolCall, position: int) -> None:
+        """A shell command the agent ran: a run to follow, unless old and nothing lasting."""
+        keep = self._lasting.get(command)
+        if keep is None:  # sessions run the same few commands again and again
+            keep = self._lasting[command] = lasting(command)
+        if position < self.recent and not keep:
+            return  # older than the recent steps and changes nothing that lasts
+        run = self.run_for(command, m, c, position)
+        if run is not None and c.id:
+            self.pending[c.id] = run
+        elif run is not None:
+            run.outcome = "unknown"
+
+    def patch_call(self, m: Message, c: ToolCall, position: int) -> None:
+        """A patch the agent applied: a run with the files the patch changes."""
+        patch = (
+            c.arguments
+            if isinstance(c.arguments, str)
+            else (c.arguments or {}).get("input", "")
+            if isinstance(c.arguments, dict)
+            else ""
+        )
+        run = Run(
+            "apply_patch",
+            "apply_patch",
+            "other",
+            "apply_patch",
+            position,
+            m.entry,
+            message=m,
+            call=c,
+        )
+        run.changes = shell.patch_changes(str(patch))
+        self.add_run(run, c)
+
+    def write_call(self, name: str, path: str, m: Message, c: ToolCall, position: int) -> None:
+        """A recent write of a file tool: a run that changes its file."""
+        run = Run(
+            f"write {self.rel(path)}",
+            f"write {self.rel(path)}",
+            "other",
+            f"{c.name} {self.rel(path)}",
+            position,
+            m.entry,
+            message=m,
+            call=c,
+        )
+        run.changes = [(WRITE_TOOLS[name], path)]
+        self.add_run(run, c)
+
+    def task_updated(self, args: dict[str, Any], m: Message) -> None:
+        """A ``TaskUpdate``: the new status or subject of a plan item."""
+        task = str(args.get("taskId", ""))
+        item = self.f.plan.get(task)
+        if item is not None:
+            if isinstance(args.get("status"), str):
+                item.status = args["status"]
+            if isinstance(args.get("subject"), str):
+                item.text = args["subject"]
+            item.entry = m.entry or item.entry
 
     def add_run(self, run: Run, c: ToolCall) -> None:
         self.f.runs.append(run)
@@ -1243,36 +1289,12 @@ def final_state(f: SessionFacts) -> FinalState:
         ),
         None,
     )
-    cut = f.cut_off
     last_request = f.requests[-1] if f.requests else None
     entries = [x for x in (last.entry if last else None,) if x]
-    if cut:
-        names = ", ".join(f"`{one_line(r.command, 100)}`" for r in cut[-3:])
-        return FinalState(
-            "in progress",
-            f"the session ends while the agent was running {names}; their results are not in the transcript",
-            [r.entry for r in cut if r.entry],
-        )
-    if (
-        last is not None
-        and last.role == "user"
-        and last_request is not None
-        and not last_request.answered
-    ):
-        asked = _question_before(t, last_request.position)
-        return FinalState(
-            "waiting for the agent",
-            "the user's last message was not answered in the session",
-            [last_request.entry] if last_request.entry else [],
-            question=asked,
-        )
+    stopped = _interrupted(f, last, last_request)
+    if stopped is not None:
+        return stopped
     la = f.last_assistant
-    if la is not None and la.stop_reason in ("error", "aborted"):
-        return FinalState(
-            "in progress",
-            f"the agent's last turn ended with `{la.stop_reason}`",
-            [la.entry] if la.entry else [],
-        )
     open_ = [
         r for r in f.open_failures if r.position >= (last_request.position if last_request else -1)
     ]
@@ -1288,6 +1310,46 @@ def final_state(f: SessionFacts) -> FinalState:
             [b.entry] if b.entry else [],
             blocker=b,
         )
+    return _closing_state(f, text, done_cue, entries)
+
+
+def _interrupted(
+    f: SessionFacts, last: Message | None, last_request: Request | None
+) -> FinalState | None:
+    """The state of a session cut off mid-run, with the user unanswered, or aborted."""
+    cut = f.cut_off
+    if cut:
+        names = ", ".join(f"`{one_line(r.command, 100)}`" for r in cut[-3:])
+        return FinalState(
+            "in progress",
+            f"the session ends while the agent was running {names}; their results are not in the transcript",
+            [r.entry for r in cut if r.entry],
+        )
+    if (
+        last is not None
+        and last.role == "user"
+        and last_request is not None
+        and not last_request.answered
+    ):
+        asked = _question_before(f.transcript, last_request.position)
+        return FinalState(
+            "waiting for the agent",
+            "the user's last message was not answered in the session",
+            [last_request.entry] if last_request.entry else [],
+            question=asked,
+        )
+    la = f.last_assistant
+    if la is not None and la.stop_reason in ("error", "aborted"):
+        return FinalState(
+            "in progress",
+            f"the agent's last turn ended with `{la.stop_reason}`",
+            [la.entry] if la.entry else [],
+        )
+    return None
+
+
+def _closing_state(f: SessionFacts, text: str, done_cue: bool, entries: list[str]) -> FinalState:
+    """The state the agent's last message and the plan give (nothing failed stays open)."""
     open_plan = [p for p in f.plan.values() if p.status.lower() not in DONE]
     question = _closing_question(text)
     if question and not done_cue:

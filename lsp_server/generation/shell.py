@@ -424,14 +424,7 @@ def segments(command: str) -> list[Segment]:
                 pipeline.append(seg)
         current, redirects = [], []
         if not pipe and pipeline:
-            head = pipeline[0]
-            head.piped = [s.program for s in pipeline[1:]]
-            for s in pipeline[1:]:
-                if s.program == "tee":
-                    head.redirects += [w for w in s.words[1:] if not w.startswith("-")]
-            out.append(head)
-            out.extend(s for s in pipeline[1:] if s.program not in FILTERS)
-            pipeline.clear()
+            _end_pipeline(pipeline, out)
 
     i = 0
     while i < len(words):
@@ -441,21 +434,7 @@ def segments(command: str) -> list[Segment]:
         elif w in ("|", "|&"):
             close(pipe=True)
         elif w in (">", ">>", ">|", "&>", "&>>") or _REDIRECT_WORD.match(w):
-            target = None
-            if w in (">", ">>", ">|", "&>", "&>>"):
-                if i + 1 < len(words):
-                    target = words[i + 1]
-                    i += 1
-                if current and re.fullmatch(r"\d", current[-1]) and w in (">", ">>"):
-                    current.pop()  # ``2 > file`` as tokenised
-            elif re.fullmatch(r"\d*>>?", w) or w in ("&>", "&>>"):
-                pass
-            if (
-                target
-                and not target.startswith("&")
-                and target not in ("/dev/null", "nul", "$null")
-            ):
-                redirects.append(target)
+            i = _redirect(words, i, current, redirects)
         elif w in ("<", "<<", "<<<"):
             i += 1  # its operand
         elif w == ">&" or w.startswith(">&"):
@@ -465,6 +444,33 @@ def segments(command: str) -> list[Segment]:
         i += 1
     close(pipe=False)
     return out
+
+
+def _redirect(words: list[str], i: int, current: list[str], redirects: list[str]) -> int:
+    """Note the file the redirection at ``words[i]`` writes; the index of its last word."""
+    w = words[i]
+    target = None
+    if w in (">", ">>", ">|", "&>", "&>>"):
+        if i + 1 < len(words):
+            target = words[i + 1]
+            i += 1
+        if current and re.fullmatch(r"\d", current[-1]) and w in (">", ">>"):
+            current.pop()  # ``2 > file`` as tokenised
+    if target and not target.startswith("&") and target not in ("/dev/null", "nul", "$null"):
+        redirects.append(target)
+    return i
+
+
+def _end_pipeline(pipeline: list[Segment], out: list[Segment]) -> None:
+    """Close a pipeline: its head with the stages piped after it, then its non-filter stages."""
+    head = pipeline[0]
+    head.piped = [s.program for s in pipeline[1:]]
+    for s in pipeline[1:]:
+        if s.program == "tee":
+            head.redirects += [w for w in s.words[1:] if not w.startswith("-")]
+    out.append(head)
+    out.extend(s for s in pipeline[1:] if s.program not in FILTERS)
+    pipeline.clear()
 
 
 def _unwrap(seg: Segment) -> Segment:
@@ -543,62 +549,9 @@ def _test_targets(words: list[str], cwd: str | None) -> tuple[str, ...]:
     )
 
 
-def classify(seg: Segment, cwd: str | None) -> Step:
-    """The step one segment performs."""
-    words = seg.words
-    prog = seg.program
-    args = words[1:]
-    masked = bool(seg.piped) and seg.piped[-1] in FILTERS | {"tee"}
-    if prog in ("python", "py") and len(args) >= 2 and args[0] == "-m":
-        prog, args = program_name(args[1]), args[2:]
-    if prog == "git":
-        rest = list(args)
-        while rest and rest[0].startswith("-"):
-            rest = rest[2:] if rest[0] in ("-C", "-c") else rest[1:]
-        sub = rest[0] if rest else ""
-        tail = rest[1:]
-        kind = "git"
-        if sub in GIT_PROBES and not (
-            sub == "branch" and any(a in ("-d", "-D", "-m", "-M") for a in tail)
-        ):
-            kind = "probe"
-        if sub == "stash" and (not tail or tail[0] == "list"):
-            kind = "probe"
-        if sub == "grep":
-            kind = "search"
-        key = f"git {sub}".strip()
-        step = Step(key, key, kind, masked, program="git", git=sub)
-        if sub == "mv":
-            pos = _positional(tail, cwd, 8)
-            if len(pos) >= 2:
-                step.changes += [("moved", f"{p} → {pos[-1]}") for p in pos[:-1]]
-        elif sub == "rm":
-            step.changes += [("deleted", p) for p in _positional(tail, cwd, 20)]
-        return step
-    if prog in ("npm", "pnpm", "yarn", "bun"):
-        sub = next((a for a in args if not a.startswith("-")), "")
-        if sub in ("run", "run-script"):
-            rest = [a for a in args if not a.startswith("-")][1:2]
-            script = rest[0] if rest else ""
-            key = f"{prog} run {script}".strip()
-            kind = (
-                "test"
-                if script.startswith("test")
-                else "build"
-                if script in ("build", "compile", "check", "typecheck", "lint", "type-check")
-                else "other"
-            )
-            return Step(
-                key, key if kind != "test" else f"test:{prog} {script}", kind, masked, program=prog
-            )
-        if sub in ("test", "t"):
-            return Step(f"{prog} test", f"test:{prog} test", "test", masked, program=prog)
-        if sub in ("install", "i", "ci", "add"):
-            key = f"{prog} {sub}"
-            return Step(key, key, "other", masked, program=prog)
-        key = f"{prog} {sub}".strip()
-        return Step(key, key, "build" if sub in ("build",) else "other", masked, program=prog)
-    if prog in (
+_PACKAGE_MANAGERS = frozenset(("npm", "pnpm", "yarn", "bun"))
+_BUILD_TOOLS = frozenset(
+    (
         "cargo",
         "go",
         "mix",
@@ -615,59 +568,143 @@ def classify(seg: Segment, cwd: str | None) -> Step:
         "stack",
         "cabal",
         "elixir",
-    ):
-        pos = [a for a in args if not a.startswith("-")]
-        sub = pos[0] if pos else ""
-        key = f"{prog} {sub}".strip()
-        if sub == "test" or (prog == "make" and sub in ("test", "check")):
-            targets = tuple(_relative(a, cwd) for a in pos[1:])
-            return Step(
-                f"{key} {' '.join(targets)}".strip(),
-                f"test:{prog}",
-                "test",
-                masked,
-                targets,
-                program=prog,
-            )
-        kind = (
-            "build"
-            if sub
-            in (
-                "build",
-                "compile",
-                "check",
-                "credo",
-                "dialyzer",
-                "vet",
-                "clippy",
-                "fmt",
-                "format",
-                "lint",
-            )
-            else "other"
-        )
-        return Step(key, key, kind, masked, program=prog)
+    )
+)
+_BUILD_SUBCOMMANDS = frozenset(
+    (
+        "build",
+        "compile",
+        "check",
+        "credo",
+        "dialyzer",
+        "vet",
+        "clippy",
+        "fmt",
+        "format",
+        "lint",
+    )
+)
+_INTERPRETERS = frozenset(("python", "py", "node", "ruby", "perl", "bun", "deno", "php"))
+
+
+def classify(seg: Segment, cwd: str | None) -> Step:
+    """The step one segment performs."""
+    words = seg.words
+    prog = seg.program
+    args = words[1:]
+    masked = bool(seg.piped) and seg.piped[-1] in FILTERS | {"tee"}
+    if prog in ("python", "py") and len(args) >= 2 and args[0] == "-m":
+        prog, args = program_name(args[1]), args[2:]
+    if prog == "git":
+        return _git_step(args, cwd, masked)
+    if prog in _PACKAGE_MANAGERS:
+        return _package_step(prog, args, masked)
+    if prog in _BUILD_TOOLS:
+        return _build_step(prog, args, cwd, masked)
     if prog in TEST_PROGRAMS:
         targets = _test_targets(args, cwd)
         key = f"{prog} {' '.join(targets)}".strip()
         return Step(key, f"test:{prog}", "test", masked, targets, program=prog)
     if prog in ("gh", "glab"):
-        pos = [a for a in args if not a.startswith("-")]
-        key = " ".join([prog, *pos[:2]])
-        kind = (
-            "probe"
-            if len(pos) >= 2 and pos[1] in ("view", "list", "status", "diff", "checks")
-            else "git"
-        )
-        if pos[:1] == ["api"]:
-            kind = "probe" if not any(a in ("-X", "--method") for a in args) else "git"
-            key = "gh api " + " ".join(pos[1:2])
-        return Step(key, key, kind, masked, program=prog)
-    if prog in ("python", "py", "node", "ruby", "perl", "bun", "deno", "php") and any(
-        a in ("-c", "-e", "--eval") for a in args
-    ):
+        return _forge_step(prog, args, masked)
+    if prog in _INTERPRETERS and any(a in ("-c", "-e", "--eval") for a in args):
         # An inline script: ad hoc, so any later script of the same interpreter moves past it.
         return Step(f"{prog} -c …", f"{prog} -c", "script", masked, program=prog)
+    step = _program_step(prog, args, cwd, masked)
+    _file_changes(step, prog, args, cwd)
+    step.changes += [("written", _relative(r, cwd)) for r in seg.redirects]
+    return step
+
+
+def _git_step(args: list[str], cwd: str | None, masked: bool) -> Step:
+    """A git command: its subcommand, whether it only looks, and the files it moves or deletes."""
+    rest = list(args)
+    while rest and rest[0].startswith("-"):
+        rest = rest[2:] if rest[0] in ("-C", "-c") else rest[1:]
+    sub = rest[0] if rest else ""
+    tail = rest[1:]
+    kind = "git"
+    if sub in GIT_PROBES and not (
+        sub == "branch" and any(a in ("-d", "-D", "-m", "-M") for a in tail)
+    ):
+        kind = "probe"
+    if sub == "stash" and (not tail or tail[0] == "list"):
+        kind = "probe"
+    if sub == "grep":
+        kind = "search"
+    key = f"git {sub}".strip()
+    step = Step(key, key, kind, masked, program="git", git=sub)
+    if sub == "mv":
+        pos = _positional(tail, cwd, 8)
+        if len(pos) >= 2:
+            step.changes += [("moved", f"{p} → {pos[-1]}") for p in pos[:-1]]
+    elif sub == "rm":
+        step.changes += [("deleted", p) for p in _positional(tail, cwd, 20)]
+    return step
+
+
+def _package_step(prog: str, args: list[str], masked: bool) -> Step:
+    """An npm-style package manager: a script it runs, its tests, an install or a build."""
+    sub = next((a for a in args if not a.startswith("-")), "")
+    if sub in ("run", "run-script"):
+        rest = [a for a in args if not a.startswith("-")][1:2]
+        script = rest[0] if rest else ""
+        key = f"{prog} run {script}".strip()
+        kind = (
+            "test"
+            if script.startswith("test")
+            else "build"
+            if script in ("build", "compile", "check", "typecheck", "lint", "type-check")
+            else "other"
+        )
+        return Step(
+            key, key if kind != "test" else f"test:{prog} {script}", kind, masked, program=prog
+        )
+    if sub in ("test", "t"):
+        return Step(f"{prog} test", f"test:{prog} test", "test", masked, program=prog)
+    if sub in ("install", "i", "ci", "add"):
+        key = f"{prog} {sub}"
+        return Step(key, key, "other", masked, program=prog)
+    key = f"{prog} {sub}".strip()
+    return Step(key, key, "build" if sub in ("build",) else "other", masked, program=prog)
+
+
+def _build_step(prog: str, args: list[str], cwd: str | None, masked: bool) -> Step:
+    """A build tool (cargo, go, make…): a test run with its targets, a build or check, or other."""
+    pos = [a for a in args if not a.startswith("-")]
+    sub = pos[0] if pos else ""
+    key = f"{prog} {sub}".strip()
+    if sub == "test" or (prog == "make" and sub in ("test", "check")):
+        targets = tuple(_relative(a, cwd) for a in pos[1:])
+        return Step(
+            f"{key} {' '.join(targets)}".strip(),
+            f"test:{prog}",
+            "test",
+            masked,
+            targets,
+            program=prog,
+        )
+    kind = "build" if sub in _BUILD_SUBCOMMANDS else "other"
+    return Step(key, key, kind, masked, program=prog)
+
+
+def _forge_step(prog: str, args: list[str], masked: bool) -> Step:
+    """A forge CLI (gh, glab): a look at a pull request or issue, or a change to it."""
+    pos = [a for a in args if not a.startswith("-")]
+    key = " ".join([prog, *pos[:2]])
+    kind = (
+        "probe"
+        if len(pos) >= 2 and pos[1] in ("view", "list", "status", "diff", "checks")
+        else "git"
+    )
+    if pos[:1] == ["api"]:
+        kind = "probe" if not any(a in ("-X", "--method") for a in args) else "git"
+        key = "gh api " + " ".join(pos[1:2])
+    return Step(key, key, kind, masked, program=prog)
+
+
+def _program_step(prog: str, args: list[str], cwd: str | None, masked: bool) -> Step:
+    """Any other program: a search, a probe (a look, a version), or other; ``sed -i`` edits."""
     pos = _positional(args, cwd)
     key = " ".join([prog, *pos])
     step = Step(key, key, "other", masked, program=prog)
@@ -684,6 +721,11 @@ def classify(seg: Segment, cwd: str | None) -> Step:
                 given if any(a == "-e" or a.startswith("--expression") for a in args) else given[1:]
             )
             step.changes += [("edited", p) for p in files]
+    return step
+
+
+def _file_changes(step: Step, prog: str, args: list[str], cwd: str | None) -> None:
+    """Add the files a file command (rm, mv, cp, touch and their PowerShell names) changes."""
     if prog in ("rm", "del", "remove-item", "rmdir", "unlink", "trash"):
         step.changes += [("deleted", p) for p in _positional(args, cwd, 20)]
     elif prog in ("mv", "move-item", "rename-item", "ren"):
@@ -707,8 +749,6 @@ def classify(seg: Segment, cwd: str | None) -> Step:
         ]
     elif prog == "apply_patch" or prog == "applypatch":
         step.kind = "other"
-    step.changes += [("written", _relative(r, cwd)) for r in seg.redirects]
-    return step
 
 
 def _into(target: str, source: str) -> str:
