@@ -288,15 +288,40 @@ class Writer:
     # -- Progress ----------------------------------------------------------------------
 
     def done(self) -> list[str]:
+        """What the session did: files changed, git events, passing runs, plan items done."""
         f = self.f
-        out: list[str] = []
         changes = [
             c
             for c in f.changes.values()
             if not c.path.startswith(("/tmp/", "/dev/", "/var/folders/"))
         ]
         scratch = [c for c in changes if "created" in c.verbs and c.last == "deleted"]
-        kept = [c for c in changes if c not in scratch]
+        out = self.changed_files([c for c in changes if c not in scratch])
+        if scratch:
+            names = ", ".join(code(self.text(os.path.basename(c.path)), 60) for c in scratch[:6])
+            more = f" and {len(scratch) - 6} more" if len(scratch) > 6 else ""
+            out.append(f"Scratch files created and deleted again: {names}{more}")
+        labels = {"commit": "Committed", "push": "Pushed", "pull": "Pulled:", "merge": "Merged:"}
+        for g in f.git_events[-self.n.events :]:
+            out.append(f"{labels.get(g.kind, 'Forge:')} {self.text(g.detail)}")
+        for test in self.last_tests():
+            if test.outcome == "ok":
+                counts = f" → {code(test.counts, 120)}" if test.counts else " (passed)"
+                out.append(f"Last run of {self.cmd(test, 100)}{counts}")
+        out += self.runs_done()
+        done = [
+            one_line(self.text(p.text), 120) for p in f.plan.values() if p.status.lower() in DONE
+        ]
+        if len(done) > 3:
+            out.append(f"Plan items done ({len(done)}): " + "; ".join(done))
+        else:
+            out += [f"Plan item done: {d}" for d in done]
+        return out
+
+    def changed_files(self, kept: list[Change]) -> list[str]:
+        """The files changed (the top ones each on a line, the rest by folder), and which
+        of them this workspace does not have now."""
+        out: list[str] = []
         # What exists now before what went away; the newest change first.
         order = sorted(kept, key=lambda c: (set(c.verbs) <= {"moved away", "deleted"}, -c.position))
         inside = self.ranked([c for c in order if not c.outside], lambda c: c.path)
@@ -313,22 +338,7 @@ class Writer:
             self.shown.add(c.path)
         rest = [c for c in inside + outside if c not in listed]
         if rest:
-            folders: dict[str, list[Change]] = {}
-            for c in rest:
-                folders.setdefault(os.path.dirname(c.path.rstrip("/")) or ".", []).append(c)
-            # Folders with new files first, then the biggest; new files first in each.
-            biggest = sorted(
-                folders.items(),
-                key=lambda kv: (not any("created" in c.verbs for c in kv[1]), -len(kv[1])),
-            )[:4]
-
-            def names(group: list[Change]) -> str:
-                made = sorted(group, key=lambda c: "created" not in c.verbs)
-                shown = ", ".join(code(os.path.basename(c.path), 40) for c in made[:3])
-                return shown + (f" +{len(group) - 3}" if len(group) > 3 else "")
-
-            named = "; ".join(f"{code(self.text(d), 80)}: {names(g)}" for d, g in biggest)
-            out.append(f"… and {len(rest)} more file(s) changed, most in {named}")
+            out.append(self.more_files(rest))
         gone = [
             c.path
             for c in listed
@@ -347,20 +357,32 @@ class Writer:
                     + ", ".join(code(self.text(p), 80) for p in gone[:5])
                     + (" and more" if len(gone) > 5 else "")
                 )
-        if scratch:
-            names = ", ".join(code(self.text(os.path.basename(c.path)), 60) for c in scratch[:6])
-            more = f" and {len(scratch) - 6} more" if len(scratch) > 6 else ""
-            out.append(f"Scratch files created and deleted again: {names}{more}")
-        labels = {"commit": "Committed", "push": "Pushed", "pull": "Pulled:", "merge": "Merged:"}
-        for g in f.git_events[-self.n.events :]:
-            out.append(f"{labels.get(g.kind, 'Forge:')} {self.text(g.detail)}")
-        for test in self.last_tests():
-            if test.outcome == "ok":
-                counts = f" → {code(test.counts, 120)}" if test.counts else " (passed)"
-                out.append(f"Last run of {self.cmd(test, 100)}{counts}")
+        return out
+
+    def more_files(self, rest: list[Change]) -> str:
+        """The files past the top ones, counted, with the folders most of them are in."""
+        folders: dict[str, list[Change]] = {}
+        for c in rest:
+            folders.setdefault(os.path.dirname(c.path.rstrip("/")) or ".", []).append(c)
+        # Folders with new files first, then the biggest; new files first in each.
+        biggest = sorted(
+            folders.items(),
+            key=lambda kv: (not any("created" in c.verbs for c in kv[1]), -len(kv[1])),
+        )[:4]
+
+        def names(group: list[Change]) -> str:
+            made = sorted(group, key=lambda c: "created" not in c.verbs)
+            shown = ", ".join(code(os.path.basename(c.path), 40) for c in made[:3])
+            return shown + (f" +{len(group) - 3}" if len(group) > 3 else "")
+
+        named = "; ".join(f"{code(self.text(d), 80)}: {names(g)}" for d, g in biggest)
+        return f"… and {len(rest)} more file(s) changed, most in {named}"
+
+    def runs_done(self) -> list[str]:
+        """The last three distinct builds and commands that succeeded, oldest first."""
         seen: set[str] = set()
         runs: list[str] = []
-        for r in reversed(f.runs):
+        for r in reversed(self.f.runs):
             if (
                 r.outcome != "ok"
                 or r.kind not in ("build", "other")
@@ -383,15 +405,7 @@ class Writer:
             runs.append(f"Ran {self.cmd(r)} (exit {r.exit_code if r.exit_code is not None else 0})")
             if len(runs) >= 3:
                 break
-        out += runs[::-1]
-        done = [
-            one_line(self.text(p.text), 120) for p in f.plan.values() if p.status.lower() in DONE
-        ]
-        if len(done) > 3:
-            out.append(f"Plan items done ({len(done)}): " + "; ".join(done))
-        else:
-            out += [f"Plan item done: {d}" for d in done]
-        return out
+        return runs[::-1]
 
     def exists(self, rel: str) -> bool:
         try:
