@@ -563,7 +563,39 @@ class Writer:
     # -- Critical Context ------------------------------------------------------------
 
     def critical(self, git: GitState | None) -> list[str]:
-        f, t = self.f, self.t
+        """What the next agent must know: the final state, git, what was resolved, the
+        files read, links, environment, the focus's facts and the source."""
+        f = self.f
+        items = self.final_state()
+        items += self.git_facts(git)
+        items += self.resolved_failures()
+        read = [
+            p
+            for p, _ in sorted(f.reads.items(), key=lambda kv: -kv[1])
+            if p not in f.changes and not p.startswith("/tmp/")
+        ][: self.n.reads]
+        if read:
+            items.append(
+                "Files the agent read most: " + ", ".join(code(self.text(p), 100) for p in read)
+            )
+        links = self.links()
+        if links:
+            items.append("Links the agent reported: " + ", ".join(links))
+        env = f.environment
+        if env.get("shell"):
+            items.append(
+                f"The agent's environment: shell {code(env['shell'], 40)}"
+                + (f", folder {code(env['cwd'], 120)}" if env.get("cwd") else "")
+                + "."
+            )
+        if self.focus is not None:
+            items += self.focus_facts()
+        items += self.source_facts()
+        return items
+
+    def final_state(self) -> list[str]:
+        """The session's final state and open blocker; a request made by slash command."""
+        f = self.f
         final = f.final
         items: list[str] = []
         if final is not None:
@@ -578,6 +610,12 @@ class Writer:
             items.append(
                 f"The request came through the slash command {code(f.goal.via, 40)}; the prompt it expands to is how the work was invoked, not the task."
             )
+        return items
+
+    def git_facts(self, git: GitState | None) -> list[str]:
+        """Git as the session last saw it and as this workspace is now."""
+        f, t = self.f, self.t
+        items: list[str] = []
         status = self.session_status()
         if status:
             items.append(f"The session's last `git status` showed: {status}")
@@ -604,6 +642,12 @@ class Writer:
             items.append(
                 f"The session ran on branch {code(t.git_branch)}, not on the current {code(git.branch)}."
             )
+        return items
+
+    def resolved_failures(self) -> list[str]:
+        """The newest three failures the session resolved afterwards, oldest first."""
+        f = self.f
+        items: list[str] = []
         resolved = f.cache.get("resolved")
         if resolved is None:  # the newest three, by step: the same at every level
             resolved = f.cache["resolved"] = []
@@ -623,27 +667,12 @@ class Writer:
             items.append(
                 f"Failed earlier, since resolved: {self.cmd(r, 80)} ({code(r.error or '', 100)}); {self.text(r.resolved_by)}."
             )
-        read = [
-            p
-            for p, _ in sorted(f.reads.items(), key=lambda kv: -kv[1])
-            if p not in f.changes and not p.startswith("/tmp/")
-        ][: self.n.reads]
-        if read:
-            items.append(
-                "Files the agent read most: " + ", ".join(code(self.text(p), 100) for p in read)
-            )
-        links = self.links()
-        if links:
-            items.append("Links the agent reported: " + ", ".join(links))
-        env = f.environment
-        if env.get("shell"):
-            items.append(
-                f"The agent's environment: shell {code(env['shell'], 40)}"
-                + (f", folder {code(env['cwd'], 120)}" if env.get("cwd") else "")
-                + "."
-            )
-        if self.focus is not None:
-            items += self.focus_facts()
+        return items
+
+    def source_facts(self) -> list[str]:
+        """The session read: its file, id and model; compactions; lines skipped."""
+        t = self.t
+        items: list[str] = []
         session = f"{AGENTS[t.format]} session {code(str(t.path), 200)} (id {code(t.id, 80)}, {t.message_count} messages"
         session += f", model {code(t.model, 60)})" if t.model else ")"
         items.append(f"Source: {session}")
