@@ -229,7 +229,9 @@ class _Reader:
             self.add(m, counted=counted)
         return m
 
-    def call_item(self, p: dict[str, Any], kind: str, ts: str | None, *, replaying: bool) -> Message:
+    def call_item(
+        self, p: dict[str, Any], kind: str, ts: str | None, *, replaying: bool
+    ) -> Message:
         """A tool call item; an ``apply_patch`` call also records the files it writes."""
         name = p.get("name") if isinstance(p.get("name"), str) else kind.removesuffix("_call")
         if kind == "local_shell_call":

@@ -58,7 +58,6 @@ class AnthropicProvider:
             stop_reason=stop if isinstance(stop, str) else None,
         )
 
-
     def _stream(
         self, post: StreamedPost, url: str, ctx: CallContext, blocks: dict[int, dict[str, Any]]
     ) -> tuple[Any, Any]:
