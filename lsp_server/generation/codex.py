@@ -130,6 +130,37 @@ def _patch_paths(patch: str) -> list[str]:
     return out
 
 
+def _message_item(p: dict[str, Any], ts: str | None) -> Message | None:
+    """A ``message`` item: the user's or assistant's turn, or context (environment)."""
+    role = p.get("role")
+    text = _content_text(p.get("content"))
+    if role == "assistant":
+        return Message("assistant", clip(text, MAX_MESSAGE_CHARS), timestamp=ts)
+    if role == "user":
+        if text.lstrip().startswith(CONTEXT_PREFIXES):
+            return Message(
+                "context", clip(text, MAX_MESSAGE_CHARS), kind="environment", timestamp=ts
+            )
+        return Message("user", clip(text, MAX_MESSAGE_CHARS), timestamp=ts)
+    if text:
+        return Message("context", clip(text, MAX_MESSAGE_CHARS), kind=str(role), timestamp=ts)
+    return None
+
+
+def _output_item(p: dict[str, Any], ts: str | None) -> Message:
+    """A tool output item: its text, its call id, its exit status."""
+    text, code = _output(p.get("output", p.get("tools")))
+    call_id = p.get("call_id") if isinstance(p.get("call_id"), str) else None
+    return Message(
+        "tool",
+        clip(text, MAX_TOOL_RESULT_CHARS),
+        tool_call_id=call_id,
+        exit_code=code,
+        is_error=code not in (None, 0),
+        timestamp=ts,
+    )
+
+
 class _Reader:
     def __init__(self, path: Path, stats: ReadStats) -> None:
         self.path = path
@@ -181,55 +212,12 @@ class _Reader:
         m: Message | None = None
         counted = False
         if kind == "message":
-            role = p.get("role")
-            text = _content_text(p.get("content"))
-            if role == "assistant":
-                m, counted = Message("assistant", clip(text, MAX_MESSAGE_CHARS), timestamp=ts), True
-            elif role == "user":
-                if text.lstrip().startswith(CONTEXT_PREFIXES):
-                    m = Message(
-                        "context", clip(text, MAX_MESSAGE_CHARS), kind="environment", timestamp=ts
-                    )
-                else:
-                    m, counted = Message("user", clip(text, MAX_MESSAGE_CHARS), timestamp=ts), True
-            elif text:
-                m = Message("context", clip(text, MAX_MESSAGE_CHARS), kind=str(role), timestamp=ts)
+            m = _message_item(p, ts)
+            counted = m is not None and m.role != "context"
         elif kind in CALL_TYPES:
-            name = p.get("name") if isinstance(p.get("name"), str) else kind.removesuffix("_call")
-            if kind == "local_shell_call":
-                args = clip_arguments(p.get("action"))
-                name = "shell"
-            elif kind == "custom_tool_call":
-                args = _arguments(p.get("input"))
-            elif kind == "web_search_call":
-                args = clip_arguments(p.get("action"))
-            else:
-                args = _arguments(p.get("arguments"))
-            call_id = p.get("call_id") if isinstance(p.get("call_id"), str) else None
-            m = Message("assistant", "", tool_calls=[ToolCall(call_id, name, args)], timestamp=ts)
-            if name == "apply_patch":
-                patch = (
-                    args
-                    if isinstance(args, str)
-                    else (args or {}).get("input")
-                    if isinstance(args, dict)
-                    else None
-                )
-                if isinstance(patch, str) and not replaying:
-                    for path in _patch_paths(patch):
-                        self.wrote(path)
+            m = self.call_item(p, kind, ts, replaying=replaying)
         elif kind in OUTPUT_TYPES:
-            text, code = _output(p.get("output", p.get("tools")))
-            call_id = p.get("call_id") if isinstance(p.get("call_id"), str) else None
-            m = Message(
-                "tool",
-                clip(text, MAX_TOOL_RESULT_CHARS),
-                tool_call_id=call_id,
-                exit_code=code,
-                is_error=code not in (None, 0),
-                timestamp=ts,
-            )
-            counted = True
+            m, counted = _output_item(p, ts), True
         elif kind == "agent_message":
             text = _content_text(p.get("content"))
             if text:
@@ -239,6 +227,35 @@ class _Reader:
         if m is not None and not replaying:  # replayed items are transient context
             self.budget.add(m)
             self.add(m, counted=counted)
+        return m
+
+    def call_item(
+        self, p: dict[str, Any], kind: str, ts: str | None, *, replaying: bool
+    ) -> Message:
+        """A tool call item; an ``apply_patch`` call also records the files it writes."""
+        name = p.get("name") if isinstance(p.get("name"), str) else kind.removesuffix("_call")
+        if kind == "local_shell_call":
+            args = clip_arguments(p.get("action"))
+            name = "shell"
+        elif kind == "custom_tool_call":
+            args = _arguments(p.get("input"))
+        elif kind == "web_search_call":
+            args = clip_arguments(p.get("action"))
+        else:
+            args = _arguments(p.get("arguments"))
+        call_id = p.get("call_id") if isinstance(p.get("call_id"), str) else None
+        m = Message("assistant", "", tool_calls=[ToolCall(call_id, name, args)], timestamp=ts)
+        if name == "apply_patch":
+            patch = (
+                args
+                if isinstance(args, str)
+                else (args or {}).get("input")
+                if isinstance(args, dict)
+                else None
+            )
+            if isinstance(patch, str) and not replaying:
+                for path in _patch_paths(patch):
+                    self.wrote(path)
         return m
 
     def event(self, p: dict[str, Any]) -> None:
@@ -279,6 +296,7 @@ class _Reader:
                         self.context.append(m)
 
     def read(self) -> Transcript:
+        """One pass over the rollout, each line to its step; then the transcript."""
         for index, obj in enumerate(iter_objects(self.path, self.stats)):
             self.entry = f"entry {index}"
             etype = obj.get("type")
@@ -288,19 +306,7 @@ class _Reader:
                 self.last_ts = ts
             payload = obj.get("payload")
             if not isinstance(payload, dict):
-                if etype in ITEM_TYPES and etype != "other":  # an older rollout's bare item
-                    self.item(obj, ts)
-                elif etype is None and self.meta is None and isinstance(obj.get("id"), str):
-                    self.meta = obj  # an older rollout's first line
-                    self.branch = (
-                        (obj.get("git") or {}).get("branch")
-                        if isinstance(obj.get("git"), dict)
-                        else None
-                    )
-                elif etype is None and obj.get("record_type") == "state":
-                    pass
-                else:
-                    self.stats.unknown_entries += 1
+                self.bare(obj, etype, ts)
                 continue
             if etype == "response_item":
                 self.item(payload, ts)
@@ -309,21 +315,47 @@ class _Reader:
             elif etype == "compacted":
                 self.compacted(payload, ts)
             elif etype == "session_meta":
-                if self.meta is None:
-                    self.meta = payload
-                    git = payload.get("git")
-                    if isinstance(git, dict) and isinstance(git.get("branch"), str):
-                        self.branch = git["branch"]
-                    if isinstance(payload.get("cwd"), str):
-                        self.cwd = payload["cwd"]
+                self.session_meta(payload)
             elif etype == "turn_context":
-                if self.cwd is None and isinstance(payload.get("cwd"), str):
-                    self.cwd = payload["cwd"]
-                if isinstance(payload.get("model"), str):
-                    self.model = payload["model"]
+                self.turn_context(payload)
             else:
                 self.stats.unknown_entries += 1
+        self.settle()
+        return self.transcript()
 
+    def bare(self, obj: dict[str, Any], etype: Any, ts: str | None) -> None:
+        """A line of an older rollout, without a payload: a bare item or its first line."""
+        if etype in ITEM_TYPES and etype != "other":  # an older rollout's bare item
+            self.item(obj, ts)
+        elif etype is None and self.meta is None and isinstance(obj.get("id"), str):
+            self.meta = obj  # an older rollout's first line
+            self.branch = (
+                (obj.get("git") or {}).get("branch") if isinstance(obj.get("git"), dict) else None
+            )
+        elif etype is None and obj.get("record_type") == "state":
+            pass
+        else:
+            self.stats.unknown_entries += 1
+
+    def session_meta(self, payload: dict[str, Any]) -> None:
+        """The first ``session_meta``: the session's id, cwd and git branch."""
+        if self.meta is None:
+            self.meta = payload
+            git = payload.get("git")
+            if isinstance(git, dict) and isinstance(git.get("branch"), str):
+                self.branch = git["branch"]
+            if isinstance(payload.get("cwd"), str):
+                self.cwd = payload["cwd"]
+
+    def turn_context(self, payload: dict[str, Any]) -> None:
+        """A ``turn_context``: the cwd (when none yet) and the model of the turn."""
+        if self.cwd is None and isinstance(payload.get("cwd"), str):
+            self.cwd = payload["cwd"]
+        if isinstance(payload.get("model"), str):
+            self.model = payload["model"]
+
+    def settle(self) -> None:
+        """After the pass: tool results take their exit codes and their tools' names."""
         self.stats.shortened = self.budget.shrunk
         for m in self.history:
             if m.role == "tool" and m.tool_call_id in self.exit_codes:
@@ -333,6 +365,9 @@ class _Reader:
         for m in self.history:
             if m.role == "tool" and m.tool_name is None and m.tool_call_id in names:
                 m.tool_name = names[m.tool_call_id]
+
+    def transcript(self) -> Transcript:
+        """The read session as a :class:`Transcript`."""
         meta = self.meta or {}
         title = self.title
         if title is None:

@@ -78,76 +78,91 @@ def _path_arg(args: Any) -> str | None:
     return None
 
 
+def _assistant_message(msg: dict[str, Any], content: Any, timestamp: str | None) -> Message:
+    """An assistant turn: its text blocks joined, its tool calls, its stop reason."""
+    texts, calls = [], []
+    if type(content) is list:
+        for block in content:
+            if type(block) is not dict:
+                continue
+            kind = block.get("type")
+            if kind == "text":
+                text = block.get("text")
+                if type(text) is str:
+                    texts.append(text)
+            elif kind == "toolCall":
+                name = block.get("name")
+                if type(name) is str:
+                    calls.append(tool_call(block.get("id"), name, block.get("arguments")))
+    elif isinstance(content, str):
+        texts.append(content)
+    stop = msg.get("stopReason")
+    text = texts[0] if len(texts) == 1 else "\n".join(texts)
+    if stop == "error" and isinstance(msg.get("errorMessage"), str):
+        text = (text + "\n" if text else "") + f"[error: {msg['errorMessage']}]"
+    return Message(  # positional: the other commonest entry
+        "assistant",
+        text if len(text) <= MAX_MESSAGE_CHARS else clip(text, MAX_MESSAGE_CHARS),
+        calls,
+        None,
+        None,
+        False,
+        None,
+        None,
+        None,
+        timestamp,
+        stop if type(stop) is str else None,
+    )
+
+
+def _tool_result_message(msg: dict[str, Any], content: Any, timestamp: str | None) -> Message:
+    """A tool's result: its text, its tool and call id, its error and exit code."""
+    text = _blocks_text(content, MAX_TOOL_RESULT_CHARS)
+    is_error = msg.get("isError") is True
+    name = msg.get("toolName")
+    call_id = msg.get("toolCallId")
+    return Message(  # positional: the commonest entry of a session
+        "tool",
+        text,
+        (),
+        name if type(name) is str else None,
+        call_id if type(call_id) is str else None,
+        is_error,
+        exit_code_in(text) if is_error else None,
+        None,
+        None,
+        timestamp,
+    )
+
+
+def _bash_message(msg: dict[str, Any], timestamp: str | None) -> Message:
+    """A command the user ran themselves (``!cmd``): the command, its output, its exit."""
+    command = msg.get("command") if isinstance(msg.get("command"), str) else ""
+    output = msg.get("output") if isinstance(msg.get("output"), str) else ""
+    code = msg.get("exitCode")
+    return Message(
+        "user",
+        clip(f"Ran `{command}`\n{output}".rstrip(), MAX_TOOL_RESULT_CHARS),
+        kind="bash",
+        command=command,
+        exit_code=code if type(code) is int else None,
+        is_error=msg.get("cancelled") is True or (type(code) is int and code != 0),
+        timestamp=timestamp,
+    )
+
+
 def message_from(msg: dict[str, Any], timestamp: str | None) -> Message | None:
     """A pi ``message`` entry's message in the neutral vocabulary."""
     role = msg.get("role")
     content = msg.get("content")
     if role == "assistant":
-        texts, calls = [], []
-        if type(content) is list:
-            for block in content:
-                if type(block) is not dict:
-                    continue
-                kind = block.get("type")
-                if kind == "text":
-                    text = block.get("text")
-                    if type(text) is str:
-                        texts.append(text)
-                elif kind == "toolCall":
-                    name = block.get("name")
-                    if type(name) is str:
-                        calls.append(tool_call(block.get("id"), name, block.get("arguments")))
-        elif isinstance(content, str):
-            texts.append(content)
-        stop = msg.get("stopReason")
-        text = texts[0] if len(texts) == 1 else "\n".join(texts)
-        if stop == "error" and isinstance(msg.get("errorMessage"), str):
-            text = (text + "\n" if text else "") + f"[error: {msg['errorMessage']}]"
-        return Message(  # positional: the other commonest entry
-            "assistant",
-            text if len(text) <= MAX_MESSAGE_CHARS else clip(text, MAX_MESSAGE_CHARS),
-            calls,
-            None,
-            None,
-            False,
-            None,
-            None,
-            None,
-            timestamp,
-            stop if type(stop) is str else None,
-        )
+        return _assistant_message(msg, content, timestamp)
     if role == "toolResult":
-        text = _blocks_text(content, MAX_TOOL_RESULT_CHARS)
-        is_error = msg.get("isError") is True
-        name = msg.get("toolName")
-        call_id = msg.get("toolCallId")
-        return Message(  # positional: the commonest entry of a session
-            "tool",
-            text,
-            (),
-            name if type(name) is str else None,
-            call_id if type(call_id) is str else None,
-            is_error,
-            exit_code_in(text) if is_error else None,
-            None,
-            None,
-            timestamp,
-        )
+        return _tool_result_message(msg, content, timestamp)
     if role == "user":
         return Message("user", _blocks_text(content, MAX_MESSAGE_CHARS), timestamp=timestamp)
     if role == "bashExecution":
-        command = msg.get("command") if isinstance(msg.get("command"), str) else ""
-        output = msg.get("output") if isinstance(msg.get("output"), str) else ""
-        code = msg.get("exitCode")
-        return Message(
-            "user",
-            clip(f"Ran `{command}`\n{output}".rstrip(), MAX_TOOL_RESULT_CHARS),
-            kind="bash",
-            command=command,
-            exit_code=code if type(code) is int else None,
-            is_error=msg.get("cancelled") is True or (type(code) is int and code != 0),
-            timestamp=timestamp,
-        )
+        return _bash_message(msg, timestamp)
     if role in ("custom", "hookMessage"):
         kind = msg.get("customType")
         return Message(
@@ -201,6 +216,22 @@ class _Reading:
         self.last_ts: str | None = None
 
 
+def _take_header(r: _Reading, obj: dict[str, Any]) -> int | None:
+    """The first ``session`` header: kept, with its version (1 when it names none)."""
+    if r.header is None:
+        r.header = obj
+        v = obj.get("version")
+        r.version = v if type(v) is int else 1
+    return r.version
+
+
+def _relink(nodes: dict[str, Node], eid: str, node: Node) -> None:
+    """A repeated id: its last parent link, its last message (or the earlier one)."""
+    parent, message, counted = node
+    _, old, was_counted = nodes[eid]
+    nodes[eid] = (parent, message or old, counted or was_counted)
+
+
 def _read_entries(objects: Iterator[dict[str, Any]], stats: ReadStats) -> _Reading:
     """One pass: each entry reduced at once to its node (texts clipped, the oldest cut
     down by the budget); the parsed entry is dropped before the next line is read."""
@@ -219,10 +250,7 @@ def _read_entries(objects: Iterator[dict[str, Any]], stats: ReadStats) -> _Readi
         index += 1
         etype = obj.get("type")
         if etype == "session":
-            if r.header is None:
-                r.header = obj
-                v = obj.get("version")
-                version = r.version = v if type(v) is int else 1
+            version = _take_header(r, obj)
             continue
         if version is None:  # no header: guess from the first entry
             version = r.version = 3 if isinstance(obj.get("id"), str) else 1
@@ -245,15 +273,11 @@ def _read_entries(objects: Iterator[dict[str, Any]], stats: ReadStats) -> _Readi
             eid = f"v1-{index}"
             parent, prev_v1 = prev_v1, eid
         r.leaf = eid
-        counted = False
         message: Message | None = None
-        if etype == "message":
-            msg = obj.get("message")
-            if type(msg) is dict:
-                counted = True
-                message = message_from(msg, ts)
-        else:
-            message = _other_entry(r, obj, etype, eid, ts, index, stats)
+        if etype != "message":
+            counted, message = False, _other_entry(r, obj, etype, eid, ts, index, stats)
+        elif counted := type(msg := obj.get("message")) is dict:
+            message = message_from(msg, ts)
         if message is not None:
             message.entry = eid
             add(message)
@@ -262,8 +286,7 @@ def _read_entries(objects: Iterator[dict[str, Any]], stats: ReadStats) -> _Readi
         last_eid = eid
         node = (parent, message, counted)
         if new_node(eid, node) is not node:  # a repeated id: the last link and message
-            _, old, was_counted = nodes[eid]
-            nodes[eid] = (parent, message or old, counted or was_counted)
+            _relink(nodes, eid, node)
             linear = False
     r.linear = linear
     stats.shortened = budget.shrunk

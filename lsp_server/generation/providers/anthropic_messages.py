@@ -41,9 +41,7 @@ class AnthropicProvider:
         }
         url = f"{s.base_url}/v1/messages"
         blocks: dict[int, dict[str, Any]] = {}
-        size = 0
         stop = model = None
-        last_report = 0.0
         with StreamedPost(url, body, headers, s.timeout_seconds, ctx.cancel, self.name) as post:
             if post.content_type == "application/json":  # the server did not stream
                 data = json_object(post.read_all(), url, "anthropic")
@@ -53,54 +51,66 @@ class AnthropicProvider:
                 stop = data.get("stop_reason")
                 model = data.get("model")
             else:
-                for payload in sse_data(post.lines()):
-                    event = json_object(payload, url, "anthropic")
-                    kind = event.get("type")
-                    if kind == "error":
-                        raise HandoffError(
-                            "generation_failed",
-                            f"anthropic: the stream from {url} reported an error: {error_message(payload)}",
-                            provider=self.name,
-                        )
-                    if kind == "message_start" and isinstance(event.get("message"), dict):
-                        model = event["message"].get("model")
-                    elif kind == "content_block_start" and type(event.get("index")) is int:
-                        block = event.get("content_block")
-                        blocks[event["index"]] = dict(block) if isinstance(block, dict) else {}
-                    elif kind == "content_block_delta" and type(event.get("index")) is int:
-                        block = blocks.setdefault(event["index"], {"type": "text", "text": ""})
-                        delta = event.get("delta") or {}
-                        dtype = delta.get("type")
-                        if dtype == "text_delta" and isinstance(delta.get("text"), str):
-                            block["text"] = (block.get("text") or "") + delta["text"]
-                            size += len(delta["text"])
-                        elif dtype == "thinking_delta" and isinstance(delta.get("thinking"), str):
-                            block["thinking"] = (block.get("thinking") or "") + delta["thinking"]
-                        elif dtype == "input_json_delta" and isinstance(
-                            delta.get("partial_json"), str
-                        ):
-                            block["partial_json"] = (block.get("partial_json") or "") + delta[
-                                "partial_json"
-                            ]
-                    elif kind == "message_delta" and isinstance(event.get("delta"), dict):
-                        stop = event["delta"].get("stop_reason") or stop
-                    elif kind == "message_stop":
-                        break
-                    if size > MAX_OUTPUT_CHARS:
-                        raise HandoffError(
-                            "generation_failed",
-                            f"anthropic: the answer passed {MAX_OUTPUT_CHARS:,} characters; stopped.",
-                            provider=self.name,
-                        )
-                    now = time.monotonic()
-                    if now - last_report > 0.5:
-                        last_report = now
-                        ctx.report(f"Generating handoff… {size:,} characters", None)
+                stop, model = self._stream(post, url, ctx, blocks)
         return ProviderOutput(
             [blocks[i] for i in sorted(blocks)],
             model=model if isinstance(model, str) else None,
             stop_reason=stop if isinstance(stop, str) else None,
         )
+
+    def _stream(
+        self, post: StreamedPost, url: str, ctx: CallContext, blocks: dict[int, dict[str, Any]]
+    ) -> tuple[Any, Any]:
+        """Read the streamed events into content blocks: the stop reason and the model."""
+        size = 0
+        stop = model = None
+        last_report = 0.0
+        for payload in sse_data(post.lines()):
+            event = json_object(payload, url, "anthropic")
+            kind = event.get("type")
+            if kind == "error":
+                raise HandoffError(
+                    "generation_failed",
+                    f"anthropic: the stream from {url} reported an error: {error_message(payload)}",
+                    provider=self.name,
+                )
+            if kind == "message_start" and isinstance(event.get("message"), dict):
+                model = event["message"].get("model")
+            elif kind == "content_block_start" and type(event.get("index")) is int:
+                block = event.get("content_block")
+                blocks[event["index"]] = dict(block) if isinstance(block, dict) else {}
+            elif kind == "content_block_delta" and type(event.get("index")) is int:
+                size += _add_delta(blocks, event)
+            elif kind == "message_delta" and isinstance(event.get("delta"), dict):
+                stop = event["delta"].get("stop_reason") or stop
+            elif kind == "message_stop":
+                break
+            if size > MAX_OUTPUT_CHARS:
+                raise HandoffError(
+                    "generation_failed",
+                    f"anthropic: the answer passed {MAX_OUTPUT_CHARS:,} characters; stopped.",
+                    provider=self.name,
+                )
+            now = time.monotonic()
+            if now - last_report > 0.5:
+                last_report = now
+                ctx.report(f"Generating handoff… {size:,} characters", None)
+        return stop, model
+
+
+def _add_delta(blocks: dict[int, dict[str, Any]], event: dict[str, Any]) -> int:
+    """One ``content_block_delta`` added to its block; the characters of text it added."""
+    block = blocks.setdefault(event["index"], {"type": "text", "text": ""})
+    delta = event.get("delta") or {}
+    dtype = delta.get("type")
+    if dtype == "text_delta" and isinstance(delta.get("text"), str):
+        block["text"] = (block.get("text") or "") + delta["text"]
+        return len(delta["text"])
+    if dtype == "thinking_delta" and isinstance(delta.get("thinking"), str):
+        block["thinking"] = (block.get("thinking") or "") + delta["thinking"]
+    elif dtype == "input_json_delta" and isinstance(delta.get("partial_json"), str):
+        block["partial_json"] = (block.get("partial_json") or "") + delta["partial_json"]
+    return 0
 
 
 def make(settings: GenerationSettings) -> AnthropicProvider:

@@ -288,15 +288,40 @@ class Writer:
     # -- Progress ----------------------------------------------------------------------
 
     def done(self) -> list[str]:
+        """What the session did: files changed, git events, passing runs, plan items done."""
         f = self.f
-        out: list[str] = []
         changes = [
             c
             for c in f.changes.values()
             if not c.path.startswith(("/tmp/", "/dev/", "/var/folders/"))
         ]
         scratch = [c for c in changes if "created" in c.verbs and c.last == "deleted"]
-        kept = [c for c in changes if c not in scratch]
+        out = self.changed_files([c for c in changes if c not in scratch])
+        if scratch:
+            names = ", ".join(code(self.text(os.path.basename(c.path)), 60) for c in scratch[:6])
+            more = f" and {len(scratch) - 6} more" if len(scratch) > 6 else ""
+            out.append(f"Scratch files created and deleted again: {names}{more}")
+        labels = {"commit": "Committed", "push": "Pushed", "pull": "Pulled:", "merge": "Merged:"}
+        for g in f.git_events[-self.n.events :]:
+            out.append(f"{labels.get(g.kind, 'Forge:')} {self.text(g.detail)}")
+        for test in self.last_tests():
+            if test.outcome == "ok":
+                counts = f" → {code(test.counts, 120)}" if test.counts else " (passed)"
+                out.append(f"Last run of {self.cmd(test, 100)}{counts}")
+        out += self.runs_done()
+        done = [
+            one_line(self.text(p.text), 120) for p in f.plan.values() if p.status.lower() in DONE
+        ]
+        if len(done) > 3:
+            out.append(f"Plan items done ({len(done)}): " + "; ".join(done))
+        else:
+            out += [f"Plan item done: {d}" for d in done]
+        return out
+
+    def changed_files(self, kept: list[Change]) -> list[str]:
+        """The files changed (the top ones each on a line, the rest by folder), and which
+        of them this workspace does not have now."""
+        out: list[str] = []
         # What exists now before what went away; the newest change first.
         order = sorted(kept, key=lambda c: (set(c.verbs) <= {"moved away", "deleted"}, -c.position))
         inside = self.ranked([c for c in order if not c.outside], lambda c: c.path)
@@ -313,22 +338,7 @@ class Writer:
             self.shown.add(c.path)
         rest = [c for c in inside + outside if c not in listed]
         if rest:
-            folders: dict[str, list[Change]] = {}
-            for c in rest:
-                folders.setdefault(os.path.dirname(c.path.rstrip("/")) or ".", []).append(c)
-            # Folders with new files first, then the biggest; new files first in each.
-            biggest = sorted(
-                folders.items(),
-                key=lambda kv: (not any("created" in c.verbs for c in kv[1]), -len(kv[1])),
-            )[:4]
-
-            def names(group: list[Change]) -> str:
-                made = sorted(group, key=lambda c: "created" not in c.verbs)
-                shown = ", ".join(code(os.path.basename(c.path), 40) for c in made[:3])
-                return shown + (f" +{len(group) - 3}" if len(group) > 3 else "")
-
-            named = "; ".join(f"{code(self.text(d), 80)}: {names(g)}" for d, g in biggest)
-            out.append(f"… and {len(rest)} more file(s) changed, most in {named}")
+            out.append(self.more_files(rest))
         gone = [
             c.path
             for c in listed
@@ -347,20 +357,32 @@ class Writer:
                     + ", ".join(code(self.text(p), 80) for p in gone[:5])
                     + (" and more" if len(gone) > 5 else "")
                 )
-        if scratch:
-            names = ", ".join(code(self.text(os.path.basename(c.path)), 60) for c in scratch[:6])
-            more = f" and {len(scratch) - 6} more" if len(scratch) > 6 else ""
-            out.append(f"Scratch files created and deleted again: {names}{more}")
-        labels = {"commit": "Committed", "push": "Pushed", "pull": "Pulled:", "merge": "Merged:"}
-        for g in f.git_events[-self.n.events :]:
-            out.append(f"{labels.get(g.kind, 'Forge:')} {self.text(g.detail)}")
-        for test in self.last_tests():
-            if test.outcome == "ok":
-                counts = f" → {code(test.counts, 120)}" if test.counts else " (passed)"
-                out.append(f"Last run of {self.cmd(test, 100)}{counts}")
+        return out
+
+    def more_files(self, rest: list[Change]) -> str:
+        """The files past the top ones, counted, with the folders most of them are in."""
+        folders: dict[str, list[Change]] = {}
+        for c in rest:
+            folders.setdefault(os.path.dirname(c.path.rstrip("/")) or ".", []).append(c)
+        # Folders with new files first, then the biggest; new files first in each.
+        biggest = sorted(
+            folders.items(),
+            key=lambda kv: (not any("created" in c.verbs for c in kv[1]), -len(kv[1])),
+        )[:4]
+
+        def names(group: list[Change]) -> str:
+            made = sorted(group, key=lambda c: "created" not in c.verbs)
+            shown = ", ".join(code(os.path.basename(c.path), 40) for c in made[:3])
+            return shown + (f" +{len(group) - 3}" if len(group) > 3 else "")
+
+        named = "; ".join(f"{code(self.text(d), 80)}: {names(g)}" for d, g in biggest)
+        return f"… and {len(rest)} more file(s) changed, most in {named}"
+
+    def runs_done(self) -> list[str]:
+        """The last three distinct builds and commands that succeeded, oldest first."""
         seen: set[str] = set()
         runs: list[str] = []
-        for r in reversed(f.runs):
+        for r in reversed(self.f.runs):
             if (
                 r.outcome != "ok"
                 or r.kind not in ("build", "other")
@@ -383,15 +405,7 @@ class Writer:
             runs.append(f"Ran {self.cmd(r)} (exit {r.exit_code if r.exit_code is not None else 0})")
             if len(runs) >= 3:
                 break
-        out += runs[::-1]
-        done = [
-            one_line(self.text(p.text), 120) for p in f.plan.values() if p.status.lower() in DONE
-        ]
-        if len(done) > 3:
-            out.append(f"Plan items done ({len(done)}): " + "; ".join(done))
-        else:
-            out += [f"Plan item done: {d}" for d in done]
-        return out
+        return runs[::-1]
 
     def exists(self, rel: str) -> bool:
         try:
@@ -549,7 +563,39 @@ class Writer:
     # -- Critical Context ------------------------------------------------------------
 
     def critical(self, git: GitState | None) -> list[str]:
-        f, t = self.f, self.t
+        """What the next agent must know: the final state, git, what was resolved, the
+        files read, links, environment, the focus's facts and the source."""
+        f = self.f
+        items = self.final_state()
+        items += self.git_facts(git)
+        items += self.resolved_failures()
+        read = [
+            p
+            for p, _ in sorted(f.reads.items(), key=lambda kv: -kv[1])
+            if p not in f.changes and not p.startswith("/tmp/")
+        ][: self.n.reads]
+        if read:
+            items.append(
+                "Files the agent read most: " + ", ".join(code(self.text(p), 100) for p in read)
+            )
+        links = self.links()
+        if links:
+            items.append("Links the agent reported: " + ", ".join(links))
+        env = f.environment
+        if env.get("shell"):
+            items.append(
+                f"The agent's environment: shell {code(env['shell'], 40)}"
+                + (f", folder {code(env['cwd'], 120)}" if env.get("cwd") else "")
+                + "."
+            )
+        if self.focus is not None:
+            items += self.focus_facts()
+        items += self.source_facts()
+        return items
+
+    def final_state(self) -> list[str]:
+        """The session's final state and open blocker; a request made by slash command."""
+        f = self.f
         final = f.final
         items: list[str] = []
         if final is not None:
@@ -564,6 +610,12 @@ class Writer:
             items.append(
                 f"The request came through the slash command {code(f.goal.via, 40)}; the prompt it expands to is how the work was invoked, not the task."
             )
+        return items
+
+    def git_facts(self, git: GitState | None) -> list[str]:
+        """Git as the session last saw it and as this workspace is now."""
+        f, t = self.f, self.t
+        items: list[str] = []
         status = self.session_status()
         if status:
             items.append(f"The session's last `git status` showed: {status}")
@@ -590,6 +642,12 @@ class Writer:
             items.append(
                 f"The session ran on branch {code(t.git_branch)}, not on the current {code(git.branch)}."
             )
+        return items
+
+    def resolved_failures(self) -> list[str]:
+        """The newest three failures the session resolved afterwards, oldest first."""
+        f = self.f
+        items: list[str] = []
         resolved = f.cache.get("resolved")
         if resolved is None:  # the newest three, by step: the same at every level
             resolved = f.cache["resolved"] = []
@@ -609,27 +667,12 @@ class Writer:
             items.append(
                 f"Failed earlier, since resolved: {self.cmd(r, 80)} ({code(r.error or '', 100)}); {self.text(r.resolved_by)}."
             )
-        read = [
-            p
-            for p, _ in sorted(f.reads.items(), key=lambda kv: -kv[1])
-            if p not in f.changes and not p.startswith("/tmp/")
-        ][: self.n.reads]
-        if read:
-            items.append(
-                "Files the agent read most: " + ", ".join(code(self.text(p), 100) for p in read)
-            )
-        links = self.links()
-        if links:
-            items.append("Links the agent reported: " + ", ".join(links))
-        env = f.environment
-        if env.get("shell"):
-            items.append(
-                f"The agent's environment: shell {code(env['shell'], 40)}"
-                + (f", folder {code(env['cwd'], 120)}" if env.get("cwd") else "")
-                + "."
-            )
-        if self.focus is not None:
-            items += self.focus_facts()
+        return items
+
+    def source_facts(self) -> list[str]:
+        """The session read: its file, id and model; compactions; lines skipped."""
+        t = self.t
+        items: list[str] = []
         session = f"{AGENTS[t.format]} session {code(str(t.path), 200)} (id {code(t.id, 80)}, {t.message_count} messages"
         session += f", model {code(t.model, 60)})" if t.model else ")"
         items.append(f"Source: {session}")
@@ -746,16 +789,12 @@ class Writer:
     # -- Next Steps ------------------------------------------------------------------
 
     def next_steps(self) -> list[str]:
+        """What to do next: the focus, what the final state asks for, the plan, open
+        failures, and how to verify finished work; last, confirm the workspace."""
         f, final = self.f, self.f.final
         steps: list[str] = []
         if self.focus is not None:
-            top = self.focus_facts()[:1]
-            hint = (
-                f" ({top[0].removeprefix('Related to the focus: ').removeprefix('Related to the focus, ')})"
-                if top
-                else ""
-            )
-            steps.append(f"Start from the requested focus: {one_line(self.focus.text, 300)}{hint}")
+            steps.append(self.focus_step())
         status = final.status if final is not None else "in progress"
         plan = [p for p in f.plan.values() if p.status.lower() in ACTIVE] + [
             p for p in f.plan.values() if p.status.lower() not in DONE | ACTIVE
@@ -763,24 +802,7 @@ class Writer:
         last_request = f.requests[-1] if f.requests else None
         if last_request is not None and is_placeholder(last_request.text):
             last_request = None  # its words are unknown: nothing to carry out
-        if status == "waiting for the agent" and last_request is not None:
-            asked = (
-                f", which answers the agent's question “{final.question}”"
-                if final and final.question
-                else ""
-            )
-            steps.append(
-                f"Carry out the user's last message, “{one_line(self.text(last_request.text), 240)}”{asked}; it was not acted on in the session."
-            )
-        elif status == "in progress" and f.cut_off:
-            for r in f.cut_off[-3:]:
-                steps.append(f"Check the result of {self.cmd(r)}: the session ended while it ran.")
-        elif status == "blocked" and final is not None and final.blocker is not None:
-            b = final.blocker
-            error = f" (it fails with {code(b.error, 200)})" if b.error else ""
-            steps.append(f"Fix the failure of {self.cmd(b)}{error}, then run it again.")
-        elif status == "waiting for the user" and final is not None and final.question:
-            steps.append(f"Get the user's answer to the agent's last question: “{final.question}”")
+        steps += self.status_steps(status, last_request)
         steps += [one_line(self.text(p.text), 240) for p in plan]
         agent_next = f.agent_next if not plan else []
         if status != "done":
@@ -791,26 +813,7 @@ class Writer:
                 error = f" (it failed with {code(r.error, 160)})" if r.error else ""
                 steps.append(f"Fix the failure of {self.cmd(r)}{error}, then run it again.")
         if status == "done":
-            steps.append(
-                "The session reports the work finished; nothing in it is left open. Verify before building on it:"
-            )
-            test = f.last_test
-            if test is not None:
-                steps.append(
-                    f"Re-run {self.cmd(test, 120)} and compare with {code(test.counts, 100) if test.counts else 'its last result'}."
-                )
-            if any(g.kind == "push" for g in f.git_events):
-                steps.append(
-                    "Check that the pushed branch is on the remote (`git status`, `git log @{u}..`)."
-                )
-            if final is not None and final.question:
-                steps.append(
-                    f"The agent offered more: “{final.question}” — ask the user before doing it."
-                )
-            steps += [
-                f"Suggested by the agent, not asked for by the user: {x}" for x in agent_next[:3]
-            ]
-            steps.append("Wait for the user's next request.")
+            steps += self.verify_steps(agent_next)
         elif (
             not plan
             and not agent_next
@@ -832,6 +835,65 @@ class Writer:
         steps.append(
             "Confirm that the workspace still matches this document (`git status`, the files named above) before changing anything."
         )
+        return steps
+
+    def focus_step(self) -> str:
+        """The first step when a focus was asked for, with the fact it names first."""
+        assert self.focus is not None
+        top = self.focus_facts()[:1]
+        hint = (
+            f" ({top[0].removeprefix('Related to the focus: ').removeprefix('Related to the focus, ')})"
+            if top
+            else ""
+        )
+        return f"Start from the requested focus: {one_line(self.focus.text, 300)}{hint}"
+
+    def status_steps(self, status: str, last_request: Request | None) -> list[str]:
+        """The steps the session's final state asks for first."""
+        f, final = self.f, self.f.final
+        steps: list[str] = []
+        if status == "waiting for the agent" and last_request is not None:
+            asked = (
+                f", which answers the agent's question “{final.question}”"
+                if final and final.question
+                else ""
+            )
+            steps.append(
+                f"Carry out the user's last message, “{one_line(self.text(last_request.text), 240)}”{asked}; it was not acted on in the session."
+            )
+        elif status == "in progress" and f.cut_off:
+            for r in f.cut_off[-3:]:
+                steps.append(f"Check the result of {self.cmd(r)}: the session ended while it ran.")
+        elif status == "blocked" and final is not None and final.blocker is not None:
+            b = final.blocker
+            error = f" (it fails with {code(b.error, 200)})" if b.error else ""
+            steps.append(f"Fix the failure of {self.cmd(b)}{error}, then run it again.")
+        elif status == "waiting for the user" and final is not None and final.question:
+            steps.append(f"Get the user's answer to the agent's last question: “{final.question}”")
+        return steps
+
+    def verify_steps(self, agent_next: list[str]) -> list[str]:
+        """Finished work: how to verify it before building on it, then wait for the user."""
+        f, final = self.f, self.f.final
+        steps: list[str] = []
+        steps.append(
+            "The session reports the work finished; nothing in it is left open. Verify before building on it:"
+        )
+        test = f.last_test
+        if test is not None:
+            steps.append(
+                f"Re-run {self.cmd(test, 120)} and compare with {code(test.counts, 100) if test.counts else 'its last result'}."
+            )
+        if any(g.kind == "push" for g in f.git_events):
+            steps.append(
+                "Check that the pushed branch is on the remote (`git status`, `git log @{u}..`)."
+            )
+        if final is not None and final.question:
+            steps.append(
+                f"The agent offered more: “{final.question}” — ask the user before doing it."
+            )
+        steps += [f"Suggested by the agent, not asked for by the user: {x}" for x in agent_next[:3]]
+        steps.append("Wait for the user's next request.")
         return steps
 
 
