@@ -46,6 +46,7 @@ from .wire import Stream, WireServer, openai_chunk
 
 SCRIPT = "local-llm.sh"
 CTX = 2048  # the server's context: small, so that a real session's prompt exceeds it
+START_ATTEMPTS = 3  # start tries, each on a new free port (see _start_on_a_free_port)
 MODEL = "smollm2-135m-instruct"
 SMALL = "pi/kenn-io__agentsview__session.jsonl"  # ~430 prompt tokens
 BIG = "pi/badlogic__pi-mono__before-compaction.jsonl"  # ~27,000 prompt tokens
@@ -75,6 +76,27 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _start_on_a_free_port(script: Path, env: dict[str, str]):
+    """Run the start script on a port free a moment ago; another process can take that
+    port before the server binds it, so a server that dies at start is tried again on
+    a new port (up to ``START_ATTEMPTS`` times) instead of skipping the tests."""
+    for _ in range(START_ATTEMPTS):
+        try:
+            proc = subprocess.run(
+                ["bash", str(script), str(_free_port()), str(CTX)],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=900,
+            )
+        except subprocess.TimeoutExpired:
+            pytest.skip(f"{SCRIPT} did not install and start the model server within 900 s")
+        match = next(filter(None, map(READY.match, proc.stdout.splitlines())), None)
+        if proc.returncode == 0 and match is not None:
+            break
+    return proc, match
 
 
 def _stop(pid: int) -> None:
@@ -110,18 +132,8 @@ def local_llm() -> Iterator[LocalLLM]:
     installed = not (VENV / "bin" / "python").exists()  # a first install, not a reinstall
     started = time.monotonic()
     with FileLock(str(VENV) + ".lock"):  # one install at a time into the shared venv
-        try:
-            proc = subprocess.run(
-                ["bash", str(script), str(_free_port()), str(CTX)],
-                capture_output=True,
-                text=True,
-                env=env,
-                timeout=900,
-            )
-        except subprocess.TimeoutExpired:
-            pytest.skip(f"{SCRIPT} did not install and start the model server within 900 s")
+        proc, match = _start_on_a_free_port(script, env)
     seconds = time.monotonic() - started
-    match = next(filter(None, map(READY.match, proc.stdout.splitlines())), None)
     if proc.returncode != 0 or match is None:
         tail = (proc.stderr or proc.stdout).strip()[-1500:]
         pytest.skip(
