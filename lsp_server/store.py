@@ -77,8 +77,9 @@ DEFAULT_DIRECTORY_SPAN = 8
 DIRECTORY_FANOUT = 8
 DIRECTORY_TIERS = 3
 DIRECTORY_FORMAT = 1
-#: Snapshots with segments a process reads before it merges all segment indexes into
-#: one in-memory index (a language server does; a single CLI command does not).
+#: Reads of a store with segments (a new snapshot, or one reused by another command)
+#: a process makes before it merges all segment indexes into one in-memory index (a
+#: language server does; a single CLI command does not).
 MERGE_AFTER_SNAPSHOTS = 4
 
 TABLES = ("_meta", "sources", "revisions", "scopes", "generations")
@@ -936,6 +937,11 @@ class StateStore:
         live = self._read_live()
         if self._history is None or self._history.live is not live:
             self._history = History(self, live)
+        elif self._history._merged is None:
+            # Reused by another command while the store did not change: ask for the
+            # merged index again, so a long-lived process whose store never changes
+            # still gets it after ``MERGE_AFTER_SNAPSHOTS`` commands.
+            self._history._merged = False
         return self._history
 
     def exists(self) -> bool:

@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from lsp_server.service import HandoffService, ServiceConfig
-from lsp_server.store import SCHEMA_VERSION, SEAL_MARK_PREFIX, StateStore
+from lsp_server.store import MERGE_AFTER_SNAPSHOTS, SCHEMA_VERSION, SEAL_MARK_PREFIX, StateStore
 
 from ..helpers import ALL_CHECKS, SCOPE, prepare, record_contract, record_work, refused
 from ..ledger import Ledger
@@ -344,6 +344,24 @@ def test_a_long_lived_process_merges_the_indexes_and_old_snapshots_stay_old(svc,
     assert old.revision(later[-1]["revision"]) is None
 
 
+def test_a_long_lived_process_whose_store_never_changes_merges_the_indexes(workspace):
+    """The merged index counts commands, not only new states: a server whose store does
+    not change stops searching the segments (or their directories) on every command,
+    while one command of a fresh process never pays for merging."""
+    writer = service(workspace)
+    contract = record_contract(writer)
+    rounds(writer, contract, 6)
+    assert len(live(workspace)["_meta"]["1"]["segments"]) >= 2
+    reader = service(workspace)
+    reader.call("handoff.continue", {"scope": SCOPE, "mode": "latest"})
+    assert reader.store._merged is None  # one command: no merge
+    for _ in range(MERGE_AFTER_SNAPSHOTS):
+        answer = reader.call("handoff.continue", {"scope": SCOPE, "mode": "latest"})
+    manifest = [e["name"] for e in live(workspace)["_meta"]["1"]["segments"]]
+    assert reader.store._merged is not None and reader.store._merged.names == manifest
+    assert answer == service(workspace).call("handoff.continue", {"scope": SCOPE, "mode": "latest"})
+
+
 def test_a_manifest_entry_damaged_after_the_process_checked_it_is_still_refused(workspace):
     """The checked-prefix cache of the manifest never lets a changed entry through."""
     svc = service(workspace)
@@ -366,8 +384,11 @@ def test_a_killed_seals_temp_segment_is_swept_by_the_next_write_even_without_a_s
     rounds(svc, contract, 4)
     folder = workspace / ".handoff"
     # What a seal killed mid-write leaves: its mark and a temp segment.
-    left = [folder / f"{SEAL_MARK_PREFIX}1-dead", folder / "segments" / ".seg-x.json.tmp-1-dead",
-            folder / ".state.json.tmp-1-dead"]
+    left = [
+        folder / f"{SEAL_MARK_PREFIX}1-dead",
+        folder / "segments" / ".seg-x.json.tmp-1-dead",
+        folder / ".state.json.tmp-1-dead",
+    ]
     for path in left:
         path.write_bytes(b"{")
     svc.store.seal_bytes = 10**9  # this write does not seal
@@ -384,7 +405,9 @@ def test_a_transaction_lists_the_segments_folder_only_after_a_killed_seal(worksp
     svc.store.seal_bytes = 10**9  # these writes do not seal
     listed = []
     real = os.listdir
-    monkeypatch.setattr(os, "listdir", lambda path=".": listed.append(Path(path).name) or real(path))
+    monkeypatch.setattr(
+        os, "listdir", lambda path=".": listed.append(Path(path).name) or real(path)
+    )
     svc.call("handoff.recordOutcome", {"scope": SCOPE, "status": "unknown", "summary": "s"})
     assert "segments" not in listed and ".handoff" in listed
     (workspace / ".handoff" / f"{SEAL_MARK_PREFIX}1-dead").write_bytes(b"")
