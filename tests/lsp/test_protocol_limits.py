@@ -6,6 +6,7 @@ end of input even with work in flight. The slow command is real: a prepare citin
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import subprocess
@@ -203,3 +204,50 @@ def test_server_exits_on_end_of_input_with_work_in_flight(workspace, command):
         assert fingerprint(workspace / ".handoff") == before
     finally:
         client.kill()
+
+
+def test_a_result_with_non_ascii_text_is_framed_by_its_utf8_byte_length(workspace):
+    """Results go out as orjson's UTF-8 (not ``\\u`` escapes): the Content-Length must
+    count bytes, or the next frame would be read from the middle of this one."""
+    text = "Übersetze die Oberfläche ✓ 日本語 🚀"
+    client = RawClient()
+    try:
+        client.initialize(workspace)
+        client.response(client.execute("handoff.contract", {
+            "scope": SCOPE, "objective": text, "inScope": ["a"], "acceptance": ["b"]}))
+        report = client.response(
+            client.execute("handoff.report", {"scope": SCOPE, "kind": "continuity"}))["result"]
+        assert text in report["markdown"]
+        assert text.encode() in bytes(client.stdout_bytes)  # raw UTF-8 on the wire
+        assert client.response(client.execute("handoff.ping"))["result"]["ok"] is True  # the next frame still lines up
+    finally:
+        client.kill()
+
+
+def test_a_result_orjson_cannot_encode_takes_pyglss_own_path():
+    """A non-string key is JSON only through the ``json`` module: the plain-result
+    writer hands such a result back to pygls instead of failing the request."""
+    from lsp_server.server import build_server
+
+    class Sink:
+        def __init__(self):
+            self.data = b""
+
+        def write(self, data):
+            self.data += data
+
+        def close(self):
+            pass
+
+    protocol = build_server().protocol
+    sink = Sink()
+    protocol.set_writer(sink)
+    protocol._send_response(7, {"counts": {1: "one"}})
+    head, _, body = sink.data.partition(b"\r\n\r\n")
+    assert int(head.split(b"\r\n")[0].split(b":")[1]) == len(body)
+    assert json.loads(body) == {"jsonrpc": "2.0", "id": 7, "result": {"counts": {"1": "one"}}}
+    sink.data = b""
+    protocol._send_response(8, {"text": "ünïcode"})
+    head, _, body = sink.data.partition(b"\r\n\r\n")
+    assert int(head.split(b"\r\n")[0].split(b":")[1]) == len(body)
+    assert json.loads(body)["result"] == {"text": "ünïcode"} and "ü".encode() in body
