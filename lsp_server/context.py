@@ -42,6 +42,9 @@ class CallContext:
 
     cancel: CancelToken = field(default_factory=CancelToken)
     progress: ProgressFn | None = None
+    #: Who asked: ``"mcp"`` for an agent's tool call (views then name the tools, not
+    #: the command line); ``None`` for the language server and the CLI.
+    surface: str | None = None
 
     def report(self, message: str, percentage: int | None = None) -> None:
         if self.progress is not None:

@@ -620,7 +620,11 @@ class HandoffMCP:
         cancel = CancelToken()
         entry = BY_NAME[command]
         call = partial(
-            run_command, self.svc, command, arguments, CallContext(cancel=cancel, progress=progress)
+            run_command,
+            self.svc,
+            command,
+            arguments,
+            CallContext(cancel=cancel, progress=progress, surface="mcp"),
         )
         try:
             if not entry.serialised:

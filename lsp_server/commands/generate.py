@@ -26,7 +26,7 @@ def sessions(ws: Workspace, p: SessionsParams, ctx: CallContext) -> dict[str, An
     if p.render is not None:
         from ..reports import render_view
 
-        context = {"view": result, "workspace": str(ws.workspace)}
+        context = {"view": result, "workspace": str(ws.workspace), "surface": ctx.surface}
         result["markdown"] = render_view(ws, "sessions", context, p.render)
     return result
 

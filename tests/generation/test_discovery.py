@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from lsp_server.context import CallContext
 from lsp_server.generation.discovery import agent_homes, belongs
 from lsp_server.service import HandoffService, ServiceConfig
+from tests.conftest import OWN_SMALL_PI
 
 PI = "pi/kenn-io__agentsview__session.jsonl"
 PI_OLD = "pi/badlogic__pi-mono__before-compaction.jsonl"
@@ -72,6 +74,21 @@ def test_no_sessions_is_an_empty_list(homes, workspace: Path) -> None:
     result = HandoffService(workspace, ServiceConfig()).call("handoff.sessions", {})
     assert result["sessions"] == []
     assert len(result["searched"]) == 4
+
+
+def test_the_session_list_names_the_tool_to_an_agent_and_the_command_to_a_terminal(
+    homes, place, workspace: Path
+) -> None:
+    """The closing hint of the rendered list fits who reads it: an MCP answer names the
+    ``handoff_generate`` tool, the terminal view the ``handoff generate`` command."""
+    place(OWN_SMALL_PI, "pi", workspace)
+    svc = HandoffService(workspace, ServiceConfig())
+    terminal = svc.call("handoff.sessions", {"render": "terminal"})["markdown"]
+    agent = svc.call("handoff.sessions", {"render": "terminal"}, CallContext(surface="mcp"))[
+        "markdown"
+    ]
+    assert "handoff generate --session" in terminal and "handoff_generate" not in terminal
+    assert "`handoff_generate` tool" in agent and "handoff generate --session" not in agent
 
 
 def test_homes_follow_the_agents_overrides(tmp_path: Path) -> None:
