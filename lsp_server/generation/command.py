@@ -366,8 +366,11 @@ def _write_generation(
         service.store.ensure_folder()  # refuses a state folder that is a symbolic link
         saved = save_document(service.store.folder, generation_id, content)
         written.append(saved)
-        # The draft the user edits before a session starts from it (plain Markdown).
-        draft_file = save_text(service.store.folder, DRAFTS_FOLDER, generation_id, answer.document)
+        # The draft the user edits before a session starts from it (plain Markdown); its
+        # folder is fsync'd once, with the sidecar's link, before the record.
+        draft_file = save_text(
+            service.store.folder, DRAFTS_FOLDER, generation_id, answer.document, sync_folder=False
+        )
         written.append(draft_file)
         # Its HandoffDraft beside it, so an editor can prepare the saved draft later.
         document_path = _workspace_path(saved, service.workspace)
