@@ -101,3 +101,52 @@ def return_freed_memory() -> bool:
         return False
     trim(0)
     return True
+
+
+#: Seconds after a generation's reply when what it set aside is freed, if no new
+#: generation freed it first (see ``set_aside``).
+RELEASE_DELAY = 0.5
+#: Guards what is set aside and the timer that frees it.
+_ASIDE_LOCK = threading.Lock()
+_aside: list[object] = []
+_release_timer: threading.Timer | None = None
+
+
+def set_aside(*objects: object, delay: float | None = None) -> None:
+    """Keep a finished job's big structures (a generation's transcript and facts) to be
+    freed after its reply instead of before it: freeing the ~40,000 messages of a 100 MB
+    session took about a fifth of an orjson pass over it, on the reply's path. They are
+    freed (by reference counting, then ``return_freed_memory``) by a background timer
+    ``delay`` seconds later, or by the next ``release_set_aside`` (a new generation
+    calls it before it reads, so two transcripts are never held at once)."""
+    global _release_timer
+    with _ASIDE_LOCK:
+        _aside.extend(objects)
+        if _release_timer is None:
+            timer = threading.Timer(RELEASE_DELAY if delay is None else delay, release_set_aside)
+            timer.daemon = True  # a process that exits frees them as it ends
+            _release_timer = timer
+            timer.start()
+
+
+def release_set_aside() -> bool:
+    """Free now what ``set_aside`` holds, and give the memory back to the system. True
+    when something was held."""
+    global _release_timer
+    with _ASIDE_LOCK:
+        held = _aside[:]
+        _aside.clear()
+        timer, _release_timer = _release_timer, None
+    if timer is not None and timer is not threading.current_thread():
+        timer.cancel()
+    if not held:
+        return False
+    held.clear()  # the last references: freed here, outside the lock
+    return_freed_memory()
+    return True
+
+
+def set_aside_count() -> int:
+    """How many objects are set aside now (for the tests)."""
+    with _ASIDE_LOCK:
+        return len(_aside)

@@ -16,7 +16,7 @@ import attrs
 from .. import lifecycle as lc
 from ..errors import HandoffError
 from ..faults import pause_point
-from ..gcpause import gc_paused, return_freed_memory
+from ..gcpause import gc_paused, release_set_aside, return_freed_memory, set_aside
 from ..params import GenerateParams, SessionsParams, StartSessionParams, structure
 from ..projections import table
 from ..records import Generation
@@ -209,12 +209,15 @@ def _parent_file(t: Transcript) -> str | None:
 def run_generate(service: Workspace, p: GenerateParams, ctx: CallContext) -> dict[str, Any]:
     """Turn one agent session into a handoff document and its draft; no agent session
     is written (``handoff.startSession`` starts one from the edited text), except with
-    ``startSession: true``, the one-step flow for scripts. The transcript is gone when
-    this returns, and the memory it took is handed back to the system."""
+    ``startSession: true``, the one-step flow for scripts. The transcript and its facts
+    are freed after the reply (``gcpause.set_aside``), an earlier generation's before
+    this one reads; on a failure, at once, and the memory goes back to the system."""
+    release_set_aside()  # never two transcripts held at once
     try:
         return _generate(service, p, ctx)
-    finally:
-        return_freed_memory()  # the transcript's frames are freed by now
+    except BaseException:
+        return_freed_memory()
+        raise
 
 
 @attrs.define
@@ -267,6 +270,7 @@ def _generate(service: Workspace, p: GenerateParams, ctx: CallContext) -> dict[s
     if warnings:
         result["warnings"] = warnings
     ctx.report("Handoff generated", 100)
+    set_aside(transcript, facts)  # freed after the reply, not before it
     return result
 
 
@@ -362,8 +366,11 @@ def _write_generation(
         service.store.ensure_folder()  # refuses a state folder that is a symbolic link
         saved = save_document(service.store.folder, generation_id, content)
         written.append(saved)
-        # The draft the user edits before a session starts from it (plain Markdown).
-        draft_file = save_text(service.store.folder, DRAFTS_FOLDER, generation_id, answer.document)
+        # The draft the user edits before a session starts from it (plain Markdown); its
+        # folder is fsync'd once, with the sidecar's link, before the record.
+        draft_file = save_text(
+            service.store.folder, DRAFTS_FOLDER, generation_id, answer.document, sync_folder=False
+        )
         written.append(draft_file)
         # Its HandoffDraft beside it, so an editor can prepare the saved draft later.
         document_path = _workspace_path(saved, service.workspace)

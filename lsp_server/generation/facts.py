@@ -152,6 +152,10 @@ _ACK = re.compile(
     re.IGNORECASE,
 )
 _URL = re.compile(r"https?://[^\s)\]>\"'`]+")
+#: The step keys of forge operations (pull requests, issues, releases).
+_FORGE_KEYS = ("gh pr", "gh issue", "gh repo", "gh release", "glab mr")
+#: The git steps whose output tells an event (a commit, a push, a pull, a merge).
+_GIT_EVENT_KEYS = ("git commit", "git push", "git pull", "git merge")
 _GH_URL = re.compile(r"https://github\.com/[\w.-]+/[\w.-]+/(?:pull|issues)/\d+")
 _FAILURE_MARK = re.compile(
     r"(?:^|\s)(?:error(?:\[\w+\])?:|ERR!|Error:|FAILED|FAIL\b|fatal:|Traceback \(most recent call last\)|"
@@ -908,6 +912,9 @@ class _Gatherer:
         keys = run.keys or (run.key,)
         if not run.gitish:
             return  # most steps: nothing to read in their output
+        forge = [key for key in keys if key.startswith(_FORGE_KEYS)]
+        if not forge and not any(key in keys for key in _GIT_EVENT_KEYS):
+            return  # a look (``git status``, ``git log``): no event to read
         text = readable(output)
         entry, at = run.entry, run.position
 
@@ -940,12 +947,12 @@ class _Gatherer:
                 )
                 if line:
                     add(key.split()[1], one_line(line, 100))
+        if not forge:
+            return
         head = run.command.split("\n", 1)[0]
         numbers = iter(_GH_NUMBER.findall(head))
         urls = iter(_GH_URL.findall(text))
-        for key in keys:
-            if not key.startswith(("gh pr", "gh issue", "gh repo", "gh release", "glab mr")):
-                continue
+        for key in forge:
             parts = key.split()
             if len(parts) < 3 or parts[2] in ("view", "list", "status", "diff", "checks"):
                 continue

@@ -62,11 +62,13 @@ def kept_if_recorded(what: str, **data: Any) -> Iterator[list[Path]]:
         raise
 
 
-def write_new_file(path: Path, data: bytes, mode: int = 0o600) -> None:
+def write_new_file(path: Path, data: bytes, mode: int = 0o600, *, sync_folder: bool = True) -> None:
     """Create ``path`` (never overwrite) holding all of ``data`` or nothing: written and
     fsync'd under a hidden temporary name, then linked into place, then the folder
     fsync'd. A writer killed midway leaves no empty or cut-short ``path`` behind (an
-    agent would list it as a session)."""
+    agent would list it as a session). ``sync_folder=False`` leaves the folder's fsync
+    to the caller's next new file in the same folder (one fsync makes both links
+    durable), which must come before anything that relies on ``path`` being there."""
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
@@ -82,7 +84,8 @@ def write_new_file(path: Path, data: bytes, mode: int = 0o600) -> None:
     finally:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-    fsync_dir(path.parent)
+    if sync_folder:
+        fsync_dir(path.parent)
 
 
 def pi_session_folder(root: Path, cwd: str) -> Path:
@@ -136,8 +139,11 @@ def save_document(folder: Path, generation_id: str, content: str) -> Path:
     return save_text(folder, "generated", generation_id, content)
 
 
-def save_text(folder: Path, kind: str, record_id: str, content: str) -> Path:
-    """Save ``content`` as a new file under ``<state folder>/<kind>/``; returns its path."""
+def save_text(
+    folder: Path, kind: str, record_id: str, content: str, *, sync_folder: bool = True
+) -> Path:
+    """Save ``content`` as a new file under ``<state folder>/<kind>/``; returns its path
+    (``sync_folder``: see :func:`write_new_file`)."""
     target = folder / kind
     if target.is_symlink():
         from ..errors import HandoffError
@@ -151,5 +157,5 @@ def save_text(folder: Path, kind: str, record_id: str, content: str) -> Path:
     target.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     path = target / f"{stamp}-{record_id}.md"
-    write_new_file(path, content.encode("utf-8"), mode=0o644)
+    write_new_file(path, content.encode("utf-8"), mode=0o644, sync_folder=sync_folder)
     return path

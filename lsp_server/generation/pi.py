@@ -20,6 +20,7 @@ from .transcript import (
     Message,
     ReadStats,
     TextBudget,
+    ToolCall,
     Transcript,
     clip,
     exit_code_in,
@@ -415,21 +416,49 @@ def _context(
     return context
 
 
-def _written_paths(history: list[Message]) -> list[str]:
-    """The files the branch's write tools wrote, first write first."""
-    written: dict[str, None] = {}
-    writes: dict[str, bool] = {}  # tool name -> is a write tool (the same few names)
-    for m in history:
-        for call in m.tool_calls:
-            name = call.name
-            is_write = writes.get(name)
-            if is_write is None:
-                is_write = writes[name] = name.lower() in WRITE_TOOLS
-            if is_write:
-                p = _path_arg(call.arguments)
-                if p:
-                    written[p] = None
-    return list(written)
+class _History:
+    """What one pass over the branch gathers: its messages in order, the message
+    entries (the guard's count), the last compaction on it, its model, and the files
+    its write tools wrote (first write first) — taken while each message is at hand,
+    instead of a second pass over the messages for the written files."""
+
+    def __init__(self, r: _Reading, branch: list[tuple[str, Node]]) -> None:
+        self.messages: list[Message] = []
+        self.model: str | None = None
+        count, compaction_at, compactions = 0, -1, 0
+        written: dict[str, None] = {}
+        writes: dict[str, bool] = {}  # tool name -> is a write tool (the same few names)
+        append = self.messages.append
+        compacted, models = r.compacted, r.models
+        for i, (eid, (_, m, counted)) in enumerate(branch):
+            if m is not None:
+                append(m)
+                if m.tool_calls:
+                    _note_writes(m.tool_calls, writes, written)
+            if counted:
+                count += 1
+            elif eid in compacted:
+                compaction_at = i
+                compactions += 1
+            elif eid in models:
+                self.model = models[eid]
+        self.message_count, self.compaction_at, self.compactions = count, compaction_at, compactions
+        self.written = list(written)
+
+
+def _note_writes(
+    calls: list[ToolCall] | tuple[ToolCall, ...], writes: dict[str, bool], written: dict[str, None]
+) -> None:
+    """The paths a message's write tool calls name, added to ``written`` in order."""
+    for call in calls:
+        name = call.name
+        is_write = writes.get(name)
+        if is_write is None:
+            is_write = writes[name] = name.lower() in WRITE_TOOLS
+        if is_write:
+            p = _path_arg(call.arguments)
+            if p:
+                written[p] = None
 
 
 def read_pi(path: Path, stats: ReadStats | None = None) -> Transcript:
@@ -438,22 +467,8 @@ def read_pi(path: Path, stats: ReadStats | None = None) -> Transcript:
     stats = stats or ReadStats()
     r = _read_entries(iter_objects(path, stats), stats)
     branch = _branch(r)
-    history: list[Message] = []
-    message_count = 0
-    compaction_at = -1
-    compactions = 0
-    model = None
-    compacted, models = r.compacted, r.models
-    for i, (eid, (_, m, counted)) in enumerate(branch):
-        if m is not None:
-            history.append(m)
-        if counted:
-            message_count += 1
-        elif eid in compacted:
-            compaction_at = i
-            compactions += 1
-        elif eid in models:
-            model = models[eid]
+    walked = _History(r, branch)
+    history, model = walked.messages, walked.model
     header = r.header or {}
     if model is None and isinstance(header.get("modelId"), str):
         model = f"{header.get('provider') or '?'}/{header['modelId']}"
@@ -471,11 +486,11 @@ def read_pi(path: Path, stats: ReadStats | None = None) -> Transcript:
         parent_session=parent if isinstance(parent, str) else None,
         model=model,
         history=history,
-        context=_context(branch, history, compaction_at, r),
-        message_count=message_count,
-        compactions=compactions,
+        context=_context(branch, history, walked.compaction_at, r),
+        message_count=walked.message_count,
+        compactions=walked.compactions,
         stats=stats,
-        written_paths=_written_paths(history),
+        written_paths=walked.written,
     )
 
 

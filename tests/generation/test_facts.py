@@ -263,6 +263,31 @@ def test_git_events_keep_their_results(tmp_path, workspace) -> None:
     ]
 
 
+
+def test_a_git_look_makes_no_git_event_and_a_chained_commit_still_does(tmp_path, workspace) -> None:
+    """Only a commit, push, pull, merge or forge step has an event to read; ``git
+    status`` / ``git log`` output that looks like one is not read (nor is a look that
+    mentions a pull request's URL)."""
+    t, f = session(
+        tmp_path,
+        workspace,
+        [
+            user("Commit the fix"),
+            assistant("", bash("s1", "git status && git log --oneline -3")),
+            result(
+                "s1",
+                "bash",
+                "[main 1234567] looks like a commit line\nhttps://github.com/o/r/pull/9\n",
+            ),
+            assistant("", bash("c1", "git status && git commit -am 'fix: y'")),
+            result("c1", "bash", "On branch main\n[main 89abcde] fix: y\n 1 file changed"),
+        ],
+    )
+    assert [(g.kind, g.detail) for g in f.git_events] == [
+        ("commit", "`89abcde` on `main`: fix: y"),
+    ]
+
+
 # -- the final state ---------------------------------------------------------------------
 
 

@@ -15,6 +15,7 @@ from lsp_server.generation.capture import WRAPPER_CLOSE, WRAPPER_OPEN, missing_s
 from lsp_server.generation.prompt import SECTIONS, build_prompt, estimate_tokens
 from lsp_server.generation.readers import read_session
 from lsp_server.generation.settings import GenerationSettings
+from tests.conftest import OWN_SESSIONS
 
 from .support import context, echo_command, nothing_written, printing_command, run_cli
 
@@ -462,3 +463,36 @@ def test_cli_start_takes_the_edited_draft(sessions: Path, homes, place, workspac
     as_codex = json.loads(run("start", "--agent", "codex", "--json").stdout)
     assert as_codex["newSession"] is None and as_codex["command"].startswith(f"cd {workspace} && codex ")
     assert run("start", "--draft", "missing.md").returncode == 2
+
+
+def test_the_saved_files_are_durable_before_the_record_with_one_fsync_per_folder(
+    workspace: Path, gen_service, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The document's folder and the drafts folder are each fsync'd once, after their
+    new files are linked (the draft and its sidecar share the drafts folder's fsync),
+    and before the generation's record is written."""
+    from lsp_server.generation import newsession
+
+    synced: list[tuple[str, list[str], bool]] = []
+    real = newsession.fsync_dir
+
+    def fsync_dir(folder: Path) -> None:
+        state = folder.parent / "state.json"
+        listed = sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))
+        ids = {name.rsplit("-", 1)[-1].split(".")[0] for name in listed}
+        recorded = state.is_file() and any(i in state.read_text() for i in ids)
+        synced.append((folder.name, listed, recorded))
+        real(folder)
+
+    monkeypatch.setattr(newsession, "fsync_dir", fsync_dir)
+    session = str(OWN_SESSIONS / "pi" / "pets-fix.jsonl")
+    result = gen_service().call("handoff.generate", {"session": session})
+    gen = result["generation"]
+    assert [(name, recorded) for name, _, recorded in synced] == [
+        ("generated", False),
+        ("drafts", False),
+    ]
+    drafts = synced[1][1]
+    assert any(n.endswith(f"{gen}.md") for n in drafts)
+    assert any(n.endswith(f"{gen}.json") for n in drafts)
+    assert gen in (workspace / ".handoff" / "state.json").read_text()

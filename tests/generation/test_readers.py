@@ -609,6 +609,36 @@ def test_pi_linear_session_reads_like_its_walked_branch(sessions: Path, tmp_path
     assert walked.written_paths == linear.written_paths
 
 
+def test_pi_written_files_are_the_branch_writes_first_write_first(tmp_path: Path) -> None:
+    """The files a pi session wrote: every write tool's path on the current branch (any
+    case of the tool's name, any of the path keys), each once, in the order of its first
+    write; a write on an abandoned branch or a read is not one."""
+
+    def entry(eid: str, parent: str | None, message: dict) -> dict:
+        return {"type": "message", "id": eid, "parentId": parent, "message": message}
+
+    def calls(*named: tuple[str, dict]) -> dict:
+        blocks = [
+            {"type": "toolCall", "id": f"t{i}", "name": name, "arguments": args}
+            for i, (name, args) in enumerate(named)
+        ]
+        return {"role": "assistant", "content": blocks}
+
+    rows = [
+        {"type": "session", "version": 3, "id": "s", "cwd": "/w"},
+        entry("a", None, {"role": "user", "content": "write the files"}),
+        entry("b", "a", calls(("write", {"path": "lost.py", "content": "x"}))),  # abandoned
+        entry("c", "a", calls(("Edit", {"file_path": "b.py"}), ("read", {"path": "r.py"}))),
+        entry("d", "c", calls(("write", {"path": "a.py", "content": "y" * 5000}))),
+        entry("e", "d", calls(("edit", {"path": "b.py"}), ("multi_edit", {"filePath": "c.py"}))),
+    ]
+    path = tmp_path / "tree.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    t = read_session(path)
+    assert [m.entry for m in t.history] == ["a", "c", "d", "e"]
+    assert t.written_paths == ["b.py", "a.py", "c.py"]
+
+
 def test_claude_linear_session_reads_like_its_walked_branch(
     sessions: Path, tmp_path: Path
 ) -> None:
