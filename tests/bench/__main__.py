@@ -300,10 +300,10 @@ def verdicts(runs: dict[str, Run]) -> list[Verdict]:
         "Session reading: extractive generation of a 100 MB session (pi, Claude Code, Codex) vs a bare line-by-line orjson.loads pass",
         "≤ 3×",
         plan=(
-            "See the issue-13 section of docs/performance.md: build pi's old messages "
-            "at their cut-down size, gather the session facts inside the reader's pass, "
-            "and leave Claude Code's duplicate structured tool results (`toolUseResult`, "
-            "some 40 % of its bytes) unparsed if that can be done safely (owner: "
+            "See the issue-13 section of docs/performance.md (round four): the text "
+            "budget's cuts (~11 % of a generation in a sampling profile) are the next "
+            "lever, then Claude Code's duplicate structured tool results (`toolUseResult`, "
+            "some 40 % of its bytes) left unparsed if that can be done safely (owner: "
             "generation)."
         ),
     )
