@@ -361,6 +361,9 @@ class ScopeLog:
         self.by_digest: dict[str, dict[str, Any]] = {}
         self.head: str | None = None
         self._own_lists: set[int] | None = None  # a copy: the index lists it may append to
+        self.folds = 0  # how many times ``_extend`` folded records into this log
+        self._base: ScopeLog | None = None  # a copy: the kept log it lays a tail on
+        self._history: KeptRevisionViews | None = None  # a kept log: its revision views
         if data is not None:
             session = CHECKED.session()
             self._build([data], session)
@@ -519,6 +522,7 @@ class ScopeLog:
     def _extend(self, parts: list[dict[str, Any]]) -> None:
         """Fold in records added after the ones this log holds, in document order;
         ``_Refold`` when one cannot be taken in order (the log is then discarded)."""
+        self.folds += bool(parts)
         for part in parts:
             added = False
             for rec in table(part, "revisions"):
@@ -555,6 +559,7 @@ class ScopeLog:
                 value = list(value) if name == "revisions" else _Appended(value)
             new.__dict__[name] = value
         new._own_lists = set()
+        new._base, new._history = self, None
         return new
 
     def with_tail(self, live: dict[str, Any]) -> ScopeLog | None:
@@ -667,7 +672,7 @@ class KeptScopeLogs:
 
     def __init__(self, scopes: int = 16) -> None:
         self.scopes = scopes
-        self._lock = threading.Lock()
+        self.lock = threading.Lock()
         #: (store, scope) → (the SealedTables folded, how many parts, the log)
         self._kept: OrderedDict[tuple[Any, str], tuple[Any, int, ScopeLog]] = OrderedDict()
 
@@ -675,7 +680,7 @@ class KeptScopeLogs:
         """The scope's log of a ``store.StoreLog`` snapshot."""
         view = None
         if log.tail_in_order():
-            with self._lock:
+            with self.lock:
                 view = self._sealed_log(log, scope).with_tail(log.live)
         return view if view is not None else ScopeLog(log.full(), scope)
 
@@ -701,7 +706,7 @@ class KeptScopeLogs:
         return base
 
     def forget(self) -> None:
-        with self._lock:
+        with self.lock:
             self._kept.clear()
 
 
@@ -916,33 +921,124 @@ def revision_json(rev: dict[str, Any], log: ScopeLog) -> dict[str, Any]:
     }
 
 
+def cited_refs(content: dict[str, Any]) -> list[str]:
+    """The SourceRefs one content cites, in the order it cites them (repeats kept)."""
+    return [
+        c["ref"]
+        for fact in [content["state"], *content["nextActions"]]
+        for c in fact["citations"]
+        if c.get("kind") == "source" and c.get("ref") is not None
+    ]
+
+
+def _cited_events(log: ScopeLog, refs: Iterable[str]) -> dict[str, Any]:
+    """The event of each cited Source of this scope, by its ref, first citation first."""
+    out: dict[str, Any] = {}
+    for ref in refs:
+        if ref in out:
+            continue
+        rec = log.by_id.get(ref.removeprefix("source/"))
+        if rec is not None:
+            out[ref] = _source_event(rec, log)
+    return out
+
+
 def cited_sources(log: ScopeLog, contents: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """For each Source of this scope cited by these contents: its kind and the event the
     continuity view makes of it (``reports`` adds its one-line summary, so a citation
     reads as more than an id)."""
-    out: dict[str, Any] = {}
-    for content in contents:
-        for fact in [content["state"], *content["nextActions"]]:
-            for c in fact["citations"]:
-                ref = c.get("ref") if c.get("kind") == "source" else None
-                if ref is None or ref in out:
-                    continue
-                rec = log.by_id.get(ref.removeprefix("source/"))
-                if rec is not None:
-                    out[ref] = _source_event(rec, log)
-    return out
+    return _cited_events(log, (ref for content in contents for ref in cited_refs(content)))
+
+
+class KeptRevisionViews:
+    """The history's revision views (``revision_json``) of one kept log of sealed
+    records, newest first, with the Sources they cite.
+
+    A revision's view reads only the revision, its receipts and the outcomes that cover
+    it, so after the log folds in a seal each kept view is reused while those lists are
+    unchanged (compared by element identity: sealed records stay the same objects), and
+    a view after one new record rebuilds only the revisions the live tail names (the
+    keys of its layer over the receipt and coverage indexes) and the ones it adds: the
+    history projection's cost follows what changed, not the number of revisions
+    (docs/performance.md, "Views after one new record").
+    """
+
+    def __init__(self) -> None:
+        self.folds = -1
+        #: ref → (revision, its receipts, its covering outcomes, its view)
+        self.entries: dict[str, tuple[Any, Any, Any, dict[str, Any]]] = {}
+        self.newest: list[dict[str, Any]] = []
+        self.position: dict[str, int] = {}
+        self.cited: list[str] = []  # the refs the revisions cite, newest revision first
+
+    def refresh(self, base: ScopeLog) -> None:
+        """Bring the views up to the kept log after it folded records in."""
+        if self.folds == base.folds:
+            return
+        old, entries, newest = self.entries, {}, []
+        receipts, covered = base.receipts, base.covered_by
+        for rev in reversed(base.revisions):
+            ref = rev["ref"]
+            got, cover = receipts.get(ref), covered.get(ref)
+            entry = old.get(ref)
+            if entry is None or entry[0] is not rev or entry[1] != got or entry[2] != cover:
+                entry = (rev, got and list(got), cover and list(cover), revision_json(rev, base))
+            entries[ref] = entry
+            newest.append(entry[3])
+        self.entries, self.newest, self.folds = entries, newest, base.folds
+        self.position = {r["revision"]: i for i, r in enumerate(newest)}
+        self.cited = list(dict.fromkeys(ref for r in newest for ref in cited_refs(r["content"])))
+
+    def view_of(self, log: ScopeLog, base: ScopeLog) -> tuple[list[Any], list[str]] | None:
+        """The revision views of ``log`` (``base`` with a live tail laid on it), newest
+        first, and the refs they cite; ``None`` when the tail reordered the revisions."""
+        n = len(base.revisions)
+        if len(log.revisions) < n or log.revisions[:n] != base.revisions:
+            return None
+        added = [revision_json(r, log) for r in reversed(log.revisions[n:])]
+        rest = self.newest
+        named = {
+            ref
+            for layer in (log.receipts, log.covered_by)
+            for ref in layer.maps[0]  # what the live tail added to or changed
+            if ref in self.position
+        }
+        if named:
+            rest = list(rest)
+            for ref in named:
+                rest[self.position[ref]] = revision_json(base.by_ref[ref], log)
+        cited = [ref for r in added for ref in cited_refs(r["content"])]
+        return added + rest, cited + self.cited
+
+
+def _kept_revisions(log: ScopeLog) -> tuple[list[Any], list[str]] | None:
+    """The history's revision views through the kept log's ``KeptRevisionViews``."""
+    base = log._base
+    if base is None or type(log.receipts) is not ChainMap or type(log.covered_by) is not ChainMap:
+        return None
+    with KEPT.lock:
+        if base._history is None:
+            base._history = KeptRevisionViews()
+        base._history.refresh(base)
+        return base._history.view_of(log, base)
 
 
 def history(data: dict[str, Any], scope: str) -> dict[str, Any]:
     """The Handoff Report: committed revisions only, newest first."""
     log = scope_log(data, scope)
-    newest_first = list(reversed(log.revisions))
+    kept = _kept_revisions(log)
+    if kept is None:
+        newest_first = list(reversed(log.revisions))
+        revisions = [revision_json(r, log) for r in newest_first]
+        refs = [ref for r in newest_first for ref in cited_refs(r["prepared"]["content"])]
+    else:
+        revisions, refs = kept
     return {
         "scope": scope,
         "head": log.head,
-        "revisions": [revision_json(r, log) for r in newest_first],
+        "revisions": revisions,
         "invalidRecordCount": log.invalid,
-        "citedSources": cited_sources(log, (r["prepared"]["content"] for r in newest_first)),
+        "citedSources": _cited_events(log, refs),
     }
 
 

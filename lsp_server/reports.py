@@ -5,6 +5,8 @@ workspace's overrides in ``.handoff/templates/``), with record text escaped."""
 from __future__ import annotations
 
 import logging
+import threading
+from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
@@ -56,6 +58,124 @@ def render(
 ) -> tuple[str, list[str]]:
     """Render the report ``kind``; a broken override falls back to the built-in one."""
     return rendering.render(TEMPLATE_FOR[kind], context, workspace_templates, mode)
+
+
+# ---------------------------------------------------------------------------
+# The history report, rendered one revision at a time
+# ---------------------------------------------------------------------------
+
+
+def _block_reads(r: dict[str, Any]) -> frozenset[str]:
+    """The cited Sources whose summaries a revision's block prints."""
+    return frozenset(projections.cited_refs(r["content"]))
+
+
+class _RevisionBlocks:
+    """The rendered blocks of one history report (one store, scope, mode, link base)."""
+
+    def __init__(self, template: Any) -> None:
+        self.template = template
+        self.summaries: dict[str, Any] = {}
+        #: ref → (the revision's view, whether it was the head, what it cites, its block)
+        self.blocks: dict[str, tuple[dict[str, Any], bool, frozenset[str], str]] = {}
+        self.revisions: list[dict[str, Any]] | None = None  # the last report's views
+        self.head: Any = None
+        self.header = self.body = self.text = ""
+
+    def _changed_summaries(self, cited: dict[str, Any]) -> set[str]:
+        now = {ref: c.get("summary") for ref, c in cited.items()}
+        before, self.summaries = self.summaries, now
+        if now == before:
+            return set()
+        return {ref for ref in now.keys() | before.keys() if now.get(ref) != before.get(ref)}
+
+    def markdown(self, context: dict[str, Any]) -> str:
+        """The header block and each revision's block, re-rendered only where its view,
+        its head mark or a cited Source's summary changed."""
+        view = context["view"]
+        stale = self._changed_summaries(view["citedSources"])
+        header = rendering.render_block(self.template, "header", context)
+        revisions, head = view["revisions"], view["head"]
+        # Compared element by element, by identity first (C-level): after a record that
+        # names no revision, the last report's text is handed out again.
+        changed = bool(stale) or head != self.head or revisions != self.revisions
+        if changed:
+            self.body = self._body(context, stale)
+            self.revisions, self.head = list(revisions), head
+        if changed or header != self.header:
+            self.header, self.text = header, header + self.body
+        return self.text
+
+    def _body(self, context: dict[str, Any], stale: set[str]) -> str:
+        """Every revision's block in order, the unchanged ones as kept."""
+        template, view = self.template, context["view"]
+        old, blocks, head = self.blocks, {}, view["head"]
+        parts = []
+        for r in view["revisions"]:
+            ref = r["revision"]
+            kept = old.get(ref)
+            is_head = ref == head
+            if (
+                kept is None
+                or (kept[0] is not r and kept[0] != r)  # a view from scratch: by value
+                or kept[1] is not is_head
+                or not stale.isdisjoint(kept[2])
+            ):
+                text = rendering.render_block(template, "revision", {**context, "r": r})
+                kept = (r, is_head, _block_reads(r), text)
+            blocks[ref] = kept
+            parts.append(kept[3])
+        self.blocks = blocks
+        return "".join(parts)
+
+
+class KeptHistoryBlocks:
+    """The history report's Markdown per revision, kept per store, scope, render mode
+    and link base (the newest 16).
+
+    The built-in ``history.md.j2`` writes each revision in its own block, which reads
+    only the revision's view (``projections.revision_json``, handed out as the same
+    object while its receipts and coverage are unchanged), whether it is the head, the
+    summaries of the Sources it cites and the link base. So after one new record only
+    the blocks of the revisions it names are rendered again; the report is the header
+    block and the blocks in order, byte-identical to a full render
+    (``tests/reports/test_history_blocks.py``). A workspace override is rendered whole.
+    """
+
+    def __init__(self, reports: int = 16) -> None:
+        self.reports = reports
+        self._lock = threading.Lock()
+        self._kept: OrderedDict[tuple[Any, ...], _RevisionBlocks] = OrderedDict()
+
+    def markdown(self, key: tuple[Any, ...], context: dict[str, Any], mode: str) -> str:
+        template = rendering.builtin_template(TEMPLATE_FOR["history"], mode)
+        key = (mode, *key)
+        with self._lock:
+            kept = self._kept.get(key)
+            if kept is None or kept.template is not template:
+                kept = self._kept[key] = _RevisionBlocks(template)
+            self._kept.move_to_end(key)
+            while len(self._kept) > self.reports:
+                self._kept.popitem(last=False)
+            return kept.markdown(context)
+
+    def forget(self) -> None:
+        with self._lock:
+            self._kept.clear()
+
+
+HISTORY_BLOCKS = KeptHistoryBlocks()
+
+
+def _markdown(
+    kind: str, scope: str, context: dict[str, Any], overrides: Path, mode: str
+) -> tuple[str, list[str]]:
+    """A report's Markdown; the history by its kept blocks unless the workspace
+    overrides templates."""
+    if kind == "history" and rendering.templates_stamp(overrides) is None:
+        key = (str(overrides), scope, context["workspaceUri"])
+        return HISTORY_BLOCKS.markdown(key, context, mode), []
+    return render(kind, context, overrides, mode)
 
 
 # ---------------------------------------------------------------------------
@@ -222,7 +342,7 @@ def run_report(
     # VS Code's preview resolves a link that starts with "/" against the workspace folder.
     base = "/" if p.render == "vscode" else service.workspace.as_uri()
     context = {"view": data, "kind": p.kind, "workspaceUri": base}
-    markdown, warnings = render(p.kind, context, overrides, p.render)
+    markdown, warnings = _markdown(p.kind, scope, context, overrides, p.render)
     warnings = summary_warnings + warnings
     result: dict[str, Any] = {"scope": scope, "kind": p.kind, "markdown": markdown, "data": data}
     if warnings:

@@ -13,7 +13,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from lsp_server import projections
+from lsp_server import projections, rendering, reports
 from lsp_server.service import HandoffService, ServiceConfig
 from lsp_server.store import StateStore, StoreLog
 
@@ -27,8 +27,10 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.fixture(autouse=True)
 def _nothing_kept():
     projections.KEPT.forget()
+    reports.HISTORY_BLOCKS.forget()
     yield
     projections.KEPT.forget()
+    reports.HISTORY_BLOCKS.forget()
 
 
 def service(workspace: Path) -> HandoffService:
@@ -37,12 +39,27 @@ def service(workspace: Path) -> HandoffService:
     return svc
 
 
+def scratch_history_markdown(svc: HandoffService, scope: str, mode: str) -> str:
+    """The history report as a fresh process writes it: projected from every record,
+    the template rendered whole."""
+    view = projections.history(StateStore(svc.store.folder).read(), scope)
+    reports.with_summaries(view, svc.store.folder / reports.OVERRIDE_FOLDER)
+    base = "/" if mode == "vscode" else svc.workspace.as_uri()
+    context = {"view": view, "kind": "history", "workspaceUri": base}
+    return rendering.render("history.md.j2", context, None, mode)[0]
+
+
 def assert_kept_equals_scratch(svc: HandoffService, scopes=(SCOPE,)) -> None:
-    """Every view of the kept path equals the one a fresh process projects."""
+    """Every view of the kept path equals the one a fresh process projects, key order
+    included, and the history report of the kept blocks is the full render's text."""
     scratch = StateStore(svc.store.folder).read()
     for scope in scopes:
         for project in VIEWS:
-            assert project(svc.store.read_log(), scope) == project(scratch, scope), project
+            kept, fresh = project(svc.store.read_log(), scope), project(scratch, scope)
+            assert orjson.dumps(kept) == orjson.dumps(fresh), project
+        for mode in rendering.RENDER_MODES:
+            got = svc.call("handoff.report", {"scope": scope, "kind": "history", "render": mode})
+            assert got["markdown"] == scratch_history_markdown(svc, scope, mode), mode
 
 
 def commit_round(svc: HandoffService, contract: str, i: int, scope: str = SCOPE) -> dict:
