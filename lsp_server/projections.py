@@ -362,6 +362,7 @@ class ScopeLog:
         self.head: str | None = None
         self._own_lists: set[int] | None = None  # a copy: the index lists it may append to
         self.folds = 0  # how many times ``_extend`` folded records into this log
+        self.touched: set[str] = set()  # revision refs whose receipts/coverage grew, new refs
         self._base: ScopeLog | None = None  # a copy: the kept log it lays a tail on
         self._history: KeptRevisionViews | None = None  # a kept log: its revision views
         if data is not None:
@@ -466,6 +467,7 @@ class ScopeLog:
 
     def _append(self, index: dict[str, list[Any]], key: str, rec: Any) -> None:
         """Append to an index list (a copy copies a shared list before its first append)."""
+        self.touched.add(key)
         lst = index.get(key)
         own = self._own_lists
         if lst is not None and (own is None or id(lst) in own):
@@ -508,6 +510,7 @@ class ScopeLog:
         at = bisect.bisect_right(self.revisions, rev["number"], key=_NUMBER)
         self.revisions.insert(at, rev)
         self.by_ref[rev["ref"]] = rev
+        self.touched.add(rev["ref"])
         if at == len(self.revisions) - 1:
             self._index_revision(rev)
         else:
@@ -559,7 +562,7 @@ class ScopeLog:
                 value = list(value) if name == "revisions" else _Appended(value)
             new.__dict__[name] = value
         new._own_lists = set()
-        new._base, new._history = self, None
+        new._base, new._history, new.touched = self, None, set()
         return new
 
     def with_tail(self, live: dict[str, Any]) -> ScopeLog | None:
@@ -952,63 +955,67 @@ def cited_sources(log: ScopeLog, contents: Iterable[dict[str, Any]]) -> dict[str
 
 class KeptRevisionViews:
     """The history's revision views (``revision_json``) of one kept log of sealed
-    records, newest first, with the Sources they cite.
+    records, with the Sources they cite.
 
     A revision's view reads only the revision, its receipts and the outcomes that cover
-    it, so after the log folds in a seal each kept view is reused while those lists are
-    unchanged (compared by element identity: sealed records stay the same objects), and
-    a view after one new record rebuilds only the revisions the live tail names (the
-    keys of its layer over the receipt and coverage indexes) and the ones it adds: the
-    history projection's cost follows what changed, not the number of revisions
-    (docs/performance.md, "Views after one new record").
+    it. The kept log notes which revisions a fold added or named (``ScopeLog.touched``),
+    so after a seal only those views are built again, and a view after one new record
+    rebuilds only the revisions the live tail names (the keys of its layer over the
+    receipt and coverage indexes) and the ones it adds: the history projection's cost
+    follows what changed, not the number of revisions (docs/performance.md, "Views after
+    one new record").
     """
 
     def __init__(self) -> None:
         self.folds = -1
-        #: ref → (revision, its receipts, its covering outcomes, its view)
-        self.entries: dict[str, tuple[Any, Any, Any, dict[str, Any]]] = {}
-        self.newest: list[dict[str, Any]] = []
-        self.position: dict[str, int] = {}
+        self.order: list[dict[str, Any]] = []  # the kept log's revisions, oldest first
+        self.views: list[dict[str, Any]] = []  # their views, in the same order
+        self.index: dict[str, int] = {}  # ref → its place in both
         self.cited: list[str] = []  # the refs the revisions cite, newest revision first
 
     def refresh(self, base: ScopeLog) -> None:
         """Bring the views up to the kept log after it folded records in."""
         if self.folds == base.folds:
             return
-        old, entries, newest = self.entries, {}, []
-        receipts, covered = base.receipts, base.covered_by
-        for rev in reversed(base.revisions):
-            ref = rev["ref"]
-            got, cover = receipts.get(ref), covered.get(ref)
-            entry = old.get(ref)
-            if entry is None or entry[0] is not rev or entry[1] != got or entry[2] != cover:
-                entry = (rev, got and list(got), cover and list(cover), revision_json(rev, base))
-            entries[ref] = entry
-            newest.append(entry[3])
-        self.entries, self.newest, self.folds = entries, newest, base.folds
-        self.position = {r["revision"]: i for i, r in enumerate(newest)}
-        self.cited = list(dict.fromkeys(ref for r in newest for ref in cited_refs(r["content"])))
+        touched, base.touched = base.touched, set()
+        n = len(self.order)
+        if self.folds < 0 or base.revisions[:n] != self.order:  # not only appended to
+            self.order, self.views, self.index, self.cited, n = [], [], {}, [], 0
+            touched = set()
+        for ref in touched:
+            at = self.index.get(ref)
+            if at is not None:
+                self.views[at] = revision_json(self.order[at], base)
+        added = base.revisions[n:]
+        for rev in added:
+            self.index[rev["ref"]] = len(self.order)
+            self.order.append(rev)
+            self.views.append(revision_json(rev, base))
+        new_refs = [ref for rev in reversed(added) for ref in cited_refs(rev["prepared"]["content"])]
+        if new_refs:
+            self.cited = list(dict.fromkeys([*new_refs, *self.cited]))
+        self.folds = base.folds
 
     def view_of(self, log: ScopeLog, base: ScopeLog) -> tuple[list[Any], list[str]] | None:
         """The revision views of ``log`` (``base`` with a live tail laid on it), newest
         first, and the refs they cite; ``None`` when the tail reordered the revisions."""
-        n = len(base.revisions)
-        if len(log.revisions) < n or log.revisions[:n] != base.revisions:
+        n = len(self.order)
+        if len(log.revisions) < n or log.revisions[:n] != self.order:
             return None
         added = [revision_json(r, log) for r in reversed(log.revisions[n:])]
-        rest = self.newest
         named = {
-            ref
+            self.index[ref]
             for layer in (log.receipts, log.covered_by)
             for ref in layer.maps[0]  # what the live tail added to or changed
-            if ref in self.position
+            if ref in self.index
         }
+        views = self.views
         if named:
-            rest = list(rest)
-            for ref in named:
-                rest[self.position[ref]] = revision_json(base.by_ref[ref], log)
+            views = list(views)
+            for at in named:
+                views[at] = revision_json(self.order[at], log)
         cited = [ref for r in added for ref in cited_refs(r["content"])]
-        return added + rest, cited + self.cited
+        return added + views[::-1], cited + self.cited
 
 
 def _kept_revisions(log: ScopeLog) -> tuple[list[Any], list[str]] | None:
