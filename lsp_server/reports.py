@@ -71,16 +71,20 @@ def _block_reads(r: dict[str, Any]) -> frozenset[str]:
 
 
 class _RevisionBlocks:
-    """The rendered blocks of one history report (one store, scope, mode, link base)."""
+    """The rendered blocks of one history report (one store, scope, mode, link base):
+    the last report's revision views, head, header and each block in order, with the
+    cited Sources each block prints."""
 
     def __init__(self, template: Any) -> None:
         self.template = template
         self.summaries: dict[str, Any] = {}
-        #: ref → (the revision's view, whether it was the head, what it cites, its block)
-        self.blocks: dict[str, tuple[dict[str, Any], bool, frozenset[str], str]] = {}
-        self.revisions: list[dict[str, Any]] | None = None  # the last report's views
+        self.revisions: list[dict[str, Any]] | None = None
         self.head: Any = None
-        self.header = self.body = self.text = ""
+        self.header = self.text = ""
+        self.blocks: list[str] = []
+        self.reads: list[frozenset[str]] = []
+        self.where: dict[str, int] = {}  # ref → its place in the last report
+        self._changed = False
 
     def _changed_summaries(self, cited: dict[str, Any]) -> set[str]:
         now = {ref: c.get("summary") for ref, c in cited.items()}
@@ -95,38 +99,72 @@ class _RevisionBlocks:
         view = context["view"]
         stale = self._changed_summaries(view["citedSources"])
         header = rendering.render_block(self.template, "header", context)
-        revisions, head = view["revisions"], view["head"]
-        # Compared element by element, by identity first (C-level): after a record that
-        # names no revision, the last report's text is handed out again.
-        changed = bool(stale) or head != self.head or revisions != self.revisions
-        if changed:
-            self.body = self._body(context, stale)
-            self.revisions, self.head = list(revisions), head
-        if changed or header != self.header:
-            self.header, self.text = header, header + self.body
+        old = self.revisions
+        if old is None or len(view["revisions"]) != len(old) or not self._patch(context, stale):
+            self._rebuild(context, stale)
+            changed = True
+        else:
+            changed = self._changed
+        if changed or header != self.header:  # else the last report's text again
+            self.header, self.text = header, "".join([header, *self.blocks])
         return self.text
 
-    def _body(self, context: dict[str, Any], stale: set[str]) -> str:
-        """Every revision's block in order, the unchanged ones as kept."""
-        template, view = self.template, context["view"]
-        old, blocks, head = self.blocks, {}, view["head"]
-        parts = []
+    def _forced(self, head: Any, stale: set[str]) -> set[int]:
+        """The blocks that gain or lose the head mark or print a changed summary."""
+        places = set()
+        if head != self.head:
+            places = {self.where.get(head, -1), self.where.get(self.head, -1)} - {-1}
+        if stale:
+            places |= {i for i, reads in enumerate(self.reads) if not stale.isdisjoint(reads)}
+        return places
+
+    def _patch(self, context: dict[str, Any], stale: set[str]) -> bool:
+        """Render again in place the blocks whose view changed (compared by identity
+        first, C-level; a view equal by value, as from scratch, keeps its block) or that
+        ``_forced`` names; ``False`` when the revisions are not the same ones in order."""
+        view = context["view"]
+        revisions, old = view["revisions"], self.revisions or []
+        forced = self._forced(view["head"], stale)
+        moved = {i for i, (r, was) in enumerate(zip(revisions, old, strict=True)) if r is not was}
+        self._changed = False
+        for i in sorted(moved | forced):
+            r = revisions[i]
+            if r["revision"] != old[i]["revision"]:
+                return False
+            if i not in forced and r == old[i]:
+                old[i] = r
+                continue
+            old[i], self.blocks[i], self._changed = r, self._render(context, r), True
+        self.head = view["head"]
+        return True
+
+    def _render(self, context: dict[str, Any], r: dict[str, Any]) -> str:
+        return rendering.render_block(self.template, "revision", {**context, "r": r})
+
+    def _rebuild(self, context: dict[str, Any], stale: set[str]) -> None:
+        """Every block; those of an unchanged view, head mark and summaries as kept."""
+        view, head = context["view"], context["view"]["head"]
+        kept = {
+            r["revision"]: (r, self.blocks[i], self.reads[i])
+            for i, r in enumerate(self.revisions or ())
+        }
+        redo = {head, self.head} if head != self.head else set()
+        blocks, reads = [], []
         for r in view["revisions"]:
             ref = r["revision"]
-            kept = old.get(ref)
-            is_head = ref == head
+            got = kept.get(ref)
             if (
-                kept is None
-                or (kept[0] is not r and kept[0] != r)  # a view from scratch: by value
-                or kept[1] is not is_head
-                or not stale.isdisjoint(kept[2])
+                got is None
+                or (got[0] is not r and got[0] != r)
+                or ref in redo
+                or not stale.isdisjoint(got[2])
             ):
-                text = rendering.render_block(template, "revision", {**context, "r": r})
-                kept = (r, is_head, _block_reads(r), text)
-            blocks[ref] = kept
-            parts.append(kept[3])
-        self.blocks = blocks
-        return "".join(parts)
+                got = (r, self._render(context, r), frozenset(projections.cited_refs(r["content"])))
+            blocks.append(got[1])
+            reads.append(got[2])
+        self.revisions, self.head = list(view["revisions"]), head
+        self.blocks, self.reads = blocks, reads
+        self.where = {r["revision"]: i for i, r in enumerate(self.revisions)}
 
 
 class KeptHistoryBlocks:

@@ -14,7 +14,7 @@ from lsp_server import projections, rendering, reports
 from lsp_server.service import HandoffService
 from tests.helpers import SCOPE, prepare
 
-from .support import acknowledge, report
+from .support import acknowledge, commit_walkthrough, report
 
 TEMPLATE = "history.md.j2"
 
@@ -186,3 +186,23 @@ def test_a_workspace_override_of_the_history_is_rendered_whole(svc, walk):
     got = report(svc, "history")
     assert got["markdown"] == "".join(f"* {r['revision']}\n" for r in got["data"]["revisions"])
     assert "warnings" not in got
+
+
+def test_a_report_of_other_revisions_as_many_as_before_is_rendered_from_them(svc, walk):
+    """The kept blocks follow the revisions by ref: the same number of other revisions
+    (another scope's history under one key) gives that history's full render."""
+    grow(svc, walk, 1)
+    other = commit_walkthrough(svc, "other-scope")
+    acknowledge(svc, other["revision"], scope="other-scope")
+    svc.call(
+        "handoff.commit",
+        {"scope": "other-scope", "prepared": prepare(svc, other["contract"], scope="other-scope")},
+    )
+    kept = reports.KeptHistoryBlocks()
+    mine = context_of(svc)
+    kept.markdown(("k",), mine, "preview")
+    view = projections.history(svc.store.read(), "other-scope")
+    reports.with_summaries(view, None)
+    theirs = {**mine, "view": view}
+    assert len(view["revisions"]) == len(mine["view"]["revisions"]) == 2
+    assert kept.markdown(("k",), theirs, "preview") == full_render(theirs)
