@@ -169,7 +169,7 @@ class _RevisionBlocks:
 
 class KeptHistoryBlocks:
     """The history report's Markdown per revision, kept per store, scope, render mode
-    and link base (the newest 16).
+    and link base (the newest 8).
 
     The built-in ``history.md.j2`` writes each revision in its own block, which reads
     only the revision's view (``projections.revision_json``, handed out as the same
@@ -180,7 +180,7 @@ class KeptHistoryBlocks:
     (``tests/reports/test_history_blocks.py``). A workspace override is rendered whole.
     """
 
-    def __init__(self, reports: int = 16) -> None:
+    def __init__(self, reports: int = 8) -> None:
         self.reports = reports
         self._lock = threading.Lock()
         self._kept: OrderedDict[tuple[Any, ...], _RevisionBlocks] = OrderedDict()
