@@ -4,6 +4,7 @@ in one pass from the Source log and the committed history. Nothing here writes."
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 import threading
 from collections import ChainMap, OrderedDict
@@ -361,6 +362,11 @@ class ScopeLog:
         self.by_digest: dict[str, dict[str, Any]] = {}
         self.head: str | None = None
         self._own_lists: set[int] | None = None  # a copy: the index lists it may append to
+        self.folds = 0  # how many times ``_extend`` folded records into this log
+        self.touched: set[str] = set()  # revision refs whose receipts/coverage grew, new refs
+        self.revisions_by_seq = True  # the revisions (in number order) are in seq order too
+        self._base: ScopeLog | None = None  # a copy: the kept log it lays a tail on
+        self._history: KeptRevisionViews | None = None  # a kept log: its revision views
         if data is not None:
             session = CHECKED.session()
             self._build([data], session)
@@ -382,6 +388,8 @@ class ScopeLog:
         self.revisions = sorted(
             (r for r in self.all_revisions.values() if r["scope"] == scope), key=_NUMBER
         )
+        seqs = [r["seq"] for r in self.revisions]
+        self.revisions_by_seq = all(map(int.__lt__, seqs, seqs[1:]))
         self.by_ref = {r["ref"]: r for r in self.revisions}
         self._index_revisions()
         batch: list[dict[str, Any]] = []
@@ -463,6 +471,7 @@ class ScopeLog:
 
     def _append(self, index: dict[str, list[Any]], key: str, rec: Any) -> None:
         """Append to an index list (a copy copies a shared list before its first append)."""
+        self.touched.add(key)
         lst = index.get(key)
         own = self._own_lists
         if lst is not None and (own is None or id(lst) in own):
@@ -505,6 +514,9 @@ class ScopeLog:
         at = bisect.bisect_right(self.revisions, rev["number"], key=_NUMBER)
         self.revisions.insert(at, rev)
         self.by_ref[rev["ref"]] = rev
+        self.touched.add(rev["ref"])
+        if at != len(self.revisions) - 1 or (at and self.revisions[at - 1]["seq"] >= rev["seq"]):
+            self.revisions_by_seq = False  # numbers no longer follow the log order
         if at == len(self.revisions) - 1:
             self._index_revision(rev)
         else:
@@ -519,6 +531,7 @@ class ScopeLog:
     def _extend(self, parts: list[dict[str, Any]]) -> None:
         """Fold in records added after the ones this log holds, in document order;
         ``_Refold`` when one cannot be taken in order (the log is then discarded)."""
+        self.folds += bool(parts)
         for part in parts:
             added = False
             for rec in table(part, "revisions"):
@@ -555,6 +568,7 @@ class ScopeLog:
                 value = list(value) if name == "revisions" else _Appended(value)
             new.__dict__[name] = value
         new._own_lists = set()
+        new._base, new._history, new.touched = self, None, set()
         return new
 
     def with_tail(self, live: dict[str, Any]) -> ScopeLog | None:
@@ -566,6 +580,12 @@ class ScopeLog:
             return None
         view._finish(live.get("scopes"))
         return view
+
+    def _finish_again(self, scopes: Any, unfinished: int) -> None:
+        """``_finish`` on a view that was finished before (its malformed count as it was
+        before the head was checked, so a broken head pointer is counted once)."""
+        self.invalid = unfinished
+        self._finish(scopes)
 
     def _resolve_receipt(self, ref: str) -> dict[str, Any] | None:
         m = _SOURCE_REF(ref)
@@ -653,6 +673,43 @@ class ScopeLog:
         return "covered" if self.head is not None and self.head in self.covered_by else "uncovered"
 
 
+_TAIL_TABLES = ("revisions", "sources", "generations")
+
+
+class KeptTail:
+    """The view of one scope's kept log with the live tail laid on it, kept for the
+    next view: the live file only grows at its end between seals, so the next view
+    folds in only the records written since (``ScopeLog._extend`` on this view) after
+    checking that the records it already folded are still there, unchanged (compared by
+    value, C-level). Anything else (a seal, a hand-edited tail, a record the fold cannot
+    take) lays the whole tail again (docs/performance.md, "Views after one new record")."""
+
+    def __init__(self, base: ScopeLog) -> None:
+        self.base, self.folds = base, base.folds
+        self.view = base._copy()
+        self.seen: dict[str, tuple[list[Any], list[Any]]] = {n: ([], []) for n in _TAIL_TABLES}
+        self.unfinished = self.view.invalid  # the malformed records before the head check
+
+    def fold(self, live: dict[str, Any]) -> ScopeLog:
+        """The view with ``live`` laid on; raises ``_Refold`` (the view is then spent)."""
+        added: dict[str, dict[str, Any]] = {}
+        for name in _TAIL_TABLES:
+            records = live.get(name)
+            records = records if isinstance(records, dict) else {}
+            keys, values = self.seen[name]
+            now = list(records)
+            if now[: len(keys)] != keys or [records[k] for k in keys] != values:
+                raise _Refold
+            added[name] = {k: records[k] for k in now[len(keys) :]}
+            self.seen[name] = (now, [*values, *added[name].values()])
+        view = self.view
+        view.invalid = self.unfinished
+        view._extend([added])
+        self.unfinished = view.invalid
+        view._finish_again(live.get("scopes"), self.unfinished)
+        return view
+
+
 class KeptScopeLogs:
     """Each store's and scope's ``ScopeLog`` of the sealed log, kept per process (the
     newest 16).
@@ -667,17 +724,34 @@ class KeptScopeLogs:
 
     def __init__(self, scopes: int = 16) -> None:
         self.scopes = scopes
-        self._lock = threading.Lock()
+        self.lock = threading.RLock()  # also held while a view is projected
         #: (store, scope) → (the SealedTables folded, how many parts, the log)
         self._kept: OrderedDict[tuple[Any, str], tuple[Any, int, ScopeLog]] = OrderedDict()
+        self._tails: dict[tuple[Any, str], KeptTail] = {}
 
     def log_of(self, log: Any, scope: str) -> ScopeLog:
         """The scope's log of a ``store.StoreLog`` snapshot."""
         view = None
         if log.tail_in_order():
-            with self._lock:
-                view = self._sealed_log(log, scope).with_tail(log.live)
+            with self.lock:
+                view = self._with_tail(self._sealed_log(log, scope), log, scope)
         return view if view is not None else ScopeLog(log.full(), scope)
+
+    def _with_tail(self, base: ScopeLog, log: Any, scope: str) -> ScopeLog | None:
+        """The kept log with the live tail laid on, through the scope's ``KeptTail``."""
+        key = (log.store, scope)
+        tail = self._tails.pop(key, None)
+        for fresh in (False, True):
+            if fresh or tail is None or tail.base is not base or tail.folds != base.folds:
+                tail = KeptTail(base)
+            try:
+                view = tail.fold(log.live)
+            except _Refold:
+                continue
+            if key in self._kept:
+                self._tails[key] = tail
+            return view
+        return None
 
     def _sealed_log(self, log: Any, scope: str) -> ScopeLog:
         parts, key = log.sealed.parts, (log.store, scope)
@@ -701,11 +775,26 @@ class KeptScopeLogs:
         return base
 
     def forget(self) -> None:
-        with self._lock:
+        with self.lock:
             self._kept.clear()
+            self._tails.clear()
 
 
 KEPT = KeptScopeLogs()
+
+
+def _serialised(project: Any) -> Any:
+    """A projection of a ``store.StoreLog`` runs under the kept logs' lock: it reads the
+    kept tail view (``KeptTail``), which the next view folds its records into."""
+
+    @functools.wraps(project)
+    def run(data: Any, scope: str, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(data, dict):
+            return project(data, scope, *args, **kwargs)
+        with KEPT.lock:
+            return project(data, scope, *args, **kwargs)
+
+    return run
 
 
 def scope_log(data: Any, scope: str) -> ScopeLog:
@@ -824,21 +913,23 @@ def _start_event(rec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _newest(
-    streams: tuple[list[dict[str, Any]], ...], cap: int
+    streams: tuple[list[dict[str, Any]], ...], cap: int, in_order: tuple[bool, ...]
 ) -> list[tuple[int, int, dict[str, Any]]]:
     """The newest ``cap`` records of the streams merged by (seq, stream), oldest first:
     only each stream's newest ``cap`` can be among them (the Sources are already in seq
-    order, so a view does not sort the whole history)."""
+    order, and so are the revisions when ``ScopeLog.revisions_by_seq``, so a view does
+    not sort the whole history)."""
     if cap <= 0:
         return []
     merged: list[tuple[int, int, dict[str, Any]]] = []
     for which, records in enumerate(streams):
-        newest = records[-cap:] if which == 0 else sorted(records, key=_SEQ)[-cap:]
+        newest = records[-cap:] if in_order[which] else sorted(records, key=_SEQ)[-cap:]
         merged += [(r["seq"], which, r) for r in newest]
     merged.sort(key=itemgetter(0, 1))
     return merged[-cap:]
 
 
+@_serialised
 def continuity(data: dict[str, Any], scope: str, cap: int = CONTINUITY_CAP) -> dict[str, Any]:
     """The work-continuity view of one scope: the newest ``cap`` valid events, oldest
     first, with the total, the head, the transfer state and the outcome coverage."""
@@ -846,7 +937,7 @@ def continuity(data: dict[str, Any], scope: str, cap: int = CONTINUITY_CAP) -> d
     # Merge four seq-ordered streams; only the shown tail is turned into events.
     streams = (log.sources, log.revisions, log.generations, log.starts)
     total = sum(map(len, streams))
-    shown = _newest(streams, cap)
+    shown = _newest(streams, cap, (True, log.revisions_by_seq, False, False))
     build = (
         lambda rec: _source_event(rec, log),
         _commit_event,
@@ -916,36 +1007,133 @@ def revision_json(rev: dict[str, Any], log: ScopeLog) -> dict[str, Any]:
     }
 
 
+def cited_refs(content: dict[str, Any]) -> list[str]:
+    """The SourceRefs one content cites, in the order it cites them (repeats kept)."""
+    return [
+        c["ref"]
+        for fact in [content["state"], *content["nextActions"]]
+        for c in fact["citations"]
+        if c.get("kind") == "source" and c.get("ref") is not None
+    ]
+
+
+def _cited_events(log: ScopeLog, refs: Iterable[str]) -> dict[str, Any]:
+    """The event of each cited Source of this scope, by its ref, first citation first."""
+    out: dict[str, Any] = {}
+    for ref in refs:
+        if ref in out:
+            continue
+        rec = log.by_id.get(ref.removeprefix("source/"))
+        if rec is not None:
+            out[ref] = _source_event(rec, log)
+    return out
+
+
 def cited_sources(log: ScopeLog, contents: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """For each Source of this scope cited by these contents: its kind and the event the
     continuity view makes of it (``reports`` adds its one-line summary, so a citation
     reads as more than an id)."""
-    out: dict[str, Any] = {}
-    for content in contents:
-        for fact in [content["state"], *content["nextActions"]]:
-            for c in fact["citations"]:
-                ref = c.get("ref") if c.get("kind") == "source" else None
-                if ref is None or ref in out:
-                    continue
-                rec = log.by_id.get(ref.removeprefix("source/"))
-                if rec is not None:
-                    out[ref] = _source_event(rec, log)
-    return out
+    return _cited_events(log, (ref for content in contents for ref in cited_refs(content)))
 
 
+class KeptRevisionViews:
+    """The history's revision views (``revision_json``) of one kept log of sealed
+    records, with the Sources they cite.
+
+    A revision's view reads only the revision, its receipts and the outcomes that cover
+    it. The kept log notes which revisions a fold added or named (``ScopeLog.touched``),
+    so after a seal only those views are built again, and a view after one new record
+    rebuilds only the revisions the live tail names (the keys of its layer over the
+    receipt and coverage indexes) and the ones it adds: the history projection's cost
+    follows what changed, not the number of revisions (docs/performance.md, "Views after
+    one new record").
+    """
+
+    def __init__(self) -> None:
+        self.folds = -1
+        self.order: list[dict[str, Any]] = []  # the kept log's revisions, oldest first
+        self.views: list[dict[str, Any]] = []  # their views, in the same order
+        self.index: dict[str, int] = {}  # ref → its place in both
+        self.cited: list[str] = []  # the refs the revisions cite, newest revision first
+
+    def refresh(self, base: ScopeLog) -> None:
+        """Bring the views up to the kept log after it folded records in."""
+        if self.folds == base.folds:
+            return
+        touched, base.touched = base.touched, set()
+        n = len(self.order)
+        if self.folds < 0 or base.revisions[:n] != self.order:  # not only appended to
+            self.order, self.views, self.index, self.cited, n = [], [], {}, [], 0
+            touched = set()
+        for ref in touched:
+            at = self.index.get(ref)
+            if at is not None:
+                self.views[at] = revision_json(self.order[at], base)
+        added = base.revisions[n:]
+        for rev in added:
+            self.index[rev["ref"]] = len(self.order)
+            self.order.append(rev)
+            self.views.append(revision_json(rev, base))
+        new_refs = [ref for rev in reversed(added) for ref in cited_refs(rev["prepared"]["content"])]
+        if new_refs:
+            self.cited = list(dict.fromkeys([*new_refs, *self.cited]))
+        self.folds = base.folds
+
+    def view_of(self, log: ScopeLog, base: ScopeLog) -> tuple[list[Any], list[str]] | None:
+        """The revision views of ``log`` (``base`` with a live tail laid on it), newest
+        first, and the refs they cite; ``None`` when the tail reordered the revisions."""
+        n = len(self.order)
+        if len(log.revisions) < n or log.revisions[:n] != self.order:
+            return None
+        added = [revision_json(r, log) for r in reversed(log.revisions[n:])]
+        named = {
+            self.index[ref]
+            for layer in (log.receipts, log.covered_by)
+            for ref in layer.maps[0]  # what the live tail added to or changed
+            if ref in self.index
+        }
+        views = self.views
+        if named:
+            views = list(views)
+            for at in named:
+                views[at] = revision_json(self.order[at], log)
+        cited = [ref for r in added for ref in cited_refs(r["content"])]
+        return added + views[::-1], cited + self.cited
+
+
+def _kept_revisions(log: ScopeLog) -> tuple[list[Any], list[str]] | None:
+    """The history's revision views through the kept log's ``KeptRevisionViews``."""
+    base = log._base
+    if base is None or type(log.receipts) is not ChainMap or type(log.covered_by) is not ChainMap:
+        return None
+    with KEPT.lock:
+        if base._history is None:
+            base._history = KeptRevisionViews()
+        base._history.refresh(base)
+        return base._history.view_of(log, base)
+
+
+@_serialised
 def history(data: dict[str, Any], scope: str) -> dict[str, Any]:
     """The Handoff Report: committed revisions only, newest first."""
     log = scope_log(data, scope)
-    newest_first = list(reversed(log.revisions))
+    kept = _kept_revisions(log)
+    if kept is None:
+        newest_first = list(reversed(log.revisions))
+        revisions = [revision_json(r, log) for r in newest_first]
+        refs = [ref for r in newest_first for ref in cited_refs(r["prepared"]["content"])]
+    else:
+        revisions, refs = kept
     return {
         "scope": scope,
         "head": log.head,
-        "revisions": [revision_json(r, log) for r in newest_first],
+        "revisions": revisions,
         "invalidRecordCount": log.invalid,
-        "citedSources": cited_sources(log, (r["prepared"]["content"] for r in newest_first)),
+        "citedSources": _cited_events(log, refs),
     }
 
 
+@_serialised
 def lineage(data: dict[str, Any], scope: str) -> dict[str, Any]:
     """Which session continued which, through which handoff, and whether the successor
     acknowledged it: the scope's generations and session starts, oldest first."""
@@ -1000,6 +1188,7 @@ def lineage(data: dict[str, Any], scope: str) -> dict[str, Any]:
     }
 
 
+@_serialised
 def revision_view(data: dict[str, Any], scope: str, ref: str) -> dict[str, Any] | None:
     """One valid committed revision of ``scope`` with its receipts, coverage and the
     Sources it cites; ``None`` when there is no such valid revision."""
@@ -1013,6 +1202,7 @@ def revision_view(data: dict[str, Any], scope: str, ref: str) -> dict[str, Any] 
     }
 
 
+@_serialised
 def prepared_sources(data: dict[str, Any], scope: str, content: dict[str, Any]) -> dict[str, Any]:
     """The Sources a prepared handoff's content cites (see ``cited_sources``)."""
     return cited_sources(scope_log(data, scope), [content])

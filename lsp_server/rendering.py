@@ -275,6 +275,17 @@ def render(
     return env.get_template(name).render(**context), warnings
 
 
+def builtin_template(name: str, mode: str = "preview") -> Any:
+    """A built-in template as compiled for ``mode`` (a new object when its file changed)."""
+    return environment([builtin_templates()], None, mode).get_template(name)
+
+
+def render_block(template: Any, block: str, context: dict[str, Any]) -> str:
+    """One ``{% block %}`` of ``template`` rendered on its own: the text a full render
+    writes in its place, when the block reads only what ``context`` holds."""
+    return "".join(template.blocks[block](template.new_context(context)))
+
+
 # ---------------------------------------------------------------------------
 # Event summaries: one line of plain text per event, by a macro
 # ---------------------------------------------------------------------------

@@ -5,6 +5,8 @@ workspace's overrides in ``.handoff/templates/``), with record text escaped."""
 from __future__ import annotations
 
 import logging
+import threading
+from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
@@ -56,6 +58,162 @@ def render(
 ) -> tuple[str, list[str]]:
     """Render the report ``kind``; a broken override falls back to the built-in one."""
     return rendering.render(TEMPLATE_FOR[kind], context, workspace_templates, mode)
+
+
+# ---------------------------------------------------------------------------
+# The history report, rendered one revision at a time
+# ---------------------------------------------------------------------------
+
+
+def _block_reads(r: dict[str, Any]) -> frozenset[str]:
+    """The cited Sources whose summaries a revision's block prints."""
+    return frozenset(projections.cited_refs(r["content"]))
+
+
+class _RevisionBlocks:
+    """The rendered blocks of one history report (one store, scope, mode, link base):
+    the last report's revision views, head, header and each block in order, with the
+    cited Sources each block prints."""
+
+    def __init__(self, template: Any) -> None:
+        self.template = template
+        self.summaries: dict[str, Any] = {}
+        self.revisions: list[dict[str, Any]] | None = None
+        self.head: Any = None
+        self.header = self.text = ""
+        self.blocks: list[str] = []
+        self.reads: list[frozenset[str]] = []
+        self.where: dict[str, int] = {}  # ref → its place in the last report
+        self._changed = False
+
+    def _changed_summaries(self, cited: dict[str, Any]) -> set[str]:
+        now = {ref: c.get("summary") for ref, c in cited.items()}
+        before, self.summaries = self.summaries, now
+        if now == before:
+            return set()
+        return {ref for ref in now.keys() | before.keys() if now.get(ref) != before.get(ref)}
+
+    def markdown(self, context: dict[str, Any]) -> str:
+        """The header block and each revision's block, re-rendered only where its view,
+        its head mark or a cited Source's summary changed."""
+        view = context["view"]
+        stale = self._changed_summaries(view["citedSources"])
+        header = rendering.render_block(self.template, "header", context)
+        old = self.revisions
+        if old is None or len(view["revisions"]) != len(old) or not self._patch(context, stale):
+            self._rebuild(context, stale)
+            changed = True
+        else:
+            changed = self._changed
+        if changed or header != self.header:  # else the last report's text again
+            self.header, self.text = header, "".join([header, *self.blocks])
+        return self.text
+
+    def _forced(self, head: Any, stale: set[str]) -> set[int]:
+        """The blocks that gain or lose the head mark or print a changed summary."""
+        places = set()
+        if head != self.head:
+            places = {self.where.get(head, -1), self.where.get(self.head, -1)} - {-1}
+        if stale:
+            places |= {i for i, reads in enumerate(self.reads) if not stale.isdisjoint(reads)}
+        return places
+
+    def _patch(self, context: dict[str, Any], stale: set[str]) -> bool:
+        """Render again in place the blocks whose view changed (compared by identity
+        first, C-level; a view equal by value, as from scratch, keeps its block) or that
+        ``_forced`` names; ``False`` when the revisions are not the same ones in order."""
+        view = context["view"]
+        revisions, old = view["revisions"], self.revisions or []
+        forced = self._forced(view["head"], stale)
+        moved = {i for i, (r, was) in enumerate(zip(revisions, old, strict=True)) if r is not was}
+        self._changed = False
+        for i in sorted(moved | forced):
+            r = revisions[i]
+            if r["revision"] != old[i]["revision"]:
+                return False
+            if i not in forced and r == old[i]:
+                old[i] = r
+                continue
+            old[i], self.blocks[i], self._changed = r, self._render(context, r), True
+        self.head = view["head"]
+        return True
+
+    def _render(self, context: dict[str, Any], r: dict[str, Any]) -> str:
+        return rendering.render_block(self.template, "revision", {**context, "r": r})
+
+    def _rebuild(self, context: dict[str, Any], stale: set[str]) -> None:
+        """Every block; those of an unchanged view, head mark and summaries as kept."""
+        view, head = context["view"], context["view"]["head"]
+        kept = {
+            r["revision"]: (r, self.blocks[i], self.reads[i])
+            for i, r in enumerate(self.revisions or ())
+        }
+        redo = {head, self.head} if head != self.head else set()
+        blocks, reads = [], []
+        for r in view["revisions"]:
+            ref = r["revision"]
+            got = kept.get(ref)
+            if (
+                got is None
+                or (got[0] is not r and got[0] != r)
+                or ref in redo
+                or not stale.isdisjoint(got[2])
+            ):
+                got = (r, self._render(context, r), frozenset(projections.cited_refs(r["content"])))
+            blocks.append(got[1])
+            reads.append(got[2])
+        self.revisions, self.head = list(view["revisions"]), head
+        self.blocks, self.reads = blocks, reads
+        self.where = {r["revision"]: i for i, r in enumerate(self.revisions)}
+
+
+class KeptHistoryBlocks:
+    """The history report's Markdown per revision, kept per store, scope, render mode
+    and link base (the newest 8).
+
+    The built-in ``history.md.j2`` writes each revision in its own block, which reads
+    only the revision's view (``projections.revision_json``, handed out as the same
+    object while its receipts and coverage are unchanged), whether it is the head, the
+    summaries of the Sources it cites and the link base. So after one new record only
+    the blocks of the revisions it names are rendered again; the report is the header
+    block and the blocks in order, byte-identical to a full render
+    (``tests/reports/test_history_blocks.py``). A workspace override is rendered whole.
+    """
+
+    def __init__(self, reports: int = 8) -> None:
+        self.reports = reports
+        self._lock = threading.Lock()
+        self._kept: OrderedDict[tuple[Any, ...], _RevisionBlocks] = OrderedDict()
+
+    def markdown(self, key: tuple[Any, ...], context: dict[str, Any], mode: str) -> str:
+        template = rendering.builtin_template(TEMPLATE_FOR["history"], mode)
+        key = (mode, *key)
+        with self._lock:
+            kept = self._kept.get(key)
+            if kept is None or kept.template is not template:
+                kept = self._kept[key] = _RevisionBlocks(template)
+            self._kept.move_to_end(key)
+            while len(self._kept) > self.reports:
+                self._kept.popitem(last=False)
+            return kept.markdown(context)
+
+    def forget(self) -> None:
+        with self._lock:
+            self._kept.clear()
+
+
+HISTORY_BLOCKS = KeptHistoryBlocks()
+
+
+def _markdown(
+    kind: str, scope: str, context: dict[str, Any], overrides: Path, mode: str
+) -> tuple[str, list[str]]:
+    """A report's Markdown; the history by its kept blocks unless the workspace
+    overrides templates."""
+    if kind == "history" and rendering.templates_stamp(overrides) is None:
+        key = (str(overrides), scope, context["workspaceUri"])
+        return HISTORY_BLOCKS.markdown(key, context, mode), []
+    return render(kind, context, overrides, mode)
 
 
 # ---------------------------------------------------------------------------
@@ -222,7 +380,7 @@ def run_report(
     # VS Code's preview resolves a link that starts with "/" against the workspace folder.
     base = "/" if p.render == "vscode" else service.workspace.as_uri()
     context = {"view": data, "kind": p.kind, "workspaceUri": base}
-    markdown, warnings = render(p.kind, context, overrides, p.render)
+    markdown, warnings = _markdown(p.kind, scope, context, overrides, p.render)
     warnings = summary_warnings + warnings
     result: dict[str, Any] = {"scope": scope, "kind": p.kind, "markdown": markdown, "data": data}
     if warnings:

@@ -129,6 +129,34 @@ def run_cold(argv: list[str]) -> None:
     subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, cwd=REPO)
 
 
+#: A process that opens the store, writes one record and shows each view, as a
+#: language server does after a mutation; prints its resident set size (MB) after.
+REPORT_PROCESS = """
+import sys
+from pathlib import Path
+from lsp_server.service import HandoffService, ServiceConfig
+svc = HandoffService(Path(sys.argv[1]), ServiceConfig())
+svc.call("handoff.recordOutcome", {"scope": sys.argv[2], "status": "partial", "summary": "rss"})
+for kind in ("continuity", "history", "lineage"):
+    svc.call("handoff.report", {"kind": kind, "scope": sys.argv[2]})
+with open("/proc/self/status") as status:
+    print(next(int(l.split()[1]) for l in status if l.startswith("VmRSS:")) / 1024)
+"""
+RSS_LIMIT_MB = 100.0
+
+
+def rss_after_report(ws: Path) -> float:
+    """The resident set size (MB) of a fresh process after a write and the three views."""
+    out = subprocess.run(
+        [sys.executable, "-c", REPORT_PROCESS, str(ws), SCOPE],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    return float(out.stdout.strip().splitlines()[-1])
+
+
 def project_only(svc: HandoffService, kind: str) -> None:
     """The view's projection without its rendering (what the kept logs change)."""
     getattr(projections, kind)(svc.store.read_log(), SCOPE)
@@ -193,6 +221,8 @@ def one_run(stores: list[dict[str, Any]], tmp: Path, args: argparse.Namespace, n
                 samples.setdefault((f"{kind} projection", st["size"]), []).append(
                     timed(project_only, st["svc"], kind)
                 )
+    for st in (stores[0], stores[-1]):
+        samples[("rss MB", st["size"])] = [rss_after_report(st["ws"])]
     big = stores[-1]
     raw = orjson.dumps(big["svc"].store.read())
     samples[("parse", 0)] = [gc_paused_parse(raw) for _ in range(3)]
@@ -271,6 +301,28 @@ def summary_table(per_run: list[dict[str, float]], loads: list[float]) -> Table:
     )
 
 
+def memory_table(runs: list[dict[str, dict[int, float]]], sizes: list[int]) -> Table:
+    """The resident set size after a report, per store size, over the runs."""
+    rows = []
+    for size in (sizes[0], sizes[-1]):
+        values = [r["rss MB"][size] for r in runs]
+        largest = size == sizes[-1]
+        met = "met" if max(values) < RSS_LIMIT_MB else "**not met**"
+        rows.append(
+            [
+                f"RSS after a write and the three views, {size:,} Sources",
+                *(f"{v:.0f} MB" for v in (min(values), statistics.median(values), max(values))),
+                f"< {RSS_LIMIT_MB:g} MB" if largest else "",
+                met if largest else "",
+            ]
+        )
+    return Table(
+        "Memory: a fresh process that writes one record and shows the three views",
+        ["measure", "min", "median", "max", "target", "status (max)"],
+        rows,
+    )
+
+
 def absolute_table(runs: list[dict[str, dict[int, float]]], sizes: list[int]) -> Table:
     rows = []
     for key in ("commit", "fresh commit", "continue", *VIEWS, *(f"{k} projection" for k in VIEWS)):
@@ -309,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     sizes = [100, 10_000] if args.quick else [100, 10_000, 100_000]
     args.warmup, args.commits = 3, (8 if args.quick else 15)
-    args.fresh, args.reads, args.views, args.cold = 9, (50 if args.quick else 200), 2, 5
+    args.fresh, args.reads, args.views, args.cold = 9, (50 if args.quick else 200), 7, 5
     result = BenchResult("Stores grown one record at a time (issue 22)")
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="handoff-bench-growth-") as tmp:
@@ -332,6 +384,7 @@ def main(argv: list[str] | None = None) -> int:
             runs.append(run)
     per_run = [ratios(r, sizes[0], sizes[-1]) for r in runs]
     result.tables.append(summary_table(per_run, loads))
+    result.tables.append(memory_table(runs, sizes))
     result.tables.append(absolute_table(runs, sizes))
     result.notes.append(
         f"{'Quick sizes; ' if args.quick else ''}{time.perf_counter() - started:.0f} s in all, "

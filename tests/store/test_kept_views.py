@@ -13,7 +13,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from lsp_server import projections
+from lsp_server import projections, rendering, reports
 from lsp_server.service import HandoffService, ServiceConfig
 from lsp_server.store import StateStore, StoreLog
 
@@ -27,8 +27,10 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.fixture(autouse=True)
 def _nothing_kept():
     projections.KEPT.forget()
+    reports.HISTORY_BLOCKS.forget()
     yield
     projections.KEPT.forget()
+    reports.HISTORY_BLOCKS.forget()
 
 
 def service(workspace: Path) -> HandoffService:
@@ -37,19 +39,37 @@ def service(workspace: Path) -> HandoffService:
     return svc
 
 
+def scratch_history_markdown(svc: HandoffService, scope: str, mode: str) -> str:
+    """The history report as a fresh process writes it: projected from every record,
+    the template rendered whole."""
+    view = projections.history(StateStore(svc.store.folder).read(), scope)
+    reports.with_summaries(view, svc.store.folder / reports.OVERRIDE_FOLDER)
+    base = "/" if mode == "vscode" else svc.workspace.as_uri()
+    context = {"view": view, "kind": "history", "workspaceUri": base}
+    return rendering.render("history.md.j2", context, None, mode)[0]
+
+
 def assert_kept_equals_scratch(svc: HandoffService, scopes=(SCOPE,)) -> None:
-    """Every view of the kept path equals the one a fresh process projects."""
+    """Every view of the kept path equals the one a fresh process projects, key order
+    included, and the history report of the kept blocks is the full render's text."""
     scratch = StateStore(svc.store.folder).read()
     for scope in scopes:
         for project in VIEWS:
-            assert project(svc.store.read_log(), scope) == project(scratch, scope), project
+            kept, fresh = project(svc.store.read_log(), scope), project(scratch, scope)
+            assert orjson.dumps(kept) == orjson.dumps(fresh), project
+        for mode in rendering.RENDER_MODES:
+            got = svc.call("handoff.report", {"scope": scope, "kind": "history", "render": mode})
+            assert got["markdown"] == scratch_history_markdown(svc, scope, mode), mode
 
 
 def commit_round(svc: HandoffService, contract: str, i: int, scope: str = SCOPE) -> dict:
     """A commit, its accepted receipt and an outcome that links it."""
     draft = {
         "objective": "pets client",
-        "state": {"text": f"round {i} " + "x" * 150, "citations": [{"kind": "source", "ref": contract}]},
+        "state": {
+            "text": f"round {i} " + "x" * 150,
+            "citations": [{"kind": "source", "ref": contract}],
+        },
         "disposition": "continuable",
         "nextActions": [{"text": "go on", "citations": [{"kind": "source", "ref": contract}]}],
     }
@@ -57,8 +77,13 @@ def commit_round(svc: HandoffService, contract: str, i: int, scope: str = SCOPE)
     rev = svc.call("handoff.commit", {"scope": scope, "prepared": prepared})
     ack = svc.call(
         "handoff.acknowledge",
-        {"scope": scope, "mode": "exact", "revision": rev["revision"], "status": "accepted",
-         "checks": ALL_CHECKS},
+        {
+            "scope": scope,
+            "mode": "exact",
+            "revision": rev["revision"],
+            "status": "accepted",
+            "checks": ALL_CHECKS,
+        },
     )
     svc.call(
         "handoff.recordOutcome",
@@ -140,24 +165,47 @@ def _anomalies(ack: dict, revision: dict) -> dict[str, tuple[list[dict], list[di
     ack = {k: v for k, v in ack.items() if k != "seq"}
     revision = {k: v for k, v in revision.items() if k != "seq"}
     late = {**ack, "id": "late-receipt", "scope": "other-scope"}
-    waits = {"id": "waits", "scope": SCOPE, "kind": "task_outcome",
-             "payload": {"status": "succeeded", "summary": "late", "receipt": "source/late-receipt"}}
+    waits = {
+        "id": "waits",
+        "scope": SCOPE,
+        "kind": "task_outcome",
+        "payload": {"status": "succeeded", "summary": "late", "receipt": "source/late-receipt"},
+    }
     return {
         "malformed": ([{"id": "bad id!", "scope": SCOPE, "kind": "work_state", "payload": {}}], []),
         "duplicate id": ([{**ack}], [{**ack}]),
         "ack of a missing revision": (
-            [{**ack, "id": "dangling", "payload": {**ack["payload"], "target": "h-nothere/r1"}}], []
+            [{**ack, "id": "dangling", "payload": {**ack["payload"], "target": "h-nothere/r1"}}],
+            [],
         ),
         "receipt that arrives later": ([waits], [late]),
         "foreign ack reusing an id": (
-            [waits, late], [{**late, "payload": {**late["payload"], "status": "no such status"}}]
+            [waits, late],
+            [{**late, "payload": {**late["payload"], "status": "no such status"}}],
         ),
         "ack of a revision that arrives later": (
-            [{**ack, "id": "early-ack", "payload": {**ack["payload"], "target": "handoff/later@1"}}],
-            [{**revision, "ref": "handoff/later@1", "handoffId": "later", "number": 1,
-              "scope": "other-scope", "table": "revisions"}],
+            [
+                {
+                    **ack,
+                    "id": "early-ack",
+                    "payload": {**ack["payload"], "target": "handoff/later@1"},
+                }
+            ],
+            [
+                {
+                    **revision,
+                    "ref": "handoff/later@1",
+                    "handoffId": "later",
+                    "number": 1,
+                    "scope": "other-scope",
+                    "table": "revisions",
+                }
+            ],
         ),
-        "revision reusing a ref": ([], [{**revision, "scope": "other-scope", "table": "revisions"}]),
+        "revision reusing a ref": (
+            [],
+            [{**revision, "scope": "other-scope", "table": "revisions"}],
+        ),
         "foreign ack with a scope's id": ([], [{**ack, "scope": "other-scope"}]),
         "out of seq order": ([], [{**ack, "id": "early", "seq": 1}]),
     }
@@ -174,8 +222,12 @@ def test_malformed_foreign_and_dangling_records_give_the_same_views_kept_or_not(
     ack = svc.store.snapshot().source(first["receipt"].removeprefix("source/"))
     revision = svc.store.snapshot().revision(first["revision"])
     for phase in range(2):
-        seq = orjson.loads((workspace / ".handoff/state.json").read_bytes())["_meta"]["1"]["nextSeq"]
-        records = [{"seq": seq + n, **r} for n, r in enumerate(_anomalies(ack, revision)[case][phase])]
+        seq = orjson.loads((workspace / ".handoff/state.json").read_bytes())["_meta"]["1"][
+            "nextSeq"
+        ]
+        records = [
+            {"seq": seq + n, **r} for n, r in enumerate(_anomalies(ack, revision)[case][phase])
+        ]
         tables = [r.pop("table", "sources") for r in records]
         for table in ("sources", "revisions"):
             mine = [r for r, t in zip(records, tables, strict=True) if t == table]
@@ -198,9 +250,20 @@ def test_records_written_by_another_process_are_folded_in(workspace):
     env = {**os.environ, "HANDOFF_SEAL_BYTES": str(SEAL)}
     for scope in (SCOPE, "elsewhere"):
         subprocess.run(
-            [sys.executable, "-m", "tests.store.layout_worker", "append", str(workspace), scope,
-             "40", str(go)],
-            cwd=REPO, env=env, check=True, timeout=120,
+            [
+                sys.executable,
+                "-m",
+                "tests.store.layout_worker",
+                "append",
+                str(workspace),
+                scope,
+                "40",
+                str(go),
+            ],
+            cwd=REPO,
+            env=env,
+            check=True,
+            timeout=120,
         )
         assert_kept_equals_scratch(svc, (SCOPE, "elsewhere"))
     view = projections.continuity(svc.store.read_log(), SCOPE)
@@ -250,3 +313,64 @@ def test_two_stores_with_the_same_scope_keep_a_log_each(workspace, tmp_path, mon
     monkeypatch.undo()
     for svc in svcs:
         assert_kept_equals_scratch(svc)
+
+
+def test_the_newest_events_follow_the_log_order_when_revision_numbers_do_not(workspace):
+    """The continuity view takes only the newest revisions when their numbers follow
+    the log order (``ScopeLog.revisions_by_seq``); a revision numbered after the others
+    but written earlier in the log makes it sort them, kept or from scratch."""
+    svc = service(workspace)
+    contract = record_contract(svc)
+    refs = []
+    for i in range(4):
+        draft = {
+            "objective": "pets client",
+            "state": {"text": f"round {i}", "citations": [{"kind": "source", "ref": contract}]},
+            "disposition": "continuable",
+            "nextActions": [{"text": "go on", "citations": [{"kind": "source", "ref": contract}]}],
+        }
+        prepared = svc.call("handoff.prepare", {"scope": SCOPE, "draft": draft})["prepared"]
+        refs.append(svc.call("handoff.commit", {"scope": SCOPE, "prepared": prepared})["revision"])
+    revision = svc.store.snapshot().revision(refs[0])
+    path = workspace / ".handoff" / "state.json"
+    state = orjson.loads(path.read_bytes())
+    top = max(
+        [int(k) for k in state["revisions"]] + [state["_meta"]["1"]["idFloor"].get("revisions", 0)]
+    )
+    early = {**revision, "ref": "handoff/zz@99", "handoffId": "zz", "number": 99}
+    state["revisions"][str(top + 1)] = {**early, "seq": revision["seq"] + 1}
+    path.write_bytes(orjson.dumps(state))
+    snapshot = StateStore(svc.store.folder).read()
+    everything = projections.continuity(snapshot, SCOPE, cap=10**6)["events"]
+    assert [e["refs"].get("revision") for e in everything[-2:]] == refs[-2:]
+    assert "handoff/zz@99" in [e["refs"].get("revision") for e in everything]
+    for cap in (1, 2, 3, 5):
+        for data in (svc.store.read_log(), snapshot):
+            assert projections.continuity(data, SCOPE, cap=cap)["events"] == everything[-cap:]
+
+
+def test_a_live_record_changed_in_place_is_projected_as_a_fresh_process_would(workspace):
+    """The kept tail folds only records added after the ones it holds, and only while
+    those are unchanged: a hand-edited live record lays the whole tail again."""
+    svc = service(workspace)
+    svc.store.seal_bytes = 10**9  # everything stays in the live tail
+    contract = record_contract(svc)
+    for i in range(3):
+        commit_round(svc, contract, i)
+    assert_kept_equals_scratch(svc)
+    path = workspace / ".handoff" / "state.json"
+    before = projections.continuity(svc.store.read_log(), SCOPE)["invalidRecordCount"]
+    for kind, field, value in (
+        ("task_outcome", "summary", "edited by hand"),
+        ("acknowledgement", "status", "no such status"),
+    ):
+        state = orjson.loads(path.read_bytes())
+        for rec in state["sources"].values():
+            if rec["kind"] == kind:
+                rec["payload"][field] = value
+        path.write_bytes(orjson.dumps(state))
+        assert_kept_equals_scratch(svc)
+        view = projections.continuity(svc.store.read_log(), SCOPE)
+        if kind == "task_outcome":
+            assert "edited by hand" in orjson.dumps(view).decode()
+    assert view["invalidRecordCount"] > before
