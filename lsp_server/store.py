@@ -50,6 +50,11 @@ from .faults import pause_point
 from .gcpause import gc_paused
 from .records import Generation, Revision, ScopeHead, SessionStart, Source, as_json
 
+try:
+    import fcntl
+except ImportError:  # no flock (Windows): the store locks with ``filelock``
+    fcntl = None  # type: ignore[assignment]
+
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 2
@@ -63,7 +68,8 @@ MARKER_FILE = "store-id"
 DEFAULT_LOCK_TIMEOUT = 10.0
 #: Seal the log tail once the live file is larger than this (bytes).
 DEFAULT_SEAL_BYTES = 64 * 1024
-#: How often a waiting writer retries the lock (seconds).
+#: How often a waiting writer retries the lock (seconds) where ``flock`` is missing
+#: and the store falls back to ``filelock`` (see ``StateLock``).
 LOCK_POLL_INTERVAL = 0.002
 #: Parsed segment records kept for lookups (the full view keeps its own references).
 RECORDS_CACHE_SEGMENTS = 32
@@ -301,6 +307,92 @@ class LiveTable(Table):
         next_id = self._next_id
         self._next_id = next_id + 1
         return next_id
+
+
+class LockTimeout(Exception):
+    """The state lock stayed held by another process for the whole bounded wait."""
+
+
+class StateLock:
+    """The one cross-process lock: ``flock`` on the lock file, waited for in the kernel.
+
+    Woken at release instead of polled: a waiter sleeps in a blocking ``flock`` and the
+    kernel wakes it when the holder unlocks, where ``filelock`` retried every 2 ms (each
+    retry ~45 µs of Python, seven waiters taking CPU from the holder on a 2-core
+    machine), and an uncontended acquire + release costs ~4 µs instead of ~90 µs
+    (docs/performance.md, "Writers"). The same ``flock`` as ``filelock``'s, so both
+    exclude each other. Re-entrant within the holding thread (the caller serialises
+    threads). The bounded wait runs the blocking call in a helper thread: one that
+    outlives the wait hands the lock straight back when it gets it.
+    """
+
+    def __init__(self, path: Path, timeout: float) -> None:
+        self.path = path
+        self.timeout = timeout
+        self._fd: int | None = None
+        self._depth = 0
+        self._pid = os.getpid()
+
+    def acquire(self) -> None:
+        """Take the lock (``LockTimeout`` after ``timeout`` seconds; ``OSError`` when
+        the lock file cannot be opened)."""
+        if self._pid != os.getpid():  # a forked child does not hold its parent's lock
+            self._fd, self._depth, self._pid = None, 0, os.getpid()
+        if self._depth:
+            self._depth += 1
+            return
+        fd = self._open()
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._wait(fd)  # owns ``fd`` from here on when it raises
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd, self._depth = fd, 1
+
+    def release(self) -> None:
+        self._depth -= 1
+        if self._depth == 0 and self._fd is not None:
+            fd, self._fd = self._fd, None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
+
+    def _open(self) -> int:
+        flags = os.O_CLOEXEC | _NOFOLLOW | _NONBLOCK
+        try:
+            return os.open(self.path, os.O_RDWR | os.O_CREAT | flags, 0o644)
+        except PermissionError:
+            return os.open(self.path, os.O_RDONLY | flags)  # a lock file we may not write
+
+    def _wait(self, fd: int) -> None:
+        """Block in ``flock`` (in a helper thread) for at most ``timeout`` seconds."""
+        state = {"got": False, "gave_up": False, "error": None}
+        handshake, done = threading.Lock(), threading.Event()
+
+        def wait() -> None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except OSError as exc:
+                state["error"] = exc
+            with handshake:
+                if state["gave_up"]:  # too late: the caller timed out; let it go
+                    os.close(fd)
+                    return
+                state["got"] = state["error"] is None
+                done.set()
+
+        threading.Thread(target=wait, name="handoff-state-lock", daemon=True).start()
+        done.wait(None if self.timeout < 0 else self.timeout)
+        with handshake:
+            if not done.is_set():
+                state["gave_up"] = True
+                raise LockTimeout(str(self.path))
+        if not state["got"]:
+            os.close(fd)
+            raise state["error"]  # type: ignore[misc]
 
 
 def head_moved(scope: str, expected: str | None, current: str | None) -> HandoffError:
@@ -606,7 +698,9 @@ class StoreLog:
     the parts after the ones they saw and lay the small live tail on top, instead of
     walking every record of the history after each write."""
 
-    def __init__(self, store: StateStore, sealed: SealedTables, count: int, live: dict[str, Any]) -> None:
+    def __init__(
+        self, store: StateStore, sealed: SealedTables, count: int, live: dict[str, Any]
+    ) -> None:
         self.store = store
         self.sealed = sealed
         self.count = count
@@ -1478,26 +1572,37 @@ class StateStore:
 
     @property
     def _file_lock(self) -> Any:
-        """The cross-process lock, made on first use: ``filelock`` is imported only by a
-        process that writes (a read-only command line does not pay for the import)."""
+        """The cross-process lock, made on first use: a ``StateLock``, or ``filelock``'s
+        where there is no ``flock`` (imported only then: ~55 ms)."""
         with self._thread_lock:
             if self._lock_made is None:
-                from filelock import FileLock
+                if fcntl is not None:
+                    self._lock_made = StateLock(self.lock_path, self.lock_timeout)
+                else:
+                    from filelock import FileLock
 
-                self._lock_made = FileLock(
-                    str(self.lock_path), timeout=self.lock_timeout, poll_interval=LOCK_POLL_INTERVAL
-                )
+                    self._lock_made = FileLock(
+                        str(self.lock_path),
+                        timeout=self.lock_timeout,
+                        poll_interval=LOCK_POLL_INTERVAL,
+                    )
             return self._lock_made
+
+    @staticmethod
+    def _lock_timeouts() -> tuple[type[BaseException], ...]:
+        if fcntl is not None:
+            return (LockTimeout,)
+        from filelock import Timeout
+
+        return (LockTimeout, Timeout)
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
         with self._thread_lock:
             lock = self._file_lock
-            from filelock import Timeout
-
             try:
                 lock.acquire()
-            except Timeout:
+            except self._lock_timeouts():
                 raise HandoffError(
                     "store_busy",
                     f"Another process has held the state lock {self.lock_path} for more than "
