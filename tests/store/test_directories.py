@@ -213,3 +213,32 @@ def test_directory_covers_exactly_its_own_segments():
     assert not directory.covers([{"name": name, "bytes": 11}])
     assert not directory.covers([{"name": "seg-0123456789ab-000002.json", "bytes": 10}])
     assert not directory.covers([{"name": name, "bytes": 10}, {"name": name, "bytes": 10}])
+
+
+def test_fast_manifest_check_accepts_only_what_the_entry_by_entry_check_accepts(tmp_path):
+    from lsp_server.store import SEGMENT_NAME_RE, _manifest_names_ok
+
+    name = "seg-0123456789ab-000001.json"
+    cases = [
+        [{"name": name, "bytes": 3}] * 3,
+        [{"name": name, "bytes": True}],
+        [{"name": name + "\n", "bytes": 1}],
+        [{"name": name[:-1] + "x", "bytes": 1}],
+        [{"name": name, "bytes": 1}, ["not", "a", "dict"]],
+        [{"bytes": 1}],
+        [{"name": name.upper(), "bytes": 1}],
+        [{"name": name, "bytes": 1.0}],
+    ]
+    for entries in cases:
+        one_by_one = all(
+            isinstance(e, dict)
+            and isinstance(e.get("name"), str)
+            and SEGMENT_NAME_RE.match(e["name"])
+            and type(e.get("bytes")) is int
+            for e in entries
+        )
+        assert not _manifest_names_ok(entries) or one_by_one, entries
+    assert _manifest_names_ok(cases[0])
+    store = StateStore(tmp_path)
+    assert store._manifest_well_formed(cases[0])
+    assert not store._manifest_well_formed(cases[1]) and not store._manifest_well_formed(cases[4])
