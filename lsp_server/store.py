@@ -169,6 +169,11 @@ def _manifest_names_ok(entries: list[Any]) -> bool:
     )
 
 
+def _pairs(items: list[Any]) -> bool:
+    """Whether every item is a list of two (C-level passes: a directory lists ~512)."""
+    return not items or (set(map(type, items)) == {list} and set(map(len, items)) == {2})
+
+
 def _file_type(mode: int) -> str:
     for test, name in (
         (stat.S_ISDIR, "a folder"),
@@ -1439,7 +1444,7 @@ class StateStore:
                 and [header.get("first"), header.get("last")] == [first, last]
                 and isinstance(header.get("latest"), dict)
                 and isinstance(header.get("segments"), list)
-                and all(type(x) is list and len(x) == 2 for x in header["segments"])
+                and _pairs(header["segments"])
                 and header.get("indexBytes") == len(index_raw)
                 and header.get("indexCrc32") == zlib.crc32(index_raw)
             ):
