@@ -348,10 +348,10 @@ class StateLock:
     """The one cross-process lock: ``flock`` on the lock file, waited for in the kernel.
 
     Woken at release instead of polled: a waiter sleeps in a blocking ``flock`` and the
-    kernel wakes it when the holder unlocks, where ``filelock`` retried every 2 ms (each
-    retry ~45 µs of Python, seven waiters taking CPU from the holder on a 2-core
-    machine), and an uncontended acquire + release costs ~4 µs instead of ~90 µs
-    (docs/performance.md, "Writers"). The same ``flock`` as ``filelock``'s, so both
+    kernel wakes it when the holder unlocks, where ``filelock`` retried every 2 ms in
+    Python (seven waiters taking CPU from the holder on a 2-core machine: 8 writers
+    spent 2.6× a single writer's CPU per commit, now 1.5×), and an uncontended acquire +
+    release costs ~4 µs instead of ~90 µs (docs/performance.md, "Writers"). The same ``flock`` as ``filelock``'s, so both
     exclude each other. Re-entrant within the holding thread (the caller serialises
     threads). The bounded wait runs the blocking call in a helper thread: one that
     outlives the wait hands the lock straight back when it gets it.
@@ -395,8 +395,11 @@ class StateLock:
         flags = os.O_CLOEXEC | _NOFOLLOW | _NONBLOCK
         try:
             return os.open(self.path, os.O_RDWR | os.O_CREAT | flags, 0o644)
-        except PermissionError:
-            return os.open(self.path, os.O_RDONLY | flags)  # a lock file we may not write
+        except PermissionError as denied:
+            try:
+                return os.open(self.path, os.O_RDONLY | flags)  # a lock file we may not write
+            except FileNotFoundError:
+                raise denied from None  # a folder we may not write: say so
 
     def _wait(self, fd: int) -> None:
         """Block in ``flock`` (in a helper thread) for at most ``timeout`` seconds."""
