@@ -344,6 +344,24 @@ class LockTimeout(Exception):
     """The state lock stayed held by another process for the whole bounded wait."""
 
 
+#: The lock files this process has open (held, or waited for by a helper thread): a
+#: forked child closes its copies at once, or a child that outlives its parent would
+#: keep a lock the parent held (``flock`` belongs to the open file, which the copy
+#: shares).
+_LOCK_FDS: set[int] = set()
+
+
+def _close_inherited_lock_fds() -> None:
+    for fd in list(_LOCK_FDS):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _LOCK_FDS.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_close_inherited_lock_fds)
+
+
 class StateLock:
     """The one cross-process lock: ``flock`` on the lock file, waited for in the kernel.
 
@@ -373,23 +391,24 @@ class StateLock:
             self._depth += 1
             return
         fd = self._open()
+        _LOCK_FDS.add(fd)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             self._wait(fd)  # owns ``fd`` from here on when it raises
         except BaseException:
-            os.close(fd)
+            _unlock_and_close(fd)
             raise
         self._fd, self._depth = fd, 1
 
     def release(self) -> None:
+        if self._pid != os.getpid():  # a forked child: its copy is closed already
+            self._fd, self._depth, self._pid = None, 0, os.getpid()
+            return
         self._depth -= 1
         if self._depth == 0 and self._fd is not None:
             fd, self._fd = self._fd, None
-            try:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-            finally:
-                os.close(fd)
+            _unlock_and_close(fd)
 
     def _open(self) -> int:
         flags = os.O_CLOEXEC | _NOFOLLOW | _NONBLOCK
@@ -413,7 +432,7 @@ class StateLock:
                 state["error"] = exc
             with handshake:
                 if state["gave_up"]:  # too late: the caller timed out; let it go
-                    os.close(fd)
+                    _unlock_and_close(fd)
                     return
                 state["got"] = state["error"] is None
                 done.set()
@@ -425,8 +444,19 @@ class StateLock:
                 state["gave_up"] = True
                 raise LockTimeout(str(self.path))
         if not state["got"]:
-            os.close(fd)
+            _unlock_and_close(fd)
             raise state["error"]  # type: ignore[misc]
+
+
+def _unlock_and_close(fd: int) -> None:
+    """Let go of a lock file: unlocked first, so that a copy of the descriptor in a
+    child forked meanwhile does not keep the lock."""
+    _LOCK_FDS.discard(fd)
+    try:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
 
 
 def head_moved(scope: str, expected: str | None, current: str | None) -> HandoffError:

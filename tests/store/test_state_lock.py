@@ -5,6 +5,7 @@ re-entrant within its thread."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -125,3 +126,32 @@ def test_lock_held_by_this_store_excludes_a_filelock_in_another_process(workspac
     with store._locked():
         assert subprocess.run([sys.executable, "-c", script, str(store.lock_path)]).returncode == 3
     assert subprocess.run([sys.executable, "-c", script, str(store.lock_path)]).returncode == 0
+
+
+FORKER = """
+import os, signal, sys, time
+from lsp_server.store import StateStore
+store = StateStore(sys.argv[1])
+with store._locked():
+    child = os.fork()
+    if child == 0:  # the child outlives its parent and never touches the store
+        time.sleep(60)
+        os._exit(0)
+    print(child, flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)  # dies holding the lock
+"""
+
+
+def test_child_forked_while_the_lock_is_held_does_not_keep_it_after_the_parent_dies(workspace):
+    store = StateStore(workspace / ".handoff")
+    store.ensure_folder()
+    parent = subprocess.Popen(
+        [sys.executable, "-c", FORKER, str(store.folder)], stdout=subprocess.PIPE
+    )
+    child = int(parent.stdout.readline())
+    try:
+        parent.wait(timeout=30)
+        assert parent.returncode == -9
+        assert free_for_others(store.lock_path)  # the child's copy was closed at the fork
+    finally:
+        os.kill(child, 9)
