@@ -368,11 +368,12 @@ class StateLock:
     Woken at release instead of polled: a waiter sleeps in a blocking ``flock`` and the
     kernel wakes it when the holder unlocks, where ``filelock`` retried every 2 ms in
     Python (seven waiters taking CPU from the holder on a 2-core machine: 8 writers
-    spent 2.3–2.6× a single writer's CPU per commit, now 1.5–2.0×), and an uncontended acquire +
-    release costs ~4 µs instead of ~90 µs (docs/performance.md, "Writers"). The same ``flock`` as ``filelock``'s, so both
-    exclude each other. Re-entrant within the holding thread (the caller serialises
-    threads). The bounded wait runs the blocking call in a helper thread: one that
-    outlives the wait hands the lock straight back when it gets it.
+    spent 2.3–2.6× a single writer's CPU per commit, now 1.5–2.0×), and an uncontended
+    acquire + release costs ~4 µs instead of ~90 µs (docs/performance.md, "Writers").
+    The same ``flock`` as ``filelock``'s, so both exclude each other. Re-entrant within
+    the holding thread (the caller serialises threads). The bounded wait runs the
+    blocking call in a helper thread: one that outlives the wait hands the lock straight
+    back when it gets it.
     """
 
     def __init__(self, path: Path, timeout: float) -> None:
