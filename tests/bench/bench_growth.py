@@ -192,6 +192,10 @@ def one_run(stores: list[dict[str, Any]], tmp: Path, args: argparse.Namespace, n
             samples.setdefault(("fresh commit", st["size"]), []).append(
                 timed(commit_once, fresh, SCOPE, st["contract"], n)
             )
+    for _ in range(args.fresh):
+        for st in stores:
+            n += 1
+            samples.setdefault(("fresh commit CPU", st["size"]), []).append(fresh_cpu(st, n))
     for _ in range(args.cold):
         samples.setdefault(("python -c import tinydb", 0), []).append(timed(run_cold, IMPORT_TINYDB))
         for st in (stores[0], stores[-1]):
@@ -232,6 +236,19 @@ def one_run(stores: list[dict[str, Any]], tmp: Path, args: argparse.Namespace, n
     return out, n
 
 
+def fresh_cpu(st: dict[str, Any], n: int) -> float:
+    """CPU seconds of a fresh service's commit with ``os.fsync`` a no-op: what the
+    process pays for the history, without the shared disk's swings."""
+    real = os.fsync
+    os.fsync = lambda fd: None
+    try:
+        started = time.process_time()
+        commit_once(HandoffService(st["ws"], ServiceConfig()), SCOPE, st["contract"], n)
+        return time.process_time() - started
+    finally:
+        os.fsync = real
+
+
 def ratios(run: dict[str, dict[int, float]], small: int, large: int) -> dict[str, float]:
     """The ratios of the issue's targets, from one run's medians."""
     r = {
@@ -242,6 +259,10 @@ def ratios(run: dict[str, dict[int, float]], small: int, large: int) -> dict[str
         / run["sqlite"][0],
         f"fresh service's commit, {large:,} vs {small}": run["fresh commit"][large]
         / run["fresh commit"][small],
+        f"CPU of a fresh commit (fsync a no-op), {large:,} vs {small}": run["fresh commit CPU"][
+            large
+        ]
+        / run["fresh commit CPU"][small],
         f"continue latest (in process), {large:,} vs {small}": run["continue"][large]
         / run["continue"][small],
     }
@@ -325,7 +346,7 @@ def memory_table(runs: list[dict[str, dict[int, float]]], sizes: list[int]) -> T
 
 def absolute_table(runs: list[dict[str, dict[int, float]]], sizes: list[int]) -> Table:
     rows = []
-    for key in ("commit", "fresh commit", "continue", *VIEWS, *(f"{k} projection" for k in VIEWS)):
+    for key in ("commit", "fresh commit", "fresh commit CPU", "continue", *VIEWS, *(f"{k} projection" for k in VIEWS)):
         if key not in runs[0]:
             continue
         cells = [statistics.median(r[key][s] for r in runs) * 1000 for s in sizes]

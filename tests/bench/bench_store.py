@@ -426,9 +426,11 @@ def bench_commit(tmp: Path, args: argparse.Namespace, result: BenchResult) -> No
     )
 
 
-def run_writers(tmp: Path, name: str, writers: int, commits: int) -> float:
+def run_writers(tmp: Path, name: str, writers: int, commits: int) -> tuple[float, float]:
     """``writers`` processes, each ``commits`` commits in its own scope, released
-    together; returns commits per second over the whole run."""
+    together; returns commits per second over the whole run and the CPU seconds the
+    writers spent per commit (what waiting for the lock costs does not depend on the
+    machine's load the way throughput does)."""
     ws = make_workspace(tmp / name)
     go = ws / "go"
     outs = [ws / f"out{i}.json" for i in range(writers)]
@@ -468,43 +470,64 @@ def run_writers(tmp: Path, name: str, writers: int, commits: int) -> float:
     full = StateStore(ws / ".handoff").read()
     assert len(full["revisions"]) == total, "every commit landed"
     shutil.rmtree(ws)
-    return total / (end - start)
+    return total / (end - start), sum(r["cpu"] for r in results) / total
 
 
 def bench_contention(tmp: Path, args: argparse.Namespace, result: BenchResult) -> None:
-    single_a = run_writers(tmp, "single-a", 1, args.commits)
-    multi = run_writers(tmp, "multi", args.writers, args.commits)
-    single_b = run_writers(tmp, "single-b", 1, args.commits)
-    single = (single_a + single_b) / 2
-    ratio = multi / single
+    """``args.runs`` runs of one writer, ``args.writers`` writers, one writer again;
+    each run's ratio against the mean of its two single-writer passes."""
+    rows, ratios = [], []
+    for run in range(1, args.runs + 1):
+        load = os.getloadavg()[0]
+        single_a, cpu_a = run_writers(tmp, f"single-a{run}", 1, args.commits)
+        multi, cpu_multi = run_writers(tmp, f"multi{run}", args.writers, args.commits)
+        single_b, cpu_b = run_writers(tmp, f"single-b{run}", 1, args.commits)
+        ratio = multi / ((single_a + single_b) / 2)
+        ratios.append(ratio)
+        rows.append(
+            [
+                str(run),
+                f"{load:.2f}",
+                f"{single_a:.0f}",
+                f"{multi:.0f}",
+                f"{single_b:.0f}",
+                f"{ratio * 100:.0f} %",
+                f"{(cpu_a + cpu_b) / 2 * 1e3:.2f} / {cpu_multi * 1e3:.2f}",
+            ]
+        )
     result.tables.append(
         Table(
             f"Multi-process contention ({args.writers} writers × {args.commits} commits)",
-            ["case", "commits/s", "ratio"],
             [
-                [f"1 writer × {args.commits} (before)", f"{single_a:.0f}", ""],
-                [
-                    f"{args.writers} writers × {args.commits}, one store",
-                    f"{multi:.0f}",
-                    f"{ratio * 100:.0f} % of 1 writer",
-                ],
-                [f"1 writer × {args.commits} (after)", f"{single_b:.0f}", ""],
+                "run",
+                "load (1 min)",
+                "1 writer before (commits/s)",
+                f"{args.writers} writers, one store",
+                "1 writer after",
+                "ratio",
+                "CPU ms per commit, 1 writer / 8 writers",
             ],
+            rows,
             note=(
                 "Each writer is its own process with its own scope; a commit is prepare + "
                 "commit + Task Outcome (two transactions under the one lock)."
             ),
         )
     )
+    ordered = sorted(ratios)
     result.targets.append(
         Target(
-            f"Throughput of {args.writers} writers × {args.commits} commits vs one writer",
-            ratio * 100,
-            50.0,
+            f"Throughput of {args.writers} writers × {args.commits} commits vs one writer, "
+            "the lowest of the runs",
+            ordered[0] * 100,
+            60.0,
             unit="%",
             direction="ge",
-            detail=f"{multi:.0f} vs {single:.0f} commits/s",
-            plan="Shorten the time the lock is held, or poll the lock faster.",
+            detail="min / median / max "
+            + " / ".join(
+                f"{r * 100:.0f} %" for r in (ordered[0], ordered[len(ordered) // 2], ordered[-1])
+            ),
+            plan="Shorten the time the lock is held.",
         )
     )
 
@@ -512,6 +535,9 @@ def bench_contention(tmp: Path, args: argparse.Namespace, result: BenchResult) -
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    ap.add_argument("--writers-only", action="store_true", help="only the 8-writer contention")
+    ap.add_argument("--runs", type=int, default=3, help="contention runs (default 3)")
+    ap.add_argument("--no-write", action="store_true", help="accepted; this bench writes no docs")
     args = ap.parse_args(argv)
     args.small_sources = 100
     args.large_sources = 10_000 if args.quick else 100_000
@@ -526,7 +552,8 @@ def main(argv: list[str] | None = None) -> int:
     args.commits = 20 if args.quick else 200
     result = BenchResult("Store")
     with tempfile.TemporaryDirectory(prefix="handoff-bench-store-") as tmp:
-        bench_commit(Path(tmp), args, result)
+        if not args.writers_only:
+            bench_commit(Path(tmp), args, result)
         bench_contention(Path(tmp), args, result)
     emit(result)
     return 0

@@ -2,7 +2,8 @@
 
 python -m tests.bench.store_worker commits WORKSPACE SCOPE COUNT GO_FILE OUT_FILE
     record a Work Contract, wait for GO_FILE, then COUNT commits (prepare + commit +
-    Task Outcome) in SCOPE; write {"start", "end", "count"} (time.time()) to OUT_FILE.
+    Task Outcome) in SCOPE; write {"start", "end", "count"} (time.time()) and "cpu" (the
+    process's CPU seconds over the commits) to OUT_FILE.
 python -m tests.bench.store_worker once WORKSPACE SCOPE CONTRACT_REF
     one prepare + commit + Task Outcome in a fresh process (what a CLI call pays).
 """
@@ -70,11 +71,11 @@ def main(argv: list[str]) -> int:
         contract = record_contract(svc, scope)
         while not go.exists():
             time.sleep(0.001)
-        start = time.time()
+        start, cpu = time.time(), time.process_time()
         for n in range(count):
             commit_once(svc, scope, contract, n)
-        end = time.time()
-        out.write_bytes(orjson.dumps({"start": start, "end": end, "count": count}))
+        end, cpu = time.time(), time.process_time() - cpu
+        out.write_bytes(orjson.dumps({"start": start, "end": end, "count": count, "cpu": cpu}))
         return 0
     if verb == "once":
         commit_once(svc, argv[2], argv[3], 0)

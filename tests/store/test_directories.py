@@ -178,3 +178,67 @@ def test_a_store_sealed_before_the_tiers_gets_only_the_directories_lookups_take(
     assert all(first >= whole16 for first, span in written if span < 16 and first >= 16)
     assert not any(span == 1 and first < whole16 for first, span in written)
     assert answers(workspace, grown) == before
+
+
+def _directory(index_line: bytes):
+    from lsp_server.store import Directory
+
+    header = {"latest": {}, "segments": [["seg-0123456789ab-000001.json", 10]]}
+    return Directory(Path("dir.json"), header, index_line, 0, len(index_line))
+
+
+def test_directory_searches_only_the_section_of_the_key():
+    # The same key in two sections: each section answers with its own number.
+    line = b'{"sources":{"k":3,"a":1},"revisions":{"r":2},"digests":{"k":7}}\n'
+    directory = _directory(line)
+    assert directory.segment_of("sources", "k") == 3
+    assert directory.segment_of("digests", "k") == 7
+    assert directory.segment_of("revisions", "k") is None
+    assert directory.segment_of("digests", "a") is None  # only in sources
+    assert directory.segment_of("revisions", "r") == 2
+
+
+def test_directory_whose_line_is_in_another_order_is_searched_whole():
+    line = b'{"digests":{"d":5},"sources":{"s":4},"revisions":{}}\n'
+    directory = _directory(line)
+    assert directory.segment_of("sources", "s") == 4
+    assert directory.segment_of("digests", "d") == 5
+    assert directory.segment_of("sources", "missing") is None
+
+
+def test_directory_covers_exactly_its_own_segments():
+    directory = _directory(b'{"sources":{},"revisions":{},"digests":{}}\n')
+    name = "seg-0123456789ab-000001.json"
+    assert directory.covers([{"name": name, "bytes": 10}])
+    assert not directory.covers([{"name": name, "bytes": 11}])
+    assert not directory.covers([{"name": "seg-0123456789ab-000002.json", "bytes": 10}])
+    assert not directory.covers([{"name": name, "bytes": 10}, {"name": name, "bytes": 10}])
+
+
+def test_fast_manifest_check_accepts_only_what_the_entry_by_entry_check_accepts(tmp_path):
+    from lsp_server.store import SEGMENT_NAME_RE, _manifest_names_ok
+
+    name = "seg-0123456789ab-000001.json"
+    cases = [
+        [{"name": name, "bytes": 3}] * 3,
+        [{"name": name, "bytes": True}],
+        [{"name": name + "\n", "bytes": 1}],
+        [{"name": name[:-1] + "x", "bytes": 1}],
+        [{"name": name, "bytes": 1}, ["not", "a", "dict"]],
+        [{"bytes": 1}],
+        [{"name": name.upper(), "bytes": 1}],
+        [{"name": name, "bytes": 1.0}],
+    ]
+    for entries in cases:
+        one_by_one = all(
+            isinstance(e, dict)
+            and isinstance(e.get("name"), str)
+            and SEGMENT_NAME_RE.match(e["name"])
+            and type(e.get("bytes")) is int
+            for e in entries
+        )
+        assert not _manifest_names_ok(entries) or one_by_one, entries
+    assert _manifest_names_ok(cases[0])
+    store = StateStore(tmp_path)
+    assert store._manifest_well_formed(cases[0])
+    assert not store._manifest_well_formed(cases[1]) and not store._manifest_well_formed(cases[4])

@@ -1,0 +1,157 @@
+"""The cross-process state lock (``store.StateLock``): a waiter sleeps in a blocking
+``flock`` and is woken at release; a waiter that gives up hands the lock back when it
+gets it; the lock excludes ``filelock`` holders (older handoff versions) and is
+re-entrant within its thread."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import orjson
+
+from lsp_server.service import HandoffService, ServiceConfig
+from lsp_server.store import StateStore
+
+from ..helpers import record_contract, refused
+
+HOLDER = (
+    "import sys; from filelock import FileLock; l = FileLock(sys.argv[1]); l.acquire(); "
+    "print('held', flush=True); sys.stdin.readline(); l.release(); print('released', flush=True)"
+)
+PROBE = (
+    "import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDWR); "
+    "fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)"
+)
+
+
+def hold(lock_path: Path) -> subprocess.Popen:
+    """Another process holding the lock through ``filelock`` until told to let go."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(lock_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    assert holder.stdout.readline().strip() == b"held"
+    return holder
+
+
+def let_go(holder: subprocess.Popen) -> None:
+    holder.stdin.write(b"go\n")
+    holder.stdin.flush()
+    assert holder.stdout.readline().strip() == b"released"
+    holder.wait(timeout=30)
+
+
+def free_for_others(lock_path: Path) -> bool:
+    """Whether another process can take the lock right now (without waiting)."""
+    return subprocess.run([sys.executable, "-c", PROBE, str(lock_path)]).returncode == 0
+
+
+def lock_waiters() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "handoff-state-lock"]
+
+
+def until(condition, what: str) -> None:
+    deadline = time.monotonic() + 30
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.01)
+
+
+def sources_in(workspace: Path) -> int:
+    return len(orjson.loads((workspace / ".handoff/state.json").read_bytes())["sources"])
+
+
+def test_waiter_sleeps_in_flock_and_is_woken_when_the_holder_releases(workspace):
+    svc = HandoffService(workspace, ServiceConfig())
+    record_contract(svc)
+    lock_path = workspace / ".handoff/state.lock"
+    holder = hold(lock_path)
+    svc.store._file_lock.timeout = 60
+    writer = threading.Thread(target=record_contract, args=(svc,))
+    try:
+        writer.start()
+        until(lambda: lock_waiters(), "the writer never waited for the lock")
+        assert sources_in(workspace) == 1  # blocked: nothing written while it is held
+    finally:
+        let_go(holder)
+    writer.join(timeout=60)
+    assert not writer.is_alive()
+    assert sources_in(workspace) == 2
+    assert lock_waiters() == []
+    assert free_for_others(lock_path)
+
+
+def test_waiter_that_timed_out_hands_the_lock_back_when_it_gets_it(workspace):
+    svc = HandoffService(workspace, ServiceConfig())
+    record_contract(svc)
+    lock_path = workspace / ".handoff/state.lock"
+    holder = hold(lock_path)
+    try:
+        svc.store._file_lock.timeout = 0.2
+        err = refused(record_contract, svc)
+        assert err.code == "store_busy" and "state.lock" in err.message
+        assert lock_waiters()  # still blocked in flock after the caller gave up
+    finally:
+        let_go(holder)
+    until(lambda: not lock_waiters(), "the abandoned waiter never let go")
+    assert free_for_others(lock_path)
+    record_contract(svc)  # and this process can take it again
+    assert sources_in(workspace) == 2
+
+
+def test_lock_is_reentrant_in_its_thread_and_released_at_the_outermost_exit(workspace):
+    store = StateStore(workspace / ".handoff")
+    store.ensure_folder()
+    with store._locked():
+        with store._locked():
+            assert not free_for_others(store.lock_path)
+        assert not free_for_others(store.lock_path)
+    assert free_for_others(store.lock_path)
+
+
+def test_lock_held_by_this_store_excludes_a_filelock_in_another_process(workspace):
+    store = StateStore(workspace / ".handoff")
+    store.ensure_folder()
+    script = (
+        "import sys; from filelock import FileLock, Timeout\n"
+        "try:\n    FileLock(sys.argv[1], timeout=0.2).acquire()\nexcept Timeout:\n"
+        "    sys.exit(3)\n"
+    )
+    with store._locked():
+        assert subprocess.run([sys.executable, "-c", script, str(store.lock_path)]).returncode == 3
+    assert subprocess.run([sys.executable, "-c", script, str(store.lock_path)]).returncode == 0
+
+
+FORKER = """
+import os, signal, sys, time
+from lsp_server.store import StateStore
+store = StateStore(sys.argv[1])
+with store._locked():
+    child = os.fork()
+    if child == 0:  # the child outlives its parent and never touches the store
+        time.sleep(60)
+        os._exit(0)
+    print(child, flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)  # dies holding the lock
+"""
+
+
+def test_child_forked_while_the_lock_is_held_does_not_keep_it_after_the_parent_dies(workspace):
+    store = StateStore(workspace / ".handoff")
+    store.ensure_folder()
+    parent = subprocess.Popen(
+        [sys.executable, "-c", FORKER, str(store.folder)], stdout=subprocess.PIPE
+    )
+    child = int(parent.stdout.readline())
+    try:
+        parent.wait(timeout=30)
+        assert parent.returncode == -9
+        assert free_for_others(store.lock_path)  # the child's copy was closed at the fork
+    finally:
+        os.kill(child, 9)
