@@ -459,8 +459,10 @@ def _add_call_and_demo(sub: Any, common: argparse.ArgumentParser) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``handoff`` argument parser: the global options, then every sub-command."""
+def build_parser(verbs: bool = True) -> argparse.ArgumentParser:
+    """The ``handoff`` argument parser: the global options, then every sub-command
+    (``verbs=False``: only ``call`` and ``demo``, which parse a ``handoff call …`` command
+    line the same; building the verbs' parsers costs a cold call ~10 ms)."""
     common = argparse.ArgumentParser(add_help=False)
     _globals(common, top=False)
     parser = argparse.ArgumentParser(
@@ -474,6 +476,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"handoff {__version__}")
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
     _add_call_and_demo(sub, common)
+    if not verbs:
+        return parser
     verb = _Verbs(sub, common)
     _add_record_verbs(verb)
     _add_handoff_verbs(verb)
@@ -490,7 +494,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_record_verbs(verb: _Verbs) -> None:
     """The sub-commands contract and work."""
-    from . import lifecycle as lc
+    from . import vocabulary as lc  # the enums' values, without the converter
 
     p = verb(
         "contract",
@@ -620,7 +624,7 @@ def _add_continue_verb(verb: _Verbs) -> None:
 
 def _add_ack_verb(verb: _Verbs) -> None:
     """The sub-commands ack."""
-    from . import lifecycle as lc
+    from . import vocabulary as lc  # the enums' values, without the converter
 
     p = verb(
         "ack",
@@ -672,7 +676,7 @@ def _add_ack_verb(verb: _Verbs) -> None:
 
 def _add_outcome_verb(verb: _Verbs) -> None:
     """The sub-commands outcome."""
-    from . import lifecycle as lc
+    from . import vocabulary as lc  # the enums' values, without the converter
 
     p = verb(
         "outcome",
@@ -703,7 +707,7 @@ def _add_outcome_verb(verb: _Verbs) -> None:
 
 def _add_report_verbs(verb: _Verbs) -> None:
     """The sub-commands report and sessions."""
-    from . import params
+    from . import vocabulary as params  # the enums, without the converter
 
     p = verb(
         "report",
@@ -982,7 +986,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    words = sys.argv[1:] if argv is None else argv
+    parser = build_parser(verbs=words[:1] != ["call"])
     try:
         args, extra = parser.parse_known_args(argv)
         # argparse cannot take a positional after options (call CMD --workspace W JSON).

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
 
-from .params import SCOPE_RE
+from .vocabulary import SCOPE_RE
 
 SECTION = "handoff"
 DEFAULT_STATE_FOLDER = ".handoff"
