@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import logging
 import os
 import re
 import stat
@@ -49,7 +48,17 @@ from .gcpause import gc_paused
 if TYPE_CHECKING:
     from .records import Generation, Revision, ScopeHead, SessionStart, Source
 
-log = logging.getLogger(__name__)
+class _Log:
+    """``logging.getLogger(__name__)``, imported at the first warning: a read-only
+    process (a cold ``handoff call handoff.continue``) never imports logging."""
+
+    def warning(self, *args: Any) -> None:
+        import logging
+
+        logging.getLogger(__name__).warning(*args)
+
+
+log = _Log()
 
 
 def as_json(rec: Any) -> dict[str, Any]:
