@@ -394,3 +394,12 @@ def _parse(verbs: bool, argv: list[str], capsys) -> tuple[Any, str, str]:
 def test_call_only_parser_parses_a_call_like_the_full_parser(capsys):
     for argv in CALL_LINES:
         assert _parse(False, argv, capsys) == _parse(True, argv, capsys), argv
+
+
+def test_plain_path_stands_in_only_for_the_registered_handler():
+    import dataclasses
+
+    entry = BY_NAME["handoff.continue"]
+    assert entry.plain_stands_in() and entry.handler is handoffs.continue_
+    replaced = dataclasses.replace(entry, handler=lambda ws, p, ctx: {})
+    assert not replaced.plain_stands_in() and replaced.params is entry.params
