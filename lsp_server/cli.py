@@ -985,20 +985,65 @@ def main(argv: list[str] | None = None) -> int:
         return _quiet_broken_pipe()
 
 
-def _main(argv: list[str] | None = None) -> int:
+#: The options of ``handoff call`` and the attribute each sets.
+_CALL_OPTIONS = {
+    "-w": "workspace",
+    "--workspace": "workspace",
+    "-s": "scope",
+    "--scope": "scope",
+    "--state-folder": "state_folder",
+    "--params-file": "params_file",
+}
+
+
+def parse_call_line(words: list[str]) -> argparse.Namespace | None:
+    """The arguments of a plain ``call COMMAND [PARAMS]`` line with its options, as the
+    parser gives them, without building it (~16 M instructions of a cold call); ``None``
+    for anything else (help, an abbreviated or unknown option, a usage error), which
+    the parser then parses."""
+    if words[:1] != ["call"]:
+        return None
+    values: dict[str, Any] = {"workspace": ".", "scope": None, "state_folder": ".handoff"}
+    values.update(verb="call", params_file=None)
+    positionals = []
+    rest = iter(words[1:])
+    for word in rest:
+        if word.startswith("-"):
+            name, value = _CALL_OPTIONS.get(word), next(rest, None)
+            if name is None or value is None or (value.startswith("-") and value != "-"):
+                return None
+            values[name] = value
+        else:
+            positionals.append(word)
+    if not 1 <= len(positionals) <= 2:
+        return None
+    return argparse.Namespace(**values, command=positionals[0], params=(positionals[1:] or [None])[0])
+
+
+def _parse(argv: list[str] | None) -> tuple[argparse.ArgumentParser | None, argparse.Namespace]:
+    """The parser (``None`` when a plain call line did not need it) and the arguments."""
     words = sys.argv[1:] if argv is None else argv
+    args = parse_call_line(words)
+    if args is not None:
+        return None, args
     parser = build_parser(verbs=words[:1] != ["call"])
+    args, extra = parser.parse_known_args(argv)
+    # argparse cannot take a positional after options (call CMD --workspace W JSON).
+    if extra and getattr(args, "verb", None) == "call" and args.params is None and len(extra) == 1:
+        args.params, extra = extra[0], []
+    if extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return parser, args
+
+
+def _main(argv: list[str] | None = None) -> int:
     try:
-        args, extra = parser.parse_known_args(argv)
-        # argparse cannot take a positional after options (call CMD --workspace W JSON).
-        if extra and getattr(args, "verb", None) == "call" and args.params is None and len(extra) == 1:
-            args.params, extra = extra[0], []
-        if extra:
-            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        parser, args = _parse(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
     try:
         if args.verb is None:
+            assert parser is not None
             parser.print_help()
             return EXIT_USAGE
         if args.verb == "call":

@@ -403,3 +403,51 @@ def test_plain_path_stands_in_only_for_the_registered_handler():
     assert entry.plain_stands_in() and entry.handler is handoffs.continue_
     replaced = dataclasses.replace(entry, handler=lambda ws, p, ctx: {})
     assert not replaced.plain_stands_in() and replaced.params is entry.params
+
+
+PLAIN_CALL_LINES = [
+    ["call", "handoff.continue", "{}"],
+    ["call", "handoff.continue"],
+    ["call", "handoff.continue", "-w", "ws", "{}"],
+    ["call", "-w", "ws", "-s", "x", "handoff.commit", "--params-file", "f.json"],
+    ["call", "handoff.commit", "--params-file", "-", "-w", ""],
+    ["call", "handoff.continue", "--state-folder", ".h", "--scope", "s", "{}"],
+    ["call", "-w", "a", "-w", "b", "handoff.continue", "{}", "--workspace", "c"],
+]
+PARSER_CALL_LINES = [
+    ["call"],
+    ["call", "--help"],
+    ["call", "--bogus", "handoff.continue"],
+    ["call", "handoff.continue", "--version"],
+    ["call", "handoff.continue", "-1"],
+    ["call", "handoff.continue", "--scope", "-x"],
+    ["call", "handoff.continue", "--work", "ws"],
+    ["call", "handoff.continue", "--workspace=ws"],
+    ["call", "handoff.continue", "-wws"],
+    ["call", "handoff.continue", "-w"],
+    ["call", "handoff.continue", "--", "{}"],
+    ["call", "a", "b", "c"],
+    ["-w", "ws", "call", "handoff.continue"],
+]
+
+
+def _parsed(argv: list[str]) -> Any:
+    from lsp_server.cli import _parse
+
+    try:
+        return sorted(vars(_parse(argv)[1]).items())
+    except SystemExit as exc:
+        return ("exit", exc.code)
+
+
+def test_plain_call_line_parses_like_the_parser(capsys, monkeypatch):
+    from lsp_server import cli
+
+    for argv in PLAIN_CALL_LINES:
+        assert cli.parse_call_line(argv) is not None, argv  # no parser built for these
+    for argv in PARSER_CALL_LINES:
+        assert cli.parse_call_line(argv) is None, argv  # the parser's: help, errors, odd forms
+    fast = [_parsed(argv) for argv in PLAIN_CALL_LINES + PARSER_CALL_LINES + CALL_LINES]
+    monkeypatch.setattr(cli, "parse_call_line", lambda words: None)
+    assert fast == [_parsed(argv) for argv in PLAIN_CALL_LINES + PARSER_CALL_LINES + CALL_LINES]
+    capsys.readouterr()
