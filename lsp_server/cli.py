@@ -3,11 +3,12 @@ the other verbs are friendlier spellings of the same service calls for people.""
 
 from __future__ import annotations
 
-import argparse
+import functools
 import json
 import sys
+import types
 from pathlib import Path
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 import orjson
 
@@ -15,6 +16,9 @@ from . import __version__
 from .commands import BY_NAME, REGISTRY
 from .errors import HandoffError
 from .service import HandoffService, ServiceConfig
+
+if TYPE_CHECKING:  # argparse is imported by the parser: a plain call line needs none
+    import argparse
 
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE = 0, 1, 2
 
@@ -359,26 +363,35 @@ def _choices(values) -> str:
     return ", ".join(values)
 
 
-class _Formatter(argparse.HelpFormatter):
-    """Wraps descriptions and epilogs paragraph by paragraph; lines that start with a
-    space (lists, examples) are kept as written."""
+@functools.cache
+def _formatter() -> type[argparse.HelpFormatter]:
+    """The help formatter of every parser (made with the first parser)."""
+    import argparse
 
-    def _fill_text(self, text: str, width: int, indent: str) -> str:
-        import textwrap
+    class Formatter(argparse.HelpFormatter):
+        """Wraps descriptions and epilogs paragraph by paragraph; lines that start with a
+        space (lists, examples) are kept as written."""
 
-        out = []
-        for para in text.split("\n\n"):
-            if para.startswith(" ") or "\n " in para:
-                out.append(para)
-            else:
-                out.append(textwrap.fill(" ".join(para.split()), width, initial_indent=indent,
-                                         subsequent_indent=indent))
-        return "\n\n".join(out)
+        def _fill_text(self, text: str, width: int, indent: str) -> str:
+            import textwrap
+
+            out = []
+            for para in text.split("\n\n"):
+                if para.startswith(" ") or "\n " in para:
+                    out.append(para)
+                else:
+                    out.append(textwrap.fill(" ".join(para.split()), width, initial_indent=indent,
+                                             subsequent_indent=indent))
+            return "\n\n".join(out)
+
+    return Formatter
 
 
 def _globals(p: argparse.ArgumentParser, top: bool) -> None:
     """--workspace, --scope and --state-folder: with their defaults on the top parser,
     without on each verb (so a value given before the verb is kept)."""
+    import argparse
+
     d = (lambda v: v) if top else (lambda v: argparse.SUPPRESS)
     p.add_argument(
         "--workspace", "-w", default=d("."), metavar="DIR", help="workspace folder (default: .)"
@@ -407,7 +420,7 @@ class _Verbs:
             help=help_,
             description=description or help_,
             epilog=epilog,
-            formatter_class=_Formatter,
+            formatter_class=_formatter(),
         )
         sp.add_argument(
             "--json", action="store_true", help="print the raw JSON result instead of a sentence"
@@ -418,7 +431,7 @@ class _Verbs:
 
 def _add_call_and_demo(sub: Any, common: argparse.ArgumentParser) -> None:
     """The sub-commands that are not verbs of the record: call and demo."""
-    raw = _Formatter
+    raw = _formatter()
     call_list = "\n".join(f"  {c.name:<28}{c.summary}" for c in REGISTRY)
     p = sub.add_parser(
         "call",
@@ -463,11 +476,13 @@ def build_parser(verbs: bool = True) -> argparse.ArgumentParser:
     """The ``handoff`` argument parser: the global options, then every sub-command
     (``verbs=False``: only ``call`` and ``demo``, which parse a ``handoff call …`` command
     line the same; building the verbs' parsers costs a cold call ~10 ms)."""
+    import argparse
+
     common = argparse.ArgumentParser(add_help=False)
     _globals(common, top=False)
     parser = argparse.ArgumentParser(
         prog="handoff",
-        formatter_class=_Formatter,
+        formatter_class=_formatter(),
         description="Versioned, checked handoffs of coding-agent work.",
         epilog="Run 'handoff VERB --help' for the options of a verb. Exit status: 0 done, "
         "1 refused (the reason is printed), 2 usage error.",
@@ -780,6 +795,8 @@ def _add_store_verb(verb: _Verbs) -> None:
 
 def _add_generate_verb(verb: _Verbs) -> None:
     """The sub-commands generate."""
+    import argparse
+
     p = verb(
         "generate",
         "generate a handoff document from an agent session",
@@ -996,7 +1013,7 @@ _CALL_OPTIONS = {
 }
 
 
-def parse_call_line(words: list[str]) -> argparse.Namespace | None:
+def parse_call_line(words: list[str]) -> types.SimpleNamespace | None:
     """The arguments of a plain ``call COMMAND [PARAMS]`` line with its options, as the
     parser gives them, without building it (~16 M instructions of a cold call); ``None``
     for anything else (help, an abbreviated or unknown option, a usage error), which
@@ -1017,10 +1034,10 @@ def parse_call_line(words: list[str]) -> argparse.Namespace | None:
             positionals.append(word)
     if not 1 <= len(positionals) <= 2:
         return None
-    return argparse.Namespace(**values, command=positionals[0], params=(positionals[1:] or [None])[0])
+    return types.SimpleNamespace(**values, command=positionals[0], params=(positionals[1:] or [None])[0])
 
 
-def _parse(argv: list[str] | None) -> tuple[argparse.ArgumentParser | None, argparse.Namespace]:
+def _parse(argv: list[str] | None) -> tuple[argparse.ArgumentParser | None, Any]:
     """The parser (``None`` when a plain call line did not need it) and the arguments."""
     words = sys.argv[1:] if argv is None else argv
     args = parse_call_line(words)

@@ -307,6 +307,7 @@ NOT_IMPORTED = (
     "lsp_server.records",
     "lsp_server.lifecycle",
     "lsp_server.server",
+    "argparse",
 )
 
 
