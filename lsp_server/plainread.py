@@ -285,12 +285,30 @@ def continue_result(scope: str, mode: str, current: str | None) -> dict[str, Any
     }
 
 
+#: Stored revisions already found canonical or not, by identity (held here, so the id
+#: is not reused): a long-lived process serves a kept record without walking it again.
+_CANONICAL: OrderedDict[int, tuple[dict[str, Any], bool]] = OrderedDict()
+
+
+def _canonical_revision(rec: dict[str, Any]) -> bool:
+    with _VERIFIED_LOCK:
+        seen = _CANONICAL.get(id(rec))
+    if seen is not None and seen[0] is rec:
+        return seen[1]
+    ok = canonical(rec, "Revision")
+    with _VERIFIED_LOCK:
+        _CANONICAL[id(rec)] = (rec, ok)
+        while len(_CANONICAL) > _VERIFIED_MAX:
+            _CANONICAL.popitem(last=False)
+    return ok
+
+
 def _servable(rec: Any, scope: str) -> bool:
     """A stored revision of ``scope``, intact, in canonical form."""
     return (
         revision_shape(rec)
         and revision_intact(rec)
-        and canonical(rec, "Revision")
+        and _canonical_revision(rec)
         and rec["scope"] == scope
     )
 
