@@ -3,11 +3,12 @@ the other verbs are friendlier spellings of the same service calls for people.""
 
 from __future__ import annotations
 
-import argparse
+import functools
 import json
 import sys
+import types
 from pathlib import Path
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 import orjson
 
@@ -15,6 +16,9 @@ from . import __version__
 from .commands import BY_NAME, REGISTRY
 from .errors import HandoffError
 from .service import HandoffService, ServiceConfig
+
+if TYPE_CHECKING:  # argparse is imported by the parser: a plain call line needs none
+    import argparse
 
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE = 0, 1, 2
 
@@ -359,26 +363,35 @@ def _choices(values) -> str:
     return ", ".join(values)
 
 
-class _Formatter(argparse.HelpFormatter):
-    """Wraps descriptions and epilogs paragraph by paragraph; lines that start with a
-    space (lists, examples) are kept as written."""
+@functools.cache
+def _formatter() -> type[argparse.HelpFormatter]:
+    """The help formatter of every parser (made with the first parser)."""
+    import argparse
 
-    def _fill_text(self, text: str, width: int, indent: str) -> str:
-        import textwrap
+    class Formatter(argparse.HelpFormatter):
+        """Wraps descriptions and epilogs paragraph by paragraph; lines that start with a
+        space (lists, examples) are kept as written."""
 
-        out = []
-        for para in text.split("\n\n"):
-            if para.startswith(" ") or "\n " in para:
-                out.append(para)
-            else:
-                out.append(textwrap.fill(" ".join(para.split()), width, initial_indent=indent,
-                                         subsequent_indent=indent))
-        return "\n\n".join(out)
+        def _fill_text(self, text: str, width: int, indent: str) -> str:
+            import textwrap
+
+            out = []
+            for para in text.split("\n\n"):
+                if para.startswith(" ") or "\n " in para:
+                    out.append(para)
+                else:
+                    out.append(textwrap.fill(" ".join(para.split()), width, initial_indent=indent,
+                                             subsequent_indent=indent))
+            return "\n\n".join(out)
+
+    return Formatter
 
 
 def _globals(p: argparse.ArgumentParser, top: bool) -> None:
     """--workspace, --scope and --state-folder: with their defaults on the top parser,
     without on each verb (so a value given before the verb is kept)."""
+    import argparse
+
     d = (lambda v: v) if top else (lambda v: argparse.SUPPRESS)
     p.add_argument(
         "--workspace", "-w", default=d("."), metavar="DIR", help="workspace folder (default: .)"
@@ -407,7 +420,7 @@ class _Verbs:
             help=help_,
             description=description or help_,
             epilog=epilog,
-            formatter_class=_Formatter,
+            formatter_class=_formatter(),
         )
         sp.add_argument(
             "--json", action="store_true", help="print the raw JSON result instead of a sentence"
@@ -418,7 +431,7 @@ class _Verbs:
 
 def _add_call_and_demo(sub: Any, common: argparse.ArgumentParser) -> None:
     """The sub-commands that are not verbs of the record: call and demo."""
-    raw = _Formatter
+    raw = _formatter()
     call_list = "\n".join(f"  {c.name:<28}{c.summary}" for c in REGISTRY)
     p = sub.add_parser(
         "call",
@@ -459,13 +472,17 @@ def _add_call_and_demo(sub: Any, common: argparse.ArgumentParser) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``handoff`` argument parser: the global options, then every sub-command."""
+def build_parser(verbs: bool = True) -> argparse.ArgumentParser:
+    """The ``handoff`` argument parser: the global options, then every sub-command
+    (``verbs=False``: only ``call`` and ``demo``, which parse a ``handoff call …`` command
+    line the same; building the verbs' parsers costs a cold call ~10 ms)."""
+    import argparse
+
     common = argparse.ArgumentParser(add_help=False)
     _globals(common, top=False)
     parser = argparse.ArgumentParser(
         prog="handoff",
-        formatter_class=_Formatter,
+        formatter_class=_formatter(),
         description="Versioned, checked handoffs of coding-agent work.",
         epilog="Run 'handoff VERB --help' for the options of a verb. Exit status: 0 done, "
         "1 refused (the reason is printed), 2 usage error.",
@@ -474,6 +491,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"handoff {__version__}")
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
     _add_call_and_demo(sub, common)
+    if not verbs:
+        return parser
     verb = _Verbs(sub, common)
     _add_record_verbs(verb)
     _add_handoff_verbs(verb)
@@ -490,7 +509,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_record_verbs(verb: _Verbs) -> None:
     """The sub-commands contract and work."""
-    from . import lifecycle as lc
+    from . import vocabulary as lc  # the enums' values, without the converter
 
     p = verb(
         "contract",
@@ -620,7 +639,7 @@ def _add_continue_verb(verb: _Verbs) -> None:
 
 def _add_ack_verb(verb: _Verbs) -> None:
     """The sub-commands ack."""
-    from . import lifecycle as lc
+    from . import vocabulary as lc  # the enums' values, without the converter
 
     p = verb(
         "ack",
@@ -672,7 +691,7 @@ def _add_ack_verb(verb: _Verbs) -> None:
 
 def _add_outcome_verb(verb: _Verbs) -> None:
     """The sub-commands outcome."""
-    from . import lifecycle as lc
+    from . import vocabulary as lc  # the enums' values, without the converter
 
     p = verb(
         "outcome",
@@ -703,7 +722,7 @@ def _add_outcome_verb(verb: _Verbs) -> None:
 
 def _add_report_verbs(verb: _Verbs) -> None:
     """The sub-commands report and sessions."""
-    from . import params
+    from . import vocabulary as params  # the enums, without the converter
 
     p = verb(
         "report",
@@ -776,6 +795,8 @@ def _add_store_verb(verb: _Verbs) -> None:
 
 def _add_generate_verb(verb: _Verbs) -> None:
     """The sub-commands generate."""
+    import argparse
+
     p = verb(
         "generate",
         "generate a handoff document from an agent session",
@@ -981,19 +1002,65 @@ def main(argv: list[str] | None = None) -> int:
         return _quiet_broken_pipe()
 
 
+#: The options of ``handoff call`` and the attribute each sets.
+_CALL_OPTIONS = {
+    "-w": "workspace",
+    "--workspace": "workspace",
+    "-s": "scope",
+    "--scope": "scope",
+    "--state-folder": "state_folder",
+    "--params-file": "params_file",
+}
+
+
+def parse_call_line(words: list[str]) -> types.SimpleNamespace | None:
+    """The arguments of a plain ``call COMMAND [PARAMS]`` line with its options, as the
+    parser gives them, without building it (~16 M instructions of a cold call); ``None``
+    for anything else (help, an abbreviated or unknown option, a usage error), which
+    the parser then parses."""
+    if words[:1] != ["call"]:
+        return None
+    values: dict[str, Any] = {"workspace": ".", "scope": None, "state_folder": ".handoff"}
+    values.update(verb="call", params_file=None)
+    positionals = []
+    rest = iter(words[1:])
+    for word in rest:
+        if word.startswith("-"):
+            name, value = _CALL_OPTIONS.get(word), next(rest, None)
+            if name is None or value is None or (value.startswith("-") and value != "-"):
+                return None
+            values[name] = value
+        else:
+            positionals.append(word)
+    if not 1 <= len(positionals) <= 2:
+        return None
+    return types.SimpleNamespace(**values, command=positionals[0], params=(positionals[1:] or [None])[0])
+
+
+def _parse(argv: list[str] | None) -> tuple[argparse.ArgumentParser | None, Any]:
+    """The parser (``None`` when a plain call line did not need it) and the arguments."""
+    words = sys.argv[1:] if argv is None else argv
+    args = parse_call_line(words)
+    if args is not None:
+        return None, args
+    parser = build_parser(verbs=words[:1] != ["call"])
+    args, extra = parser.parse_known_args(argv)
+    # argparse cannot take a positional after options (call CMD --workspace W JSON).
+    if extra and getattr(args, "verb", None) == "call" and args.params is None and len(extra) == 1:
+        args.params, extra = extra[0], []
+    if extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return parser, args
+
+
 def _main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
     try:
-        args, extra = parser.parse_known_args(argv)
-        # argparse cannot take a positional after options (call CMD --workspace W JSON).
-        if extra and getattr(args, "verb", None) == "call" and args.params is None and len(extra) == 1:
-            args.params, extra = extra[0], []
-        if extra:
-            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        parser, args = _parse(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
     try:
         if args.verb is None:
+            assert parser is not None
             parser.print_help()
             return EXIT_USAGE
         if args.verb == "call":

@@ -3,27 +3,28 @@ setting costs one warning and its default, never a crash."""
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
 
-from .params import SCOPE_RE
+from .vocabulary import SCOPE_RE
 
 SECTION = "handoff"
 DEFAULT_STATE_FOLDER = ".handoff"
 DEFAULT_LOG_LEVEL = "info"
 
-#: ``logLevel`` values and the logging level each one means.
+#: ``logLevel`` values and the logging level each one means (``logging.ERROR`` … as
+#: numbers: a cold ``handoff call`` does not import logging; tests/lsp/test_config.py
+#: checks them against logging's).
 LOG_LEVELS: dict[str, int] = {
-    "error": logging.ERROR,
-    "warning": logging.WARNING,
-    "warn": logging.WARNING,
-    "info": logging.INFO,
-    "debug": logging.DEBUG,
-    "trace": logging.DEBUG,
+    "error": 40,
+    "warning": 30,
+    "warn": 30,
+    "info": 20,
+    "debug": 10,
+    "trace": 10,
 }
 
 #: The keys this server reads; anything else in the section belongs to the editors.

@@ -3,20 +3,18 @@ continue, acknowledge, Task Outcome and coverage, as plain Python over the store
 
 from __future__ import annotations
 
-import hashlib
 import re
-import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 import attrs
 import orjson
 
-from . import records
+from . import plainread, records
 from .errors import HandoffError
 from .evidence import (
     OutsideWorkspace,
@@ -28,14 +26,17 @@ from .evidence import (
 )
 from .params import (
     SCOPE_RE,
-    AcknowledgeStatus,
-    CheckStatus,
     Citation,
-    Disposition,
     Fact,
     HandoffDraftParams,
-    OutcomeStatus,
     camel,
+)
+from .plainread import (  # re-exported: the lifecycle's names, as before
+    _VERIFIED_LOCK,
+    _VERIFIED_MAX,
+    canonical_json,
+    digest_of,
+    revision_intact,
 )
 from .records import (
     PREPARED_FORMAT,
@@ -46,26 +47,35 @@ from .records import (
     Revision,
     ScopeHead,
     Source,
-    SourceKind,
 )
 from .storage import HistoryView as History
 from .storage import StoreTransaction as Transaction
 from .storage import head_moved, revision_shape, source_shape
-
-SOURCE_KINDS: tuple[str, ...] = get_args(SourceKind)
-DISPOSITIONS: tuple[str, ...] = get_args(Disposition)
-ACK_STATUSES: tuple[str, ...] = get_args(AcknowledgeStatus)
-OUTCOME_STATUSES: tuple[str, ...] = get_args(OutcomeStatus)
-CHECK_STATUSES: tuple[str, ...] = get_args(CheckStatus)
-REQUIRED_CHECKS = (
-    "evidence_available",
-    "live_state_confirmed",
-    "capability_confirmed",
-    "authorization_confirmed",
+from .vocabulary import (  # re-exported: the rules' names, as before
+    ACK_STATUSES,
+    CHECK_STATUSES,
+    DISPOSITIONS,
+    OUTCOME_STATUSES,
+    REQUIRED_CHECKS,
+    REVISION_RE,
+    SOURCE_KINDS,
+    SOURCE_RE,
+    check_scope,
 )
 
-REVISION_RE = re.compile(r"^handoff/([A-Za-z0-9_-]{1,64})@([1-9][0-9]{0,8})\Z")
-SOURCE_RE = re.compile(r"^source/([A-Za-z0-9_-]{1,64})\Z")
+__all__ = [
+    "ACK_STATUSES",
+    "CHECK_STATUSES",
+    "DISPOSITIONS",
+    "OUTCOME_STATUSES",
+    "REQUIRED_CHECKS",
+    "SCOPE_RE",
+    "canonical_json",
+    "check_scope",
+    "digest_of",
+    "revision_intact",
+]
+
 SHA_RE = re.compile(r"^[0-9a-f]{64}\Z")
 MAX_TEXT = 200_000
 
@@ -77,28 +87,6 @@ def now_iso() -> str:
 
 def new_id() -> str:
     return uuid.uuid4().hex[:20]
-
-
-def canonical_json(value: Any) -> bytes:
-    """The canonical bytes a digest is taken over (sorted keys, no spaces)."""
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-
-
-def digest_of(prepared: dict[str, Any]) -> str:
-    """``sha256:<hex>`` over the canonical JSON of everything but the digest."""
-    body = {k: v for k, v in prepared.items() if k != "digest"}
-    return "sha256:" + hashlib.sha256(canonical_json(body)).hexdigest()
-
-
-def check_scope(scope: str) -> str:
-    if not isinstance(scope, str) or not SCOPE_RE.match(scope):
-        raise HandoffError(
-            "invalid_params",
-            f"The scope {scope!r} is not valid: use 1-128 characters of A-Z a-z 0-9 . _ - /, "
-            "not starting with '/' or '.', without '..'.",
-            scope=scope if isinstance(scope, str) else None,
-        )
-    return scope
 
 
 def parse_revision(ref: str) -> tuple[str, int]:
@@ -127,35 +115,6 @@ def _is_source(rec: Any) -> bool:
 
 def _is_revision(rec: Any) -> bool:
     return revision_shape(rec)
-
-
-#: Revisions already verified, by the identity of their parsed ``prepared`` object (held
-#: here, so the id is not reused): a record read again from disk is a new object and is
-#: verified again; one kept in memory (a cached snapshot) is not hashed on every serve.
-_VERIFIED: OrderedDict[int, tuple[dict[str, Any], str, bool]] = OrderedDict()
-_VERIFIED_MAX = 256
-_VERIFIED_LOCK = threading.Lock()
-
-
-def revision_intact(rec: dict[str, Any]) -> bool:
-    """Whether a committed revision still matches its digest (recomputed: a record
-    edited on disk after it was committed does not)."""
-    prepared, digest = rec.get("prepared"), rec.get("digest")
-    if not isinstance(prepared, dict) or not isinstance(digest, str):
-        return False
-    with _VERIFIED_LOCK:
-        seen = _VERIFIED.get(id(prepared))
-    if seen is not None and seen[0] is prepared and seen[1] == digest:
-        return seen[2]
-    try:
-        ok = digest == prepared.get("digest") == digest_of(prepared)
-    except (TypeError, orjson.JSONEncodeError):
-        ok = False
-    with _VERIFIED_LOCK:
-        _VERIFIED[id(prepared)] = (prepared, digest, ok)
-        while len(_VERIFIED) > _VERIFIED_MAX:
-            _VERIFIED.popitem(last=False)
-    return ok
 
 
 def tampered_revision(ref: str) -> HandoffError:
@@ -213,9 +172,7 @@ class StoreLedger:
         return records.structure(rec, Source) if _is_source(rec) else None
 
     def source_info(self, ref: str) -> dict[str, Any] | None:
-        m = SOURCE_RE.match(ref) if isinstance(ref, str) else None
-        info = self.history.source_info(m.group(1)) if m else None
-        return info if info is not None and info["kind"] in SOURCE_KINDS else None
+        return plainread.source_info(self.history, ref)
 
     def head(self, scope: str) -> str | None:
         rec = self.history.scope_record(scope)
@@ -357,7 +314,6 @@ def check_disposition(disposition: str) -> None:
 
 
 #: The reason ``continue`` reports (docs/commands.md) for each kind of unusable file.
-_UNREADABLE_AS = {"hard_link": "outside_workspace"}
 
 
 def _cancelled_while_reading() -> HandoffError:
@@ -368,24 +324,7 @@ def unreadable_detail(
     citation: Citation, scope: str, ledger: StoreLedger, workspace: Path | WorkspaceFiles
 ) -> tuple[str, str | None] | None:
     """Why a recorded citation can no longer be read, as (reason, detail), or ``None``."""
-    if citation.kind == "source":
-        rec = ledger.source_info(citation.ref or "")
-        return None if rec is not None and rec["scope"] == scope else ("unknown_source", None)
-    if citation.path is None:
-        return "missing", None
-    try:
-        now = as_files(workspace).sha256(citation.path)
-    except OutsideWorkspace:
-        return "outside_workspace", None
-    except UnusableArtifact as exc:
-        if exc.reason == "cancelled":
-            raise _cancelled_while_reading() from None
-        return _UNREADABLE_AS.get(exc.reason, "missing"), exc.reason
-    except OSError:
-        return "missing", None
-    if citation.sha256 is not None and citation.sha256 != now:
-        return "changed", None
-    return None
+    return plainread.unreadable_detail(citation_json(citation), scope, ledger.history, workspace)
 
 
 def _check_source_citation(
@@ -494,16 +433,8 @@ def unreadable_evidence(
     workspace: Path | WorkspaceFiles,
 ) -> list[dict[str, Any]]:
     """Each citation that can no longer be read, with the reason (and its detail)."""
-    out = []
-    files = as_files(workspace)
-    for c in evidence:
-        found = unreadable_detail(c, scope, ledger, files)
-        if found:
-            reason, detail = found
-            out.append(
-                {"citation": citation_json(c), "reason": reason, **({"detail": detail} if detail else {})}
-            )
-    return out
+    cited = [citation_json(c) for c in evidence]
+    return plainread.unreadable_evidence(cited, scope, ledger.history, workspace)
 
 
 # ---------------------------------------------------------------------------

@@ -9,35 +9,40 @@ from typing import Annotated, Any, Literal, get_args, get_origin
 
 import attrs
 import cattrs
-import orjson
 from cattrs.cols import list_structure_factory
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from .errors import HandoffError
+from .vocabulary import (  # re-exported: the vocabulary without the converter
+    LIST_LIMITS,
+    MAX_ITEMS,
+    MAX_NAME,
+    MAX_PARAMS_BYTES,
+    SCOPE_RE,
+    TEXT_LIMITS,
+    AcknowledgeMode,
+    AcknowledgeStatus,
+    CheckStatus,
+    ContinueMode,
+    Disposition,
+    OutcomeStatus,
+    RenderMode,
+    ReportKind,
+    camel,
+    check_plain_json,
+)
+from .vocabulary import too_big as _too_big
 
-#: A scope: 1-128 characters of ``A-Z a-z 0-9 . _ - /``, not starting with ``/`` or
-#: ``.``, without ``..`` (the settings, the lifecycle and the workspace use this one).
-SCOPE_RE = re.compile(r"^(?![/.])(?!.*\.\.)[A-Za-z0-9._/-]{1,128}\Z")
-
-# ---------------------------------------------------------------------------
-# The vocabulary: every enum of the contract once, enforced by the converter
-# ---------------------------------------------------------------------------
-
-Disposition = Literal["continuable", "blocked", "done"]
-ContinueMode = Literal["prepared", "exact", "latest"]
-#: An acknowledgement binds an exact target: no ``latest``.
-AcknowledgeMode = Literal["prepared", "exact"]
-AcknowledgeStatus = Literal["accepted", "needs_clarification", "declined"]
-OutcomeStatus = Literal["succeeded", "partial", "blocked", "failed", "cancelled", "unknown"]
-CheckStatus = Literal["passed", "failed", "skipped", "timed_out"]
-ReportKind = Literal["continuity", "history", "handoff", "lineage"]
-#: ``preview`` escapes record text for a Markdown renderer that also renders HTML,
-#: cited files as ``file:`` links; ``vscode`` is ``preview`` with cited files as
-#: workspace-rooted links (``/path#L60``), the only kind VS Code's Markdown preview both
-#: renders and opens at the line; ``terminal`` is Markdown read as text (no entities, no
-#: backslash escapes).
-RenderMode = Literal["preview", "terminal", "vscode"]
-
+__all__ = [
+    "LIST_LIMITS",
+    "MAX_ITEMS",
+    "MAX_NAME",
+    "MAX_PARAMS_BYTES",
+    "SCOPE_RE",
+    "TEXT_LIMITS",
+    "camel",
+    "check_plain_json",
+]
 
 #: The enums by name (``handoff schema`` exports them).
 ENUMS: dict[str, Any] = {
@@ -130,12 +135,6 @@ def _not_blank(message: str) -> Callable[[Any, Any, Any], None]:
             raise HandoffError("invalid_params", message)
 
     return check
-
-
-def camel(name: str) -> str:
-    """``next_actions`` → ``nextActions``."""
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
 
 
 def _strict(kind: type, label: str):
@@ -433,44 +432,6 @@ class SessionsParams:
     render: RenderMode | None = None
 
 
-# ---------------------------------------------------------------------------
-# Size limits (docs/reliability.md lists them)
-# ---------------------------------------------------------------------------
-
-#: The whole params object, as JSON.
-MAX_PARAMS_BYTES = 4 * 1024 * 1024
-#: Longest string, in characters, per key; every other string key gets ``MAX_NAME``.
-TEXT_LIMITS: dict[str, int] = {
-    "objective": 200_000,
-    "text": 200_000,
-    "summary": 200_000,
-    "note": 200_000,
-    "detail": 200_000,
-    "inScope": 200_000,
-    "outOfScope": 200_000,
-    "acceptance": 200_000,
-    "document": 800_000,
-    "path": 4_096,
-    "session": 4_096,
-    "parentSession": 4_096,
-    "focus": 4_000,
-}
-MAX_NAME = 1_000
-#: Most items per list key; every other list gets ``MAX_ITEMS``.
-LIST_LIMITS: dict[str, int] = {"citations": 64, "lines": 2}
-MAX_ITEMS = 200
-
-
-def _too_big(command: str, key: str, what: str, limit: int, **data: Any) -> HandoffError:
-    return HandoffError(
-        "invalid_params",
-        f"{command}: {key} {what} (the limit is {limit:,}).",
-        at=key,
-        limit=limit,
-        **data,
-    )
-
-
 def check_limits(value: Any, command: str, key: str = "params") -> None:
     """Refuse a string or a list of a structured params object that is over its limit,
     naming the key (``draft.nextActions[3].text``) and the limit."""
@@ -538,25 +499,6 @@ def describe_refusal(exc: BaseException, path: str = "params") -> list[str]:
         )
         out.append(msg)
     return out
-
-
-_NOT_PLAIN_JSON = {
-    "surrogates": "contain text that is not valid Unicode (a lone UTF-16 surrogate)",
-    "64-bit": "contain an integer beyond the 64-bit range",
-    "Recursion": "are nested too deeply",
-}
-
-
-def check_plain_json(params: Any, command: str) -> None:
-    """Refuse values the store and the CLI cannot write back as JSON (lone surrogates,
-    integers beyond 64 bits, nesting deeper than 254 levels) before anything reads them."""
-    try:
-        size = len(orjson.dumps(params))
-    except orjson.JSONEncodeError as exc:
-        why = next((v for k, v in _NOT_PLAIN_JSON.items() if k in str(exc)), "are not plain JSON")
-        raise HandoffError("invalid_params", f"{command}: the params {why}.") from None
-    if size > MAX_PARAMS_BYTES:
-        raise _too_big(command, "params", f"are {size:,} bytes of JSON", MAX_PARAMS_BYTES)
 
 
 def _leaves(exc: BaseException, path: str) -> list[tuple[str, BaseException]]:

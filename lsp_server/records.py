@@ -30,10 +30,10 @@ from .params import (
     converter,
     describe_refusal,
 )
+from .vocabulary import SourceKind
 
-SourceKind = Literal[
-    "work_contract", "work_state", "handoff_boundary", "acknowledgement", "task_outcome"
-]
+__all__ = ["SourceKind"]
+
 PREPARED_TYPE = "prepared_handoff"
 PREPARED_FORMAT = 1
 

@@ -15,11 +15,13 @@ import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .errors import HandoffError
-from .records import Generation, Revision, ScopeHead, SessionStart, Source
 from .store import head_moved, revision_shape, source_shape
+
+if TYPE_CHECKING:  # the records are attrs classes: not imported by a read-only call
+    from .records import Generation, Revision, ScopeHead, SessionStart, Source
 
 __all__ = [
     "HistoryView",

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import logging
 import os
 import re
 import stat
@@ -39,24 +38,42 @@ from collections.abc import Iterator
 from itertools import repeat
 from operator import itemgetter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-from tinydb import TinyDB
-from tinydb.storages import Storage
-from tinydb.table import Table
 
 from .errors import HandoffError
 from .faults import pause_point
 from .gcpause import gc_paused
-from .records import Generation, Revision, ScopeHead, SessionStart, Source, as_json
 
 try:
     import fcntl
 except ImportError:  # no flock (Windows): the store locks with ``filelock``
     fcntl = None  # type: ignore[assignment]
 
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    from .records import Generation, Revision, ScopeHead, SessionStart, Source
+
+class _Log:
+    """``logging.getLogger(__name__)``, imported at the first warning: a read-only
+    process (a cold ``handoff call handoff.continue``) never imports logging."""
+
+    def warning(self, *args: Any) -> None:
+        import logging
+
+        logging.getLogger(__name__).warning(*args)
+
+
+log = _Log()
+
+
+def as_json(rec: Any) -> dict[str, Any]:
+    """``records.as_json``, imported by the first write: a read-only process (a cold
+    ``handoff call handoff.continue``) never loads the attrs records."""
+    from .records import as_json as record_json
+
+    return record_json(rec)
+
 
 SCHEMA_VERSION = 2
 SEGMENT_FORMAT = 1
@@ -289,58 +306,6 @@ def build_index(tables: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return {"sources": sources, "latest": latest, "revisions": revisions, "digests": digests}
 
 
-# ---------------------------------------------------------------------------
-# TinyDB plumbing
-# ---------------------------------------------------------------------------
-
-
-class AtomicOrjsonStorage(Storage):
-    """A TinyDB storage that reads the whole file each time and writes it atomically."""
-
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
-
-    def read(self) -> dict[str, Any] | None:
-        try:
-            raw, _ = read_regular(self.path)
-        except FileNotFoundError:
-            return None
-        return orjson.loads(raw)
-
-    def write(self, data: dict[str, Any]) -> None:
-        atomic_write(self.path, orjson.dumps(data))
-
-
-class SnapshotStorage(Storage):
-    """A TinyDB storage over one in-memory snapshot; the transaction writes it once."""
-
-    def __init__(self, data: dict[str, Any]) -> None:
-        self.data = data
-        self.dirty = False
-
-    def read(self) -> dict[str, Any]:
-        return self.data
-
-    def write(self, data: dict[str, Any]) -> None:
-        self.data = data
-        self.dirty = True
-
-
-class LiveTable(Table):
-    """A table of the live file whose new document ids never reuse a sealed one."""
-
-    def _get_next_id(self) -> int:
-        if self._next_id is None:
-            tables = self._storage.read() or {}
-            floor = tables.get("_meta", {}).get("1", {}).get("idFloor", {}).get(self.name, 0)
-            live = tables.get(self.name) or {}
-            top = max((int(k) for k in live), default=0)
-            self._next_id = max(top, int(floor)) + 1
-        next_id = self._next_id
-        self._next_id = next_id + 1
-        return next_id
-
-
 class LockTimeout(Exception):
     """The state lock stayed held by another process for the whole bounded wait."""
 
@@ -482,6 +447,8 @@ class Transaction:
 
     def __init__(self, store: StateStore, data: dict[str, Any], migrated: bool = False) -> None:
         self.store = store
+        from .tinylive import LiveTable, SnapshotStorage, TinyDB  # only a transaction loads TinyDB
+
         self.db = TinyDB(data, storage=SnapshotStorage)
         self.db.table_class = LiveTable
         self.storage: SnapshotStorage = self.db.storage

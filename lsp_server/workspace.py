@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import lifecycle as lc
 from .config import DEFAULT_STATE_FOLDER, ServiceConfig
 from .context import CallContext
 from .evidence import WorkspaceFiles
 from .storage import open_store
+from .vocabulary import SCOPE_RE, check_scope
+
+if TYPE_CHECKING:
+    from . import lifecycle as lc
 
 __all__ = ["DEFAULT_STATE_FOLDER", "ServiceConfig", "Workspace", "git_branch"]
 
@@ -57,6 +60,8 @@ class Workspace:
     def ledger(self) -> lc.StoreLedger:
         """The ledger of the current state: narrow lookups over the live file and the
         sealed segments' indexes (kept until the live file changes)."""
+        from . import lifecycle as lc  # the typed rules: not loaded by the plain read path
+
         history = self.store.snapshot()
         if self._ledger is None or self._ledger.history is not history:
             self._ledger = lc.StoreLedger(history)
@@ -70,8 +75,8 @@ class Workspace:
     def resolve_scope(self, scope: str | None) -> str:
         """The request's scope, else the configured one, else the git branch, else default."""
         if scope is not None:
-            return lc.check_scope(scope)
+            return check_scope(scope)
         for candidate in (self.config.scope, git_branch(self.workspace)):
-            if candidate and lc.SCOPE_RE.match(candidate):
+            if candidate and SCOPE_RE.match(candidate):
                 return candidate
         return "default"

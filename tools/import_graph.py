@@ -29,6 +29,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "lsp_server.gcpause",
             "lsp_server.redaction",
             "lsp_server.context",
+            "lsp_server.vocabulary",
             "lsp_server.params",
             "lsp_server.records",
             "lsp_server.config",
@@ -39,8 +40,10 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         (
             "lsp_server.mcp_schema",
             "lsp_server.evidence",
+            "lsp_server.tinylive",
             "lsp_server.store",
             "lsp_server.storage",
+            "lsp_server.plainread",
             "lsp_server.pgstore",
             "lsp_server.storecheck",
             "lsp_server.storeops",

@@ -11,6 +11,7 @@ here, its params class in ``params.py`` and its handler in this package.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -18,27 +19,13 @@ from typing import TYPE_CHECKING, Any
 from ..context import CallContext
 from ..errors import HandoffError
 from ..gcpause import command_running
-from ..params import (
-    AcknowledgeParams,
-    CommitParams,
-    ContinueParams,
-    ContractParams,
-    GenerateParams,
-    HandoffCurrentWorkParams,
-    OutcomeParams,
-    PrepareParams,
-    RecordWorkParams,
-    ReportParams,
-    SessionsParams,
-    StartSessionParams,
-    structure,
-)
-from . import generate, handoffs, records, report
+from ..plainread import continue_plain
 
 if TYPE_CHECKING:
     from ..workspace import Workspace
 
 Handler = Callable[["Workspace", Any, CallContext], dict[str, Any]]
+PlainHandler = Callable[["Workspace", Any, CallContext], "dict[str, Any] | None"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +33,10 @@ class Command:
     """One command of the contract and how the adapters run it."""
 
     name: str
+    #: Its params class, named as in ``params.py``, and its handler, named
+    #: ``module.function`` of this package: imported on first use (reading either
+    #: attribute gives the class or the function), since the typed params cost a cold
+    #: CLI call ~100 ms of attrs and cattrs.
     params: type
     handler: Handler
     #: One line for ``handoff call --help`` and the docs.
@@ -65,52 +56,70 @@ class Command:
     #: Worth cancelling from an editor (reads many files or calls a model); the others
     #: are short and atomic.
     cancellable: bool = False
+    #: The same command over the stored JSON as it is, without the typed params and
+    #: records; returns ``None`` for any call it does not serve, which the typed path
+    #: then runs (so every error is the typed path's). Read-only commands only.
+    plain: PlainHandler | None = None
+
+    def __getattribute__(self, name: str) -> Any:
+        value = object.__getattribute__(self, name)
+        if name == "params" and isinstance(value, str):
+            return getattr(importlib.import_module("lsp_server.params"), value)
+        if name == "handler" and isinstance(value, str):
+            module, function = value.split(".")
+            return getattr(importlib.import_module(f"{__package__}.{module}"), function)
+        return value
+
+    def plain_stands_in(self) -> bool:
+        """Whether :attr:`plain` may serve a call: only for the registered handler (a
+        handler put in its place, as a test does, runs itself)."""
+        return self.plain is not None and isinstance(object.__getattribute__(self, "handler"), str)
 
 
 REGISTRY: tuple[Command, ...] = (
     Command(
         "handoff.contract",
-        ContractParams,
-        records.contract,
+        "ContractParams",
+        "records.contract",
         "record a Work Contract: objective, inScope, outOfScope, acceptance",
         result=("scope", "source", "seq"),
         mutates=True,
     ),
     Command(
         "handoff.recordWork",
-        RecordWorkParams,
-        records.record_work,
+        "RecordWorkParams",
+        "records.record_work",
         "record the work state: state fact, disposition, nextActions facts",
         result=("scope", "source", "seq"),
         mutates=True,
     ),
     Command(
         "handoff.prepare",
-        PrepareParams,
-        handoffs.prepare,
+        "PrepareParams",
+        "handoffs.prepare",
         "finalise a draft into a prepared handoff (writes nothing)",
         result=("scope", "prepared", "written"),
     ),
     Command(
         "handoff.handoffCurrentWork",
-        HandoffCurrentWorkParams,
-        handoffs.handoff_current_work,
+        "HandoffCurrentWorkParams",
+        "handoffs.handoff_current_work",
         "write a boundary Source and prepare a handoff of current work",
         result=("scope", "prepared", "boundary", "note"),
         mutates=True,
     ),
     Command(
         "handoff.commit",
-        CommitParams,
-        handoffs.commit,
+        "CommitParams",
+        "handoffs.commit",
         "commit a prepared handoff as the scope's next revision (compare-and-swap)",
         result=("scope", "revision", "handoffId", "number", "idempotent"),
         mutates=True,
     ),
     Command(
         "handoff.continue",
-        ContinueParams,
-        handoffs.continue_,
+        "ContinueParams",
+        "handoffs.continue_",
         "read a handoff: mode latest, exact (revision) or prepared (untrusted history)",
         result=(
             "scope",
@@ -129,27 +138,28 @@ REGISTRY: tuple[Command, ...] = (
             "digest?",
             "markdown?",
         ),
+        plain=continue_plain,
     ),
     Command(
         "handoff.acknowledge",
-        AcknowledgeParams,
-        handoffs.acknowledge,
+        "AcknowledgeParams",
+        "handoffs.acknowledge",
         "acknowledge an exact target (revision or prepared) with four checks",
         result=("scope", "receipt", "status", "target", "unreadableEvidence", "grantsPermission"),
         mutates=True,
     ),
     Command(
         "handoff.recordOutcome",
-        OutcomeParams,
-        records.record_outcome,
+        "OutcomeParams",
+        "records.record_outcome",
         "record the Task Outcome: status, summary, checks, receipt",
         result=("scope", "source", "seq"),
         mutates=True,
     ),
     Command(
         "handoff.report",
-        ReportParams,
-        report.report,
+        "ReportParams",
+        "report.report",
         "render the continuity, history or handoff view as Markdown",
         result=("scope", "kind", "markdown", "data", "warnings?"),
         progress="Rendering handoff report…",
@@ -157,8 +167,8 @@ REGISTRY: tuple[Command, ...] = (
     ),
     Command(
         "handoff.generate",
-        GenerateParams,
-        generate.generate,
+        "GenerateParams",
+        "generate.generate",
         "generate a handoff document from an agent session (pi, Claude Code, Codex)",
         result=(
             "scope",
@@ -185,16 +195,16 @@ REGISTRY: tuple[Command, ...] = (
     ),
     Command(
         "handoff.startSession",
-        StartSessionParams,
-        generate.start_session,
+        "StartSessionParams",
+        "generate.start_session",
         "start the next agent session from a draft, a prepared handoff or a revision",
         result=("scope", "agent", "command", "newSession", "documentPath", "lineage"),
         mutates=True,
     ),
     Command(
         "handoff.sessions",
-        SessionsParams,
-        generate.sessions,
+        "SessionsParams",
+        "generate.sessions",
         "list the agent sessions recorded for the workspace",
         result=("sessions", "searched", "markdown?"),
         cancellable=True,
@@ -222,5 +232,12 @@ def lookup(name: str) -> Command:
 def run(ws: Workspace, name: str, params: Any, ctx: CallContext | None = None) -> dict[str, Any]:
     """Run one command by its contract name: its params structured, then its handler."""
     command = lookup(name)
+    ctx = ctx or CallContext()
     with command_running():  # a GC pause only while no other command runs
-        return command.handler(ws, structure(params, command.params, name), ctx or CallContext())
+        if command.plain_stands_in():
+            served = command.plain(ws, params, ctx)
+            if served is not None:
+                return served
+        from ..params import structure  # the converter: imported by the first typed call
+
+        return command.handler(ws, structure(params, command.params, name), ctx)

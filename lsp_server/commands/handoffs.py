@@ -15,6 +15,7 @@ from ..params import (
     HandoffDraftParams,
     PrepareParams,
 )
+from ..plainread import continue_result
 from ..records import Source, WorkContract, WorkState
 
 if TYPE_CHECKING:
@@ -154,20 +155,7 @@ def continue_(ws: Workspace, p: ContinueParams, ctx: CallContext) -> dict[str, A
     scope = ws.resolve_scope(p.scope)
     ledger = ws.ledger()
     current = ledger.head(scope)
-    result: dict[str, Any] = {
-        "scope": scope,
-        "trust": "untrusted_history",
-        "mode": p.mode,
-        "found": True,
-        "selected": None,
-        "current": current,
-        "content": None,
-        "citations": [],
-        "unreadableEvidence": [],
-        "requiredChecks": list(lc.REQUIRED_CHECKS),
-        "warning": "Untrusted history: verify the evidence, the live workspace, your "
-        "capabilities and the user's authorisation before acting.",
-    }
+    result = continue_result(scope, p.mode, current)
     if p.mode == "latest":
         head = ledger.revision(current) if current is not None else None
         if head is None:

@@ -90,3 +90,18 @@ def test_scope_rule_matches_the_lifecycle(scope):
     ours = parse_settings({"scope": scope})[0].scope == scope
     theirs = bool(lc.SCOPE_RE.match(scope))
     assert ours == theirs or scope == ""  # an empty scope setting means "none"
+
+
+def test_log_levels_are_loggings_levels():
+    import logging
+
+    from lsp_server.config import LOG_LEVELS
+
+    assert {k: logging.getLevelName(v) for k, v in LOG_LEVELS.items()} == {
+        "error": "ERROR",
+        "warning": "WARNING",
+        "warn": "WARNING",
+        "info": "INFO",
+        "debug": "DEBUG",
+        "trace": "DEBUG",
+    }

@@ -1,0 +1,354 @@
+"""The read path over stored JSON as it is: a revision's digest, whether a cited piece of
+evidence can still be read, and ``handoff.continue`` of a committed revision served from
+the stored record without the typed params or records (attrs, cattrs: ~100 ms of a cold
+``handoff call``, docs/performance.md).
+
+The plain path serves a call only when the typed path would give the same result byte
+for byte: params the converter takes unchanged (:func:`plain_continue_params`), and a
+stored revision in the exact form the converter writes (:func:`canonical`: the keys in
+field order, defaults left out, every value of its type). Anything else (a refusal, a
+hand-edited record, a prepared target, a rendered view) returns ``None`` and the
+registry runs the typed path, so every error is the typed path's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from .evidence import OutsideWorkspace, UnusableArtifact, WorkspaceFiles, as_files
+from .store import revision_shape
+from .vocabulary import (
+    DISPOSITIONS,
+    MAX_NAME,
+    REQUIRED_CHECKS,
+    REVISION_RE,
+    SCOPE_RE,
+    SOURCE_KINDS,
+    SOURCE_RE,
+)
+
+if TYPE_CHECKING:
+    from .context import CallContext
+    from .storage import HistoryView
+
+
+def canonical_json(value: Any) -> bytes:
+    """The canonical bytes a digest is taken over (sorted keys, no spaces)."""
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+
+
+def digest_of(prepared: dict[str, Any]) -> str:
+    """``sha256:<hex>`` over the canonical JSON of everything but the digest."""
+    body = {k: v for k, v in prepared.items() if k != "digest"}
+    return "sha256:" + hashlib.sha256(canonical_json(body)).hexdigest()
+
+
+#: Revisions already verified, by the identity of their parsed ``prepared`` object (held
+#: here, so the id is not reused): a record read again from disk is a new object and is
+#: verified again; one kept in memory (a cached snapshot) is not hashed on every serve.
+_VERIFIED: OrderedDict[int, tuple[dict[str, Any], str, bool]] = OrderedDict()
+_VERIFIED_MAX = 256
+_VERIFIED_LOCK = threading.Lock()
+
+
+def revision_intact(rec: dict[str, Any]) -> bool:
+    """Whether a committed revision still matches its digest (recomputed: a record
+    edited on disk after it was committed does not)."""
+    prepared, digest = rec.get("prepared"), rec.get("digest")
+    if not isinstance(prepared, dict) or not isinstance(digest, str):
+        return False
+    with _VERIFIED_LOCK:
+        seen = _VERIFIED.get(id(prepared))
+    if seen is not None and seen[0] is prepared and seen[1] == digest:
+        return seen[2]
+    try:
+        ok = digest == prepared.get("digest") == digest_of(prepared)
+    except (TypeError, orjson.JSONEncodeError):
+        ok = False
+    with _VERIFIED_LOCK:
+        _VERIFIED[id(prepared)] = (prepared, digest, ok)
+        while len(_VERIFIED) > _VERIFIED_MAX:
+            _VERIFIED.popitem(last=False)
+    return ok
+
+
+# ---------------------------------------------------------------------------
+# Evidence: which citations can no longer be read
+# ---------------------------------------------------------------------------
+
+_UNREADABLE_AS = {"hard_link": "outside_workspace"}
+
+
+def source_info(history: HistoryView, ref: str) -> dict[str, Any] | None:
+    """``{id, scope, kind, seq}`` of the Source ``source/<id>``, from the indexes only."""
+    m = SOURCE_RE.match(ref) if isinstance(ref, str) else None
+    info = history.source_info(m.group(1)) if m else None
+    return info if info is not None and info["kind"] in SOURCE_KINDS else None
+
+
+def unreadable_detail(
+    citation: dict[str, Any], scope: str, history: HistoryView, workspace: Path | WorkspaceFiles
+) -> tuple[str, str | None] | None:
+    """Why a recorded citation (its JSON, as ``lifecycle.citation_json`` writes it) can
+    no longer be read, as (reason, detail), or ``None``."""
+    if citation["kind"] == "source":
+        rec = source_info(history, citation.get("ref") or "")
+        return None if rec is not None and rec["scope"] == scope else ("unknown_source", None)
+    path = citation.get("path")
+    if path is None:
+        return "missing", None
+    try:
+        now = as_files(workspace).sha256(path)
+    except OutsideWorkspace:
+        return "outside_workspace", None
+    except UnusableArtifact as exc:
+        if exc.reason == "cancelled":
+            from .errors import HandoffError
+
+            raise HandoffError(
+                "cancelled", "The command was cancelled; nothing was written."
+            ) from None
+        return _UNREADABLE_AS.get(exc.reason, "missing"), exc.reason
+    except OSError:
+        return "missing", None
+    sha = citation.get("sha256")
+    if sha is not None and sha != now:
+        return "changed", None
+    return None
+
+
+def unreadable_evidence(
+    evidence: list[dict[str, Any]],
+    scope: str,
+    history: HistoryView,
+    workspace: Path | WorkspaceFiles,
+) -> list[dict[str, Any]]:
+    """Each citation (JSON) that can no longer be read, with the reason (and detail)."""
+    out = []
+    files = as_files(workspace)
+    for c in evidence:
+        found = unreadable_detail(c, scope, history, files)
+        if found:
+            reason, detail = found
+            out.append({"citation": c, "reason": reason, **({"detail": detail} if detail else {})})
+    return out
+
+
+def citation_json_of(stored: dict[str, Any]) -> dict[str, Any]:
+    """``lifecycle.citation_json`` of a stored citation in canonical form."""
+    if stored["kind"] == "source":
+        return {"kind": "source", "ref": stored.get("ref")}
+    out: dict[str, Any] = {"kind": "artifact", "path": stored.get("path")}
+    if stored.get("sha256") is not None:
+        out["sha256"] = stored["sha256"]
+    if stored.get("lines") is not None:
+        out["lines"] = list(stored["lines"])
+    return out
+
+
+# ---------------------------------------------------------------------------
+# The stored records' canonical form
+# ---------------------------------------------------------------------------
+
+#: A field with no default: always written.
+REQUIRED = object()
+_OPT_STR = ("optional", "str")
+
+#: The fields of the records the plain path reads, as ``records`` declares them (key,
+#: kind, default), in field order. ``tests/test_plain_read.py`` checks them against the
+#: attrs classes. A kind is ``str``, ``int``, ``("one of", values)``, ``("list", kind)``,
+#: ``("optional", kind)`` or the name of another shape.
+SHAPES: dict[str, tuple[tuple[str, Any, Any], ...]] = {
+    "Citation": (
+        ("kind", ("one of", ("source", "artifact")), REQUIRED),
+        ("ref", _OPT_STR, None),
+        ("path", _OPT_STR, None),
+        ("sha256", _OPT_STR, None),
+        ("lines", ("optional", ("list", "int")), None),
+    ),
+    "Fact": (("text", "str", REQUIRED), ("citations", ("list", "Citation"), REQUIRED)),
+    "HandoffContent": (
+        ("objective", "str", REQUIRED),
+        ("state", "Fact", REQUIRED),
+        ("disposition", ("one of", DISPOSITIONS), REQUIRED),
+        ("nextActions", ("list", "Fact"), REQUIRED),
+        ("document", _OPT_STR, None),
+    ),
+    "PreparedHandoff": (
+        ("type", ("one of", ("prepared_handoff",)), REQUIRED),
+        ("format", "int", REQUIRED),
+        ("scope", "str", REQUIRED),
+        ("base", _OPT_STR, REQUIRED),
+        ("content", "HandoffContent", REQUIRED),
+        ("evidence", ("list", "Citation"), REQUIRED),
+        ("boundary", _OPT_STR, REQUIRED),
+        ("preparedAt", "str", REQUIRED),
+        ("digest", "str", REQUIRED),
+    ),
+    "Revision": (
+        ("ref", "str", REQUIRED),
+        ("handoffId", "str", REQUIRED),
+        ("number", "int", REQUIRED),
+        ("scope", "str", REQUIRED),
+        ("base", _OPT_STR, REQUIRED),
+        ("digest", "str", REQUIRED),
+        ("prepared", "PreparedHandoff", REQUIRED),
+        ("committedAt", "str", REQUIRED),
+        ("seq", "int", REQUIRED),
+    ),
+}
+
+
+def _of_kind(value: Any, kind: Any) -> bool:
+    if kind == "str":
+        return type(value) is str
+    if kind == "int":
+        return type(value) is int
+    if isinstance(kind, str):
+        return canonical(value, kind)
+    how, inner = kind
+    if how == "one of":
+        return type(value) is str and value in inner
+    if how == "optional":
+        return value is None or _of_kind(value, inner)
+    return type(value) is list and all(_of_kind(item, inner) for item in value)
+
+
+def canonical(value: Any, shape: str) -> bool:
+    """Whether ``value`` is exactly the JSON the converter writes for the record
+    ``shape``: it would structure, and unstructuring it gives it back key for key, in
+    order (a field at its default is left out)."""
+    if type(value) is not dict:
+        return False
+    written = []
+    for key, kind, default in SHAPES[shape]:
+        if key not in value:
+            if default is REQUIRED:
+                return False
+            continue
+        item = value[key]
+        if (default is not REQUIRED and item == default) or not _of_kind(item, kind):
+            return False
+        written.append(key)
+    return len(written) == len(value) and list(value) == written
+
+
+# ---------------------------------------------------------------------------
+# handoff.continue of a committed revision
+# ---------------------------------------------------------------------------
+
+_CONTINUE_KEYS = frozenset({"mode", "scope", "prepared", "revision", "render"})
+
+
+def plain_continue_params(params: Any) -> tuple[str, str | None, str | None] | None:
+    """(mode, scope, revision) of ``handoff.continue`` params that the converter takes
+    as they are and that the plain path serves (mode latest or exact, nothing rendered,
+    no prepared value), else ``None``."""
+    if type(params) is not dict or not params.keys() <= _CONTINUE_KEYS:
+        return None
+    mode, scope, revision = params.get("mode"), params.get("scope"), params.get("revision")
+    if type(mode) is not str or mode not in ("latest", "exact"):
+        return None
+    if params.get("render") is not None or params.get("prepared") is not None:
+        return None
+    for text in (scope, revision):
+        if text is not None and (type(text) is not str or len(text) > MAX_NAME):
+            return None
+    try:
+        orjson.dumps(params)  # lone surrogates: the typed path refuses them
+    except orjson.JSONEncodeError:
+        return None
+    return mode, scope, revision
+
+
+def continue_result(scope: str, mode: str, current: str | None) -> dict[str, Any]:
+    """The result of ``handoff.continue`` before a handoff is selected."""
+    return {
+        "scope": scope,
+        "trust": "untrusted_history",
+        "mode": mode,
+        "found": True,
+        "selected": None,
+        "current": current,
+        "content": None,
+        "citations": [],
+        "unreadableEvidence": [],
+        "requiredChecks": list(REQUIRED_CHECKS),
+        "warning": "Untrusted history: verify the evidence, the live workspace, your "
+        "capabilities and the user's authorisation before acting.",
+    }
+
+
+#: Stored revisions already found canonical or not, by identity (held here, so the id
+#: is not reused): a long-lived process serves a kept record without walking it again.
+_CANONICAL: OrderedDict[int, tuple[dict[str, Any], bool]] = OrderedDict()
+
+
+def _canonical_revision(rec: dict[str, Any]) -> bool:
+    with _VERIFIED_LOCK:
+        seen = _CANONICAL.get(id(rec))
+    if seen is not None and seen[0] is rec:
+        return seen[1]
+    ok = canonical(rec, "Revision")
+    with _VERIFIED_LOCK:
+        _CANONICAL[id(rec)] = (rec, ok)
+        while len(_CANONICAL) > _VERIFIED_MAX:
+            _CANONICAL.popitem(last=False)
+    return ok
+
+
+def _servable(rec: Any, scope: str) -> bool:
+    """A stored revision of ``scope``, intact, in canonical form."""
+    return (
+        revision_shape(rec)
+        and revision_intact(rec)
+        and _canonical_revision(rec)
+        and rec["scope"] == scope
+    )
+
+
+def continue_plain(ws: Any, params: Any, ctx: CallContext) -> dict[str, Any] | None:
+    """``handoff.continue`` (latest or exact) from the stored revision, or ``None``
+    when the typed path must serve the call (``ws``: the ``Workspace``)."""
+    plain = plain_continue_params(params)
+    if plain is None:
+        return None
+    mode, asked, revision = plain
+    if asked is not None and not SCOPE_RE.match(asked):
+        return None
+    scope = ws.resolve_scope(asked)
+    history = ws.store.snapshot()
+    rec = history.scope_record(scope)
+    current = rec.get("head") if rec else None
+    current = current if isinstance(current, str) else None
+    result = continue_result(scope, mode, current)
+    if mode == "latest":
+        if current is None:
+            result["found"] = False
+            return result
+        revision = current
+    elif revision is None or not REVISION_RE.match(revision):
+        return None
+    stored = history.revision(revision)
+    if not _servable(stored, scope):
+        return None
+    prepared = orjson.loads(orjson.dumps(stored["prepared"]))  # the caller's own copy
+    evidence = [citation_json_of(c) for c in prepared["evidence"]]
+    if prepared["boundary"]:
+        evidence.append({"kind": "source", "ref": prepared["boundary"]})
+    result.update(
+        selected=revision,
+        content=prepared["content"],
+        citations=prepared["evidence"],
+        unreadableEvidence=unreadable_evidence(evidence, prepared["scope"], history, ws.files(ctx)),
+        boundary=prepared["boundary"],
+        base=prepared["base"],
+        digest=prepared["digest"],
+    )
+    return result
