@@ -125,8 +125,15 @@ def cold_continue(ws: Path) -> list[str]:
     return [sys.executable, "-m", "lsp_server.cli", "call", "-w", str(ws), "handoff.continue", params]
 
 
-def run_cold(argv: list[str]) -> None:
-    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, cwd=REPO)
+def run_cold(argv: list[str], env: dict[str, str] | None = None) -> None:
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, cwd=REPO, env=env)
+
+
+def cached_bytecode_env(prefix: Path) -> dict[str, str]:
+    """The environment of a process whose modules' bytecode is cached (in ``prefix``),
+    as after a wheel install or any earlier run without ``PYTHONDONTWRITEBYTECODE``."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    return {**env, "PYTHONPYCACHEPREFIX": str(prefix)}
 
 
 #: A process that opens the store, writes one record and shows each view, as a
@@ -196,12 +203,18 @@ def one_run(stores: list[dict[str, Any]], tmp: Path, args: argparse.Namespace, n
         for st in stores:
             n += 1
             samples.setdefault(("fresh commit CPU", st["size"]), []).append(fresh_cpu(st, n))
+    cached = cached_bytecode_env(tmp / "pycache")
+    for argv in (IMPORT_TINYDB, cold_continue(stores[0]["ws"])):  # fills the cache
+        run_cold(argv, cached)
     for _ in range(args.cold):
-        samples.setdefault(("python -c import tinydb", 0), []).append(timed(run_cold, IMPORT_TINYDB))
-        for st in (stores[0], stores[-1]):
-            samples.setdefault(("cold CLI continue", st["size"]), []).append(
-                timed(run_cold, cold_continue(st["ws"]))
+        for env, tag in ((None, ""), (cached, ", bytecode cached")):
+            samples.setdefault((f"python -c import tinydb{tag}", 0), []).append(
+                timed(run_cold, IMPORT_TINYDB, env)
             )
+            for st in (stores[0], stores[-1]):
+                samples.setdefault((f"cold CLI continue{tag}", st["size"]), []).append(
+                    timed(run_cold, cold_continue(st["ws"]), env)
+                )
     latest = {"scope": SCOPE, "mode": "latest"}
     for _ in range(args.reads):
         for st in stores:
@@ -274,10 +287,12 @@ def ratios(run: dict[str, dict[int, float]], small: int, large: int) -> dict[str
         r[f"{kind} projection (no rendering) after one new record, {large:,} vs {small}"] = (
             run[f"{kind} projection"][large] / run[f"{kind} projection"][small]
         )
-    for size in (small, large):
-        r[f"cold CLI `handoff call handoff.continue` at {size:,} vs `python -c \"import tinydb\"`"] = (
-            run["cold CLI continue"][size] / run["python -c import tinydb"][0]
-        )
+    for tag in ("", ", bytecode cached"):
+        for size in (small, large):
+            name = f"cold CLI `handoff call handoff.continue`{tag} at {size:,}"
+            r[f"{name} vs `python -c \"import tinydb\"`"] = (
+                run[f"cold CLI continue{tag}"][size] / run[f"python -c import tinydb{tag}"][0]
+            )
     r[f"continuity view at {large:,} vs a GC-paused orjson.loads of its data"] = (
         run["continuity"][large] / run["parse"][0]
     )
@@ -351,9 +366,10 @@ def absolute_table(runs: list[dict[str, dict[int, float]]], sizes: list[int]) ->
             continue
         cells = [statistics.median(r[key][s] for r in runs) * 1000 for s in sizes]
         rows.append([key] + [f"{c:.2f} ms" for c in cells])
-    cold = [statistics.median(r["cold CLI continue"][s] for r in runs) * 1000 for s in (sizes[0], sizes[-1])]
-    rows.append(["cold CLI continue", f"{cold[0]:.2f} ms"] + [""] * (len(sizes) - 2) + [f"{cold[1]:.2f} ms"])
-    for key in ("fsync floor", "sqlite", "parse", "python -c import tinydb"):
+    for key in ("cold CLI continue", "cold CLI continue, bytecode cached"):
+        cold = [statistics.median(r[key][s] for r in runs) * 1000 for s in (sizes[0], sizes[-1])]
+        rows.append([key, f"{cold[0]:.2f} ms"] + [""] * (len(sizes) - 2) + [f"{cold[1]:.2f} ms"])
+    for key in ("fsync floor", "sqlite", "parse", "python -c import tinydb", "python -c import tinydb, bytecode cached"):
         rows.append([key] + [""] * (len(sizes) - 1) + [f"{statistics.median(r[key][0] for r in runs) * 1000:.2f} ms"])
     return Table(
         "Medians (ms) by store size, median over the runs",
