@@ -125,6 +125,21 @@ READS = [
 ]
 
 
+def interleaved_round_trips(calls: list[tuple[str, Any, str, Any]], args) -> dict[str, list[float]]:
+    """Each call's round trips: ``args.warmup`` rounds untimed, then ``args.rounds`` rounds
+    of every call once, interleaved, so the machine's load weighs on all of them alike."""
+    samples: dict[str, list[float]] = {label: [] for label, *_ in calls}
+    for _ in range(args.warmup):
+        for _label, session, command, arg in calls:
+            session.execute(command, arg)
+    for _ in range(args.rounds):
+        for label, session, command, arg in calls:
+            t0 = time.perf_counter()
+            session.execute(command, arg)
+            samples[label].append(time.perf_counter() - t0)
+    return samples
+
+
 def bench_round_trips(workspace: Path, args, result: BenchResult) -> None:
     ours = StdioSession(HANDOFF_SERVER)
     minimal = StdioSession(MINIMAL_SERVER)
@@ -136,15 +151,7 @@ def bench_round_trips(workspace: Path, args, result: BenchResult) -> None:
             *[(label, ours, command, arg) for label, command, arg in READS],
             ("minimal pygls no-op", minimal, "minimal.noop", None),
         ]
-        samples: dict[str, list[float]] = {label: [] for label, *_ in calls}
-        for _ in range(args.warmup):
-            for _label, session, command, arg in calls:
-                session.execute(command, arg)
-        for _ in range(args.rounds):  # interleaved: every command once per round
-            for label, session, command, arg in calls:
-                t0 = time.perf_counter()
-                session.execute(command, arg)
-                samples[label].append(time.perf_counter() - t0)
+        samples = interleaved_round_trips(calls, args)
     finally:
         ours.close()
         minimal.close()
@@ -214,16 +221,8 @@ def bench_grown_round_trips(root: Path, args, result: BenchResult) -> None:
     for n, (session, _segs) in servers.items():
         calls += [(f"ping@{n}", session, "handoff.ping", None)]
         calls += [(f"continue@{n}", session, "handoff.continue", cont)]
-    samples: dict[str, list[float]] = {label: [] for label, *_ in calls}
     try:
-        for _ in range(args.warmup):
-            for _label, session, command, arg in calls:
-                session.execute(command, arg)
-        for _ in range(args.rounds):
-            for label, session, command, arg in calls:
-                t0 = time.perf_counter()
-                session.execute(command, arg)
-                samples[label].append(time.perf_counter() - t0)
+        samples = interleaved_round_trips(calls, args)
     finally:
         for session, _segs in servers.values():
             session.close()
