@@ -22,6 +22,15 @@ ALL_CHECKS = {
 }
 
 
+def forget_kept_views() -> None:
+    """Drop what this process keeps from view to view (the kept scope logs and the
+    history report's blocks), so a test's views start from scratch."""
+    from lsp_server import projections, reports
+
+    projections.KEPT.forget()
+    reports.HISTORY_BLOCKS.forget()
+
+
 def artifact(path: str = "client/pets_client.py") -> dict[str, Any]:
     return {"kind": "artifact", "path": path}
 

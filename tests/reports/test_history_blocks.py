@@ -12,7 +12,7 @@ import pytest
 
 from lsp_server import projections, rendering, reports
 from lsp_server.service import HandoffService
-from tests.helpers import SCOPE, prepare
+from tests.helpers import SCOPE, forget_kept_views, prepare
 
 from .support import acknowledge, commit_walkthrough, report
 
@@ -21,11 +21,9 @@ TEMPLATE = "history.md.j2"
 
 @pytest.fixture(autouse=True)
 def _nothing_kept():
-    projections.KEPT.forget()
-    reports.HISTORY_BLOCKS.forget()
+    forget_kept_views()
     yield
-    projections.KEPT.forget()
-    reports.HISTORY_BLOCKS.forget()
+    forget_kept_views()
 
 
 def grow(svc: HandoffService, walk: dict[str, Any], commits: int) -> list[str]:

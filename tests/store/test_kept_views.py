@@ -17,7 +17,7 @@ from lsp_server import projections, rendering, reports
 from lsp_server.service import HandoffService, ServiceConfig
 from lsp_server.store import StateStore, StoreLog
 
-from ..helpers import ALL_CHECKS, SCOPE, record_contract
+from ..helpers import ALL_CHECKS, SCOPE, forget_kept_views, record_contract
 
 SEAL = 4096  # bytes: a few records seal
 VIEWS = (projections.continuity, projections.history, projections.lineage)
@@ -26,11 +26,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(autouse=True)
 def _nothing_kept():
-    projections.KEPT.forget()
-    reports.HISTORY_BLOCKS.forget()
+    forget_kept_views()
     yield
-    projections.KEPT.forget()
-    reports.HISTORY_BLOCKS.forget()
+    forget_kept_views()
 
 
 def service(workspace: Path) -> HandoffService:
