@@ -159,7 +159,7 @@ class _RevisionBlocks:
                 or ref in redo
                 or not stale.isdisjoint(got[2])
             ):
-                got = (r, self._render(context, r), frozenset(projections.cited_refs(r["content"])))
+                got = (r, self._render(context, r), _block_reads(r))
             blocks.append(got[1])
             reads.append(got[2])
         self.revisions, self.head = list(view["revisions"]), head
