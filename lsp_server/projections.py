@@ -329,6 +329,58 @@ class _Appended(Sequence):
         return self
 
 
+class _Newest(Sequence):
+    """A stream of a kept log that holds only its length and its newest records: the
+    views read no more of it (the continuity view the newest ``CONTINUITY_CAP``, the
+    outcome state whether there is any), so a slim kept log does not keep every Source
+    of the history alive. Reading an older record raises ``LookupError``."""
+
+    def __init__(self, keep: int = CONTINUITY_CAP) -> None:
+        self.keep = keep
+        self.count = 0
+        self.items: list[Any] = []
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self.count))]
+        j = i + self.count if i < 0 else i
+        first = self.count - len(self.items)
+        if not 0 <= j < self.count:
+            raise IndexError(i)
+        if j < first:
+            raise LookupError(f"record {i} of a slim kept log is not kept")
+        return self.items[j - first]
+
+    def append(self, item: Any) -> None:
+        self.__iadd__((item,))
+
+    def __iadd__(self, items: Iterable[Any]) -> _Newest:
+        before = len(self.items)
+        self.items.extend(items)
+        self.count += len(self.items) - before
+        del self.items[: -self.keep or len(self.items)]
+        return self
+
+
+_PART_BITS = 24  # a sealed Source's place: (document id << _PART_BITS) | segment
+
+
+def _place(at: int, key: str) -> Any:
+    """Where a sealed Source lies, as one int when its document id is a plain number."""
+    if key.isascii() and key.isdigit() and str(int(key)) == key and at < 1 << _PART_BITS:
+        return (int(key) << _PART_BITS) | at
+    return (at, key)
+
+
+def _unplace(place: Any) -> tuple[int, str]:
+    if type(place) is int:
+        return place & ((1 << _PART_BITS) - 1), str(place >> _PART_BITS)
+    return place
+
+
 class ScopeLog:
     """The valid records of one scope in log order, their indexes, and how many records
     were skipped as malformed (``invalid``).
@@ -358,6 +410,7 @@ class ScopeLog:
         self.outcome_covers: dict[str, str] = {}
         self.outcomes: list[dict[str, Any]] = []
         self.boundaries: list[dict[str, Any]] = []
+        self.prepared: list[dict[str, Any]] = []  # receipts of prepared handoffs
         self.committed_boundaries: dict[str, str] = {}
         self.by_digest: dict[str, dict[str, Any]] = {}
         self.head: str | None = None
@@ -367,6 +420,11 @@ class ScopeLog:
         self.revisions_by_seq = True  # the revisions (in number order) are in seq order too
         self._base: ScopeLog | None = None  # a copy: the kept log it lays a tail on
         self._history: KeptRevisionViews | None = None  # a kept log: its revision views
+        #: A slim kept log: the sealed segments it folded, where ``by_id`` gives the
+        #: place of a Source no view reads in full (``_let_go``), and the Source ids
+        #: its revisions cite (kept in full: the history shows them).
+        self._sealed: Any = None
+        self._cited_ids: set[str] = set()
         if data is not None:
             session = CHECKED.session()
             self._build([data], session)
@@ -460,6 +518,8 @@ class ScopeLog:
             kind = rec["kind"]
             if kind == "acknowledgement":
                 self._append(self.receipts, rec["payload"]["target"], rec)
+                if rec["payload"]["target"].startswith("prepared:"):
+                    self.prepared.append(rec)
             elif kind == "task_outcome":
                 self.outcomes.append(rec)
                 ref = self.covers(rec)
@@ -515,12 +575,82 @@ class ScopeLog:
         self.revisions.insert(at, rev)
         self.by_ref[rev["ref"]] = rev
         self.touched.add(rev["ref"])
+        if self._sealed is not None:
+            self._keep_cited(rev)
         if at != len(self.revisions) - 1 or (at and self.revisions[at - 1]["seq"] >= rev["seq"]):
             self.revisions_by_seq = False  # numbers no longer follow the log order
         if at == len(self.revisions) - 1:
             self._index_revision(rev)
         else:
             self._index_revisions()
+
+    def _keep_cited(self, rev: dict[str, Any]) -> None:
+        """The Sources a revision cites stay whole in a slim kept log (the history
+        shows them with every view); one already let go is read back once."""
+        for ref in cited_refs(rev["prepared"]["content"]):
+            rid = ref.removeprefix("source/")
+            if self._base is None:
+                self._cited_ids.add(rid)
+            place = self.by_id.get(rid)
+            if place is not None and type(place) is not dict:
+                self.by_id[rid] = self._sealed_source(place)
+
+    def _sealed_source(self, place: Any) -> dict[str, Any]:
+        at, key = _unplace(place)
+        return self._sealed.record(at, "sources", key)
+
+    def source_by_id(self, rid: str) -> dict[str, Any] | None:
+        """The valid Source of this scope with this id (read back from its sealed
+        segment when a slim kept log let it go)."""
+        rec = self.by_id.get(rid)
+        if rec is None or type(rec) is dict:
+            return rec
+        return self._sealed_source(rec)
+
+    @classmethod
+    def of_sealed(cls, sealed: Any, count: int, scope: str) -> ScopeLog:
+        """A slim kept log of the first ``count`` sealed segments, folded one segment
+        at a time (each parsed, folded and let go, so the parsed history is never all
+        in memory); records that cannot be folded in order are read in one pass over
+        every segment instead, held whole."""
+        log = cls(None, scope)
+        log._sealed, log.sources, log.outcomes = sealed, _Newest(), _Newest()
+        if log._fold_sealed(0, count):
+            return log
+        log = cls(None, scope)
+        log._build(sealed.parts[:count], _shape_only)
+        log._sealed = sealed  # later segments are folded in (and let go) as above
+        return log
+
+    def _fold_sealed(self, start: int, count: int) -> bool:
+        """Fold in sealed segments ``start``..``count`` (``False``: they cannot be
+        folded in order, and the log is spent)."""
+        for at in range(start, count):
+            part = self._sealed.parts[at]
+            try:
+                self._extend([part])
+            except _Refold:
+                return False
+            self._let_go(at, part)
+        return True
+
+    def _let_go(self, at: int, part: dict[str, Any]) -> None:
+        """Keep only the place of this segment's Sources that no view reads whole
+        (not a receipt, not cited by a revision, not among the newest), so their
+        records are freed with the parsed segment."""
+        by_id, cited = self.by_id, self._cited_ids
+        docs = part.get("sources")
+        for key, rec in docs.items() if isinstance(docs, dict) else ():
+            if type(rec) is not dict:
+                continue
+            rid = rec.get("id")
+            if (
+                type(rid) is str
+                and by_id.get(rid) is rec
+                and rec["kind"] != "acknowledgement"
+                and rid not in cited
+            ):
+                by_id[rid] = _place(at, key)
 
     def _finish(self, scopes: Any) -> None:
         """The head, from the live heads."""
@@ -564,7 +694,7 @@ class ScopeLog:
         for name, value in self.__dict__.items():
             if type(value) is dict:
                 value = ChainMap({}, value)
-            elif type(value) is list:
+            elif type(value) is list or type(value) is _Newest:
                 value = list(value) if name == "revisions" else _Appended(value)
             new.__dict__[name] = value
         new._own_lists = set()
@@ -592,8 +722,8 @@ class ScopeLog:
         if m is None:
             return None
         rec = self.by_id.get(m.group(1))
-        if rec is not None:
-            return rec if rec["kind"] == "acknowledgement" else None
+        if rec is not None:  # a Source let go by a slim kept log is not a receipt
+            return rec if type(rec) is dict and rec["kind"] == "acknowledgement" else None
         rec = self._foreign_acks.get(m.group(1))
         if (
             rec is not None
@@ -648,11 +778,7 @@ class ScopeLog:
         if self.head is not None:
             receipts = self.receipts.get(self.head)
             return receipts[-1]["payload"]["status"] if receipts else "pending"
-        prepared = [
-            r
-            for r in self.sources
-            if r["kind"] == "acknowledgement" and r["payload"]["target"].startswith("prepared:")
-        ]
+        prepared = self.prepared
         if not self.boundaries:
             return prepared[-1]["payload"]["status"] if prepared else "none"
         last = self.boundaries[-1]
@@ -732,9 +858,10 @@ class KeptScopeLogs:
     def log_of(self, log: Any, scope: str) -> ScopeLog:
         """The scope's log of a ``store.StoreLog`` snapshot."""
         view = None
-        if log.tail_in_order():
-            with self.lock:
-                view = self._with_tail(self._sealed_log(log, scope), log, scope)
+        with self.lock:
+            base = self._sealed_log(log, scope)  # first: it reads the segments' ids too
+            if log.tail_in_order():
+                view = self._with_tail(base, log, scope)
         return view if view is not None else ScopeLog(log.full(), scope)
 
     def _with_tail(self, base: ScopeLog, log: Any, scope: str) -> ScopeLog | None:
@@ -754,19 +881,15 @@ class KeptScopeLogs:
         return None
 
     def _sealed_log(self, log: Any, scope: str) -> ScopeLog:
-        parts, key = log.sealed.parts, (log.store, scope)
+        key = (log.store, scope)
         kept = self._kept.get(key)
+        base = None
         if kept is not None and kept[0] is log.sealed and kept[1] <= log.count:
             base = kept[2]
-            try:
-                base._extend(parts[kept[1] : log.count])
-            except _Refold:
+            if base._sealed is not log.sealed or not base._fold_sealed(kept[1], log.count):
                 base = None
-        else:
-            base = None
         if base is None:
-            base = ScopeLog(None, scope)
-            base._build(parts[: log.count], _shape_only)
+            base = ScopeLog.of_sealed(log.sealed, log.count, scope)
         if kept is None or kept[0] is not log.sealed or kept[1] <= log.count:
             self._kept[key] = (log.sealed, log.count, base)
             self._kept.move_to_end(key)
@@ -933,6 +1056,8 @@ def _newest(
 def continuity(data: dict[str, Any], scope: str, cap: int = CONTINUITY_CAP) -> dict[str, Any]:
     """The work-continuity view of one scope: the newest ``cap`` valid events, oldest
     first, with the total, the head, the transfer state and the outcome coverage."""
+    if cap > CONTINUITY_CAP and not isinstance(data, dict):
+        data = data.full()  # a slim kept log holds only the newest CONTINUITY_CAP
     log = scope_log(data, scope)
     # Merge four seq-ordered streams; only the shown tail is turned into events.
     streams = (log.sources, log.revisions, log.generations, log.starts)
@@ -1023,7 +1148,7 @@ def _cited_events(log: ScopeLog, refs: Iterable[str]) -> dict[str, Any]:
     for ref in refs:
         if ref in out:
             continue
-        rec = log.by_id.get(ref.removeprefix("source/"))
+        rec = log.source_by_id(ref.removeprefix("source/"))
         if rec is not None:
             out[ref] = _source_event(rec, log)
     return out

@@ -34,7 +34,7 @@ import time
 import uuid
 import zlib
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from itertools import repeat
 from operator import itemgetter
 from pathlib import Path
@@ -716,26 +716,31 @@ _NAME, _BYTES = itemgetter("name"), itemgetter("bytes")
 
 
 class SealedTables:
-    """The sealed log tables, parsed once per process.
+    """The sealed segments of one history, parsed when a fold reads them and let go.
 
-    Sealed segments never change, so a full read after a write parses only the
-    segments sealed since the last one (before: every segment, ~0.6 s at 100,000
-    Sources), and sealed records stay the same objects from read to read, which lets
-    the projections keep what they checked about them (docs/performance.md,
-    "Views after one new record"). ``parts`` holds each segment's tables in manifest
-    order, so a kept projection folds in only the segments sealed since it last looked.
+    Sealed segments never change and a manifest only grows at its end, so a kept
+    projection (``projections.KeptScopeLogs``) folds each segment in once, in order,
+    and keeps only what its views read. The parsed records are not kept here: at
+    100,000 Sources they were ~190 MB of Python dicts held for the life of a server
+    (docs/performance.md, "Round five: sealed records let go after the fold"). A
+    part is parsed again when something reads it again (another scope's first view,
+    a refold, a full read); ``record`` looks one record up through the store's small
+    cache of parsed segments. What is kept per segment is its manifest entry and
+    the highest document id per table so far (``top_through``).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, store: StateStore | None = None) -> None:
         #: The manifest entries ({name, bytes}) of the segments held, in order.
         self.entries: list[dict[str, Any]] = []
         self._names: list[str] = []
         self._sizes: list[int] = []
-        self.tables: dict[str, dict[str, Any]] = {name: {} for name in SEALED_TABLES}
-        self.parts: list[dict[str, dict[str, Any]]] = []
-        #: The highest document id per table (``None``: ids out of order, not integers,
-        #: or reused across segments: the order of ``parts`` is not the table order).
-        self.top_id: dict[str, int] | None = dict.fromkeys(SEALED_TABLES, 0)
+        self._segments: list[Segment] = []
+        self._store = store
+        self.parts = _SealedParts(self)
+        #: After each segment parsed in order: the highest document id per table over
+        #: it and the ones before (``None``: ids out of order, not integers, or reused
+        #: across segments: the order of the parts is not the table order).
+        self._tops: list[dict[str, int] | None] = []
 
     def holds_prefix_of(self, entries: list[dict[str, Any]]) -> bool:
         """Whether this history's segments are the first of ``entries`` (names and
@@ -743,35 +748,92 @@ class SealedTables:
         prefix = entries[: len(self._names)]
         return list(map(_NAME, prefix)) == self._names and list(map(_BYTES, prefix)) == self._sizes
 
-    def add(self, entry: dict[str, Any], records: dict[str, Any]) -> None:
-        self.entries.append({"name": entry["name"], "bytes": entry["bytes"]})
-        self._names.append(entry["name"])
-        self._sizes.append(entry["bytes"])
-        self.parts.append({name: records[name] for name in SEALED_TABLES})
-        for name in SEALED_TABLES:
-            self.tables[name].update(records[name])
-            self._raise_top(name, records[name])
+    def add(self, seg: Segment) -> None:
+        """One more sealed segment (its records are parsed when first read)."""
+        self.entries.append({"name": seg.name, "bytes": seg.size})
+        self._names.append(seg.name)
+        self._sizes.append(seg.size)
+        self._segments.append(seg)
 
-    def _raise_top(self, name: str, docs: dict[str, Any]) -> None:
-        if self.top_id is None or not docs:
-            return
+    def prefix(self, count: int) -> SealedTables:
+        """The first ``count`` segments (a snapshot older than this history's newest)."""
+        older = SealedTables(self._store)
+        for seg in self._segments[:count]:
+            older.add(seg)
+        older._tops = self._tops[:count]
+        return older
+
+    def part(self, at: int) -> dict[str, dict[str, Any]]:
+        """The tables of segment ``at``, parsed afresh (the caller lets them go)."""
+        while len(self._tops) < at:  # ids are checked in segment order
+            self.part(len(self._tops))
+        assert self._store is not None
+        records = self._store._segment_records(self._segments[at], cache=False)
+        tables = {name: records[name] for name in SEALED_TABLES}
+        if at == len(self._tops):
+            before = self._tops[-1] if self._tops else dict.fromkeys(SEALED_TABLES, 0)
+            self._tops.append(_raised_tops(before, tables))
+        return tables
+
+    def record(self, at: int, table: str, key: str) -> Any:
+        """One record of segment ``at`` (through the store's cache of parsed segments)."""
+        assert self._store is not None
+        return self._store._segment_records(self._segments[at])[table].get(key)
+
+    def top_through(self, count: int) -> dict[str, int] | None:
+        """The highest document id per table over the first ``count`` segments (they
+        are parsed for it if no fold has read them yet); ``None`` when the ids are not
+        integers rising from segment to segment."""
+        if count == 0:
+            return dict.fromkeys(SEALED_TABLES, 0)
+        while len(self._tops) < count:
+            self.part(len(self._tops))
+        return self._tops[count - 1]
+
+
+def _raised_tops(
+    before: dict[str, int] | None, tables: dict[str, dict[str, Any]]
+) -> dict[str, int] | None:
+    """``before`` raised by one segment's document ids (``None``: not above them)."""
+    if before is None:
+        return None
+    top = dict(before)
+    for name in SEALED_TABLES:
+        if not tables[name]:
+            continue
         try:
-            ids = [int(k) for k in docs]
+            ids = [int(k) for k in tables[name]]
         except ValueError:
-            self.top_id = None
-            return
-        if min(ids) <= self.top_id[name]:
-            self.top_id = None
-        else:
-            self.top_id[name] = max(ids)
+            return None
+        if min(ids) <= top[name]:
+            return None
+        top[name] = max(ids)
+    return top
+
+
+class _SealedParts(Sequence):
+    """``SealedTables.parts``: segment ``i``'s tables, parsed when read."""
+
+    def __init__(self, sealed: SealedTables) -> None:
+        self._sealed = sealed
+
+    def __len__(self) -> int:
+        return len(self._sealed.entries)
+
+    def __getitem__(self, at: Any) -> Any:
+        if isinstance(at, slice):
+            return [self[i] for i in range(*at.indices(len(self)))]
+        if not -len(self) <= at < len(self):
+            raise IndexError(at)
+        return self._sealed.part(at % len(self))
 
 
 class StoreLog:
-    """One snapshot as a log: the sealed segments' tables (``parts[:count]`` of this
+    """One snapshot as a log: the sealed segments (the first ``count`` of this
     process's ``SealedTables``, shared and append-only) under the live tail.
 
     What the kept projections read (``projections.KeptScopeLogs``): they fold in only
-    the parts after the ones they saw and lay the small live tail on top, instead of
+    the segments after the ones they saw and lay the small live tail on top, instead of
     walking every record of the history after each write."""
 
     def __init__(
@@ -785,18 +847,8 @@ class StoreLog:
     def tail_in_order(self) -> bool:
         """Whether parts then tail are the tables' document order (always, unless a
         hand-edited log reuses or reorders document ids)."""
-        top = self.sealed.top_id
-        if top is None or len(self.sealed.parts) != self.count:
-            return top is not None and self._prefix_in_order()
-        return self._tail_above(top)
-
-    def _prefix_in_order(self) -> bool:
-        top = dict.fromkeys(SEALED_TABLES, 0)
-        for part in self.sealed.parts[: self.count]:
-            for name in SEALED_TABLES:
-                if part[name]:
-                    top[name] = max(top[name], max(int(k) for k in part[name]))
-        return self._tail_above(top)
+        top = self.sealed.top_through(self.count)
+        return top is not None and self._tail_above(top)
 
     def _tail_above(self, top: dict[str, int]) -> bool:
         for name in SEALED_TABLES:
@@ -998,7 +1050,7 @@ class StateStore:
         self._full_of: dict[str, Any] | None = None
         self._full: dict[str, Any] | None = None
         self._sealed_lock = threading.Lock()
-        self._sealed_tables = SealedTables()
+        self._sealed_tables = SealedTables(self)
         self._cache_lock = threading.Lock()
         self._segments: dict[str, Segment] = {}
         self._records: OrderedDict[str, dict[str, Any]] = OrderedDict()
@@ -1145,40 +1197,42 @@ class StateStore:
     def _sealed_for(self, live: dict[str, Any]) -> SealedTables:
         """This process's ``SealedTables``, extended by the segments sealed since (a
         manifest only grows at its end); a fresh one for an older snapshot or another
-        history."""
+        history. Nothing is parsed here: a fold reads the segments it needs."""
         entries = live["_meta"]["1"]["segments"]
         with self._sealed_lock:
             view = self._sealed_tables
             if not view.holds_prefix_of(entries):
-                view = SealedTables()  # an older snapshot, or another history
+                view = SealedTables(self)  # an older snapshot, or another history
             if len(entries) > len(view.entries):
-                with gc_paused():  # millions of containers: no cycles to find
-                    for seg in self._segments_of(entries[len(view.entries) :]):
-                        entry = {"name": seg.name, "bytes": seg.size}
-                        view.add(entry, self._segment_records(seg, cache=False))
+                for seg in self._segments_of(entries[len(view.entries) :]):
+                    view.add(seg)
             if len(entries) >= len(self._sealed_tables.entries):
                 self._sealed_tables = view
             return view
 
     def _with_sealed(self, live: dict[str, Any]) -> dict[str, Any]:
-        """The live tables with this process's ``SealedTables`` under them."""
+        """The live tables over every sealed segment's, each segment parsed afresh in
+        order (a full read: a refold, ``storecheck``, an export)."""
         view = self._sealed_for(live)
-        with self._sealed_lock, gc_paused():
-            if len(view.entries) != len(live["_meta"]["1"]["segments"]):
-                view = self._sealed_prefix(view, len(live["_meta"]["1"]["segments"]))
+        count = len(live["_meta"]["1"]["segments"])
+        with self._sealed_lock:
+            if len(view.entries) != count:
+                view = self._sealed_prefix(view, count)
+        with gc_paused():  # millions of containers: no cycles to find
+            sealed: dict[str, dict[str, Any]] = {name: {} for name in SEALED_TABLES}
+            for part in view.parts:
+                for name in SEALED_TABLES:
+                    sealed[name].update(part[name])
             full: dict[str, Any] = {}
             for name, table in live.items():
-                sealed = view.tables.get(name)
-                full[name] = {**sealed, **table} if sealed else table
+                under = sealed.get(name)
+                full[name] = {**under, **table} if under else table
             return full
 
     @staticmethod
     def _sealed_prefix(view: SealedTables, count: int) -> SealedTables:
         """The first ``count`` segments of ``view`` (a snapshot older than the view)."""
-        prefix = SealedTables()
-        for entry, part in zip(view.entries[:count], view.parts[:count], strict=True):
-            prefix.add(entry, part)
-        return prefix
+        return view.prefix(count)
 
     def _load(self) -> tuple[dict[str, Any], bool]:
         """Parse and check the live file (quarantined when it is not a state file);
