@@ -272,7 +272,9 @@ def handoff_view(service: Workspace, p: ReportParams, scope: str) -> dict[str, A
         unreadableEvidence=lc.evidence_chain(prepared, ledger, service.workspace),
     )
     if "citedSources" not in view:
-        view["citedSources"] = projections.prepared_sources(ledger.data, scope, view["content"])
+        view["citedSources"] = projections.prepared_sources(
+            _records_of(ledger), scope, view["content"]
+        )
     return view
 
 
@@ -298,10 +300,20 @@ def _committed_view(
     if rec is None and revision_shape(ledger.history.revision(ref)):
         raise _malformed_revision(ref)  # a revision, but not one the rules can read
     rec = lc.revision_in_scope(rec, ref, scope)
-    revision = projections.revision_view(ledger.data, scope, ref)
+    revision = projections.revision_view(_records_of(ledger), scope, ref)
     if revision is None:
         raise _malformed_revision(ref)
     return rec.prepared, {**revision, "committed": True, "target": ref}
+
+
+def _records_of(ledger: Any) -> Any:
+    """The ledger's snapshot for a projection: as a ``store.StoreLog`` where the store
+    keeps its sealed log folded (TinyDB; nothing the size of the history is parsed or
+    held), else every record."""
+    history = ledger.history
+    read_log = getattr(getattr(history, "store", None), "read_log", None)
+    live = getattr(history, "live", None)
+    return read_log(live) if read_log is not None and isinstance(live, dict) else ledger.data
 
 
 def _store_stamp(store: StateStore) -> tuple[int, int, int] | None:

@@ -736,6 +736,7 @@ class SealedTables:
         self._sizes: list[int] = []
         self._segments: list[Segment] = []
         self._store = store
+        self._lock = threading.Lock()  # the ids are read in segment order, once
         self.parts = _SealedParts(self)
         #: After each segment parsed in order: the highest document id per table over
         #: it and the ones before (``None``: ids out of order, not integers, or reused
@@ -764,16 +765,19 @@ class SealedTables:
         return older
 
     def part(self, at: int) -> dict[str, dict[str, Any]]:
-        """The tables of segment ``at``, parsed afresh (the caller lets them go)."""
-        while len(self._tops) < at:  # ids are checked in segment order
-            self.part(len(self._tops))
+        """The tables of segment ``at``, parsed afresh (the caller lets them go); the
+        segments before it are parsed first if their ids were never read (in order)."""
         assert self._store is not None
-        records = self._store._segment_records(self._segments[at], cache=False)
-        tables = {name: records[name] for name in SEALED_TABLES}
-        if at == len(self._tops):
-            before = self._tops[-1] if self._tops else dict.fromkeys(SEALED_TABLES, 0)
-            self._tops.append(_raised_tops(before, tables))
-        return tables
+        with self._lock:
+            while True:
+                read = min(at, len(self._tops))
+                records = self._store._segment_records(self._segments[read], cache=False)
+                tables = {name: records[name] for name in SEALED_TABLES}
+                if read == len(self._tops):
+                    before = self._tops[-1] if self._tops else dict.fromkeys(SEALED_TABLES, 0)
+                    self._tops.append(_raised_tops(before, tables))
+                if read == at:
+                    return tables
 
     def record(self, at: int, table: str, key: str) -> Any:
         """One record of segment ``at`` (through the store's cache of parsed segments)."""
@@ -786,8 +790,8 @@ class SealedTables:
         integers rising from segment to segment."""
         if count == 0:
             return dict.fromkeys(SEALED_TABLES, 0)
-        while len(self._tops) < count:
-            self.part(len(self._tops))
+        if len(self._tops) < count:
+            self.part(count - 1)
         return self._tops[count - 1]
 
 
@@ -1187,10 +1191,10 @@ class StateStore:
             self._full_of, self._full = live, full
         return full
 
-    def read_log(self) -> StoreLog:
-        """The current state as a ``StoreLog``: sealed parts and live tail, nothing
-        assembled (for the kept projections)."""
-        live = self._read_live()
+    def read_log(self, live: dict[str, Any] | None = None) -> StoreLog:
+        """The current state (or the snapshot ``live``) as a ``StoreLog``: sealed parts
+        and live tail, nothing assembled (for the kept projections)."""
+        live = self._read_live() if live is None else live
         view = self._sealed_for(live)
         return StoreLog(self, view, len(live["_meta"]["1"]["segments"]), live)
 
