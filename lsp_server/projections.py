@@ -225,10 +225,10 @@ def _refs_resolve(kind: str, p: dict[str, Any], revisions: dict[str, Any]) -> bo
 class CheckedRecords:
     """Records that the last projection found well-formed, by identity.
 
-    A record's own shape (and a revision's digest) depends on nothing else, and the
-    store hands out the same objects for sealed records from read to read
-    (``store.SealedTables``), so a view after one new record checks only the new
-    records instead of the whole history (docs/performance.md, "Views after one new
+    A record's own shape (and a revision's digest) depends on nothing else, so where
+    a store hands out the same objects for records from read to read, a projection of
+    a whole snapshot after one new record checks only the new records instead of the
+    whole history (docs/performance.md, "Views after one new
     record"). Each projection keeps only the records it saw (the mapping holds them,
     so an id is never reused while it is listed); what depends on other records
     (revision references, receipts, duplicates) is checked every time.
@@ -840,10 +840,12 @@ class KeptScopeLogs:
     """Each store's and scope's ``ScopeLog`` of the sealed log, kept per process (the
     newest 16).
 
-    Sealed segments only ever grow at the end of the manifest and hand out the same
-    record objects (``store.SealedTables``), so a view after a write folds in only the
-    segments sealed since and lays the small live tail on a copy: its cost follows what
-    changed, not the history (docs/performance.md, "Views after one new record"). A
+    Sealed segments only ever grow at the end of the manifest (``store.SealedTables``),
+    so a view after a write folds in only the segments sealed since and lays the small
+    live tail on a copy: its cost follows what changed, not the history
+    (docs/performance.md, "Views after one new record"). The kept log is slim
+    (``ScopeLog.of_sealed``): each segment is parsed, folded and let go, and only what
+    the views read stays. A
     snapshot of another history (a restored store) or records that cannot be folded in
     order are projected from scratch.
     """
