@@ -100,7 +100,14 @@ RAW_SCAN_LOOKUPS = 8
 DEFAULT_DIRECTORY_SPAN = 8
 DIRECTORY_FANOUT = 8
 DIRECTORY_TIERS = 3
-DIRECTORY_FORMAT = 1
+#: Directory formats read: 1 (one checksummed index line, read and checked whole) and
+#: 2 (the index in checksummed key buckets, each read when a lookup needs it; written).
+DIRECTORY_FORMAT = 2
+DIRECTORY_FORMATS = (1, 2)
+#: Keys per bucket of a format-2 directory's index (see ``Directory._bucket``).
+DIRECTORY_BUCKET_KEYS = 256
+#: Bytes read at a time while looking for the end of a directory's header line.
+DIRECTORY_HEAD_CHUNK = 64 * 1024
 #: Keys a directory remembers the answer for (see ``Directory.segment_of``).
 FOUND_KEYS_KEPT = 256
 #: Reads of a store with segments (a new snapshot, or one reused by another command)
@@ -190,6 +197,11 @@ def _manifest_names_ok(entries: list[Any]) -> bool:
 def _pairs(items: list[Any]) -> bool:
     """Whether every item is a list of two (C-level passes: a directory lists ~512)."""
     return not items or (set(map(type, items)) == {list} and set(map(len, items)) == {2})
+
+
+def _triples(items: list[Any]) -> bool:
+    """Whether every item is a list of three (a format-2 directory's bucket spans)."""
+    return set(map(type, items)) == {list} and set(map(len, items)) == {3}
 
 
 def _file_type(mode: int) -> str:
@@ -607,6 +619,39 @@ class SegmentError(Exception):
         self.problem = problem
 
 
+class DirectoryUnusable(Exception):
+    """A directory found damaged by a lookup (a format-2 bucket): lookups stop using it."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        super().__init__(problem)
+        self.path = path
+
+
+def bucket_of(key: str, buckets: int) -> int:
+    """Which of a format-2 directory section's ``buckets`` holds ``key``."""
+    return zlib.crc32(key.encode("utf-8", "surrogatepass")) % buckets
+
+
+def index_buckets(index: dict[str, dict[str, int]]) -> tuple[bytes, dict[str, list[list[int]]]]:
+    """A directory's index as format-2 key buckets: the bytes of the index line and,
+    per section, each bucket's [offset, length, crc32] in it."""
+    parts: list[bytes] = []
+    spans: dict[str, list[list[int]]] = {}
+    offset = 0
+    for section, keys in index.items():
+        count = max(1, -(-len(keys) // DIRECTORY_BUCKET_KEYS))
+        buckets: list[dict[str, int]] = [{} for _ in range(count)]
+        for key, number in keys.items():
+            buckets[bucket_of(key, count)][key] = number
+        spans[section] = []
+        for bucket in buckets:
+            raw = orjson.dumps(bucket)
+            spans[section].append([offset, len(raw), zlib.crc32(raw)])
+            parts.append(raw)
+            offset += len(raw)
+    return b"".join(parts) + b"\n", spans
+
+
 class Directory(Segment):
     """The merged index of ``span`` consecutive sealed segments, written once beside
     them when the last one is sealed: key → segment number, and the latest Source per
@@ -626,6 +671,9 @@ class Directory(Segment):
         #: Keys already searched, hits and misses: a directory never changes, and one
         #: commit of a fresh process asks for its Work Contract ~6 times.
         self._found: dict[tuple[str, str], int | None] = {}
+        self.bucketed = self.header.get("format", 1) >= 2
+        #: The format-2 buckets read so far, by (section, bucket number).
+        self._buckets: dict[tuple[str, int], bytes] = {}
 
     def segment_of(self, section: str, key: str) -> int | None:
         """The number of the newest segment of the group whose index holds ``key``.
@@ -641,6 +689,8 @@ class Directory(Segment):
         return found
 
     def _search(self, section: str, key: str) -> int | None:
+        if self.bucketed:
+            return self._bucket_entry(section, key)
         raw = self._raw
         if raw is None or _JSON_ESCAPED.search(key):
             return self._lookup(section, key)
@@ -669,6 +719,51 @@ class Directory(Segment):
                 else {}
             )
         return self._bounds
+
+    def _bucket_entry(self, section: str, key: str) -> int | None:
+        """The segment number of ``key`` in its format-2 bucket: a byte search of the
+        checksummed bucket, a flat JSON object of numbers, where ``{"key":`` or
+        ``,"key":`` starts only an entry (a quote inside a key is escaped); keys that
+        need escaping are looked up in the parsed bucket."""
+        raw = self._bucket(section, key)
+        if _JSON_ESCAPED.search(key):
+            found = orjson.loads(raw).get(key)
+            return found if type(found) is int else None
+        needle = b'"' + key.encode() + b'":'
+        at = raw.find(needle)
+        while at > 0 and raw[at - 1] not in b"{,":
+            at = raw.find(needle, at + 1)
+        if at <= 0:
+            return None
+        m = _NUMBER_AT.match(raw, at + len(needle))
+        return int(m.group()) if m else None
+
+    def _bucket(self, section: str, key: str) -> bytes:
+        """The bucket of a format-2 index that holds ``key`` if the directory does
+        (``bucket_of``), read and checksummed the first time it is asked for.
+
+        Key buckets: a fresh process reads and checks the few KB of each directory that
+        its lookups need, not the whole ~2 MB index of a directory of 512 segments.
+        ``DirectoryUnusable`` when the bucket cannot be read or is damaged."""
+        spans = self.header["buckets"][section]
+        at = bucket_of(key, len(spans))
+        found = self._buckets.get((section, at))
+        if found is not None:
+            return found
+        span = spans[at]
+        try:
+            offset, length, crc = span
+            if not (type(offset) is int and type(length) is int and min(offset, length) >= 0):
+                raise ValueError("a malformed bucket")
+            with open_regular(self.path) as fh:
+                fh.seek(self.records_offset + offset)
+                raw = fh.read(length)
+            if len(raw) != length or zlib.crc32(raw) != crc or not raw.startswith(b"{"):
+                raise ValueError("a damaged bucket (checksum mismatch)")
+        except (OSError, ValueError, TypeError) as exc:
+            raise DirectoryUnusable(self.path, str(exc)) from None
+        self._buckets[section, at] = raw
+        return raw
 
     def covers(self, entries: list[dict[str, Any]]) -> bool:
         """Whether this directory lists exactly these manifest entries (names, sizes):
@@ -848,6 +943,16 @@ class History:
             if hit is None or hit[0].number <= count:
                 return hit
             # Found only in a segment sealed after this snapshot: look the slow way.
+        while True:
+            try:
+                return self._sealed_by_units(section, key)
+            except DirectoryUnusable as exc:
+                # Found damaged by this lookup: from now on its group is searched by
+                # the tier below (or segment by segment), as if it were missing.
+                self.store._drop_directory(exc.path)
+                self._segments = None
+
+    def _sealed_by_units(self, section: str, key: str) -> tuple[Segment, Any] | None:
         entries = self.live["_meta"]["1"]["segments"]
         for unit in reversed(self.segments()):
             seg = unit
@@ -1426,36 +1531,15 @@ class StateStore:
         return units
 
     def _directory(self, entries: list[dict[str, Any]], first: int, last: int) -> Directory | None:
-        """The directory of segments ``first``..``last`` (read once per process), or
-        ``None`` when there is none that can be used."""
+        """The directory of segments ``first``..``last`` (its header read once per
+        process), or ``None`` when there is none that can be used."""
         name = self._directory_name(entries, first, last)
         if name in self._directories:
             return self._directories[name]
         found = None
         path = self.segment_dir / name
         try:
-            with open_regular(path) as fh:
-                # One read of the whole file: ``readline`` grows a line of ~2 MB (a
-                # directory of 512 segments) in small chunks, several times slower.
-                blob = fh.read()
-            size = len(blob)
-            end = blob.find(b"\n") + 1 or size
-            stop = blob.find(b"\n", end) + 1 or size
-            head, index_raw = blob[:end], blob[end:stop]
-            del blob
-            header = orjson.loads(head)
-            if (
-                isinstance(header, dict)
-                and header.get("type") == "handoff_directory"
-                and header.get("format") == DIRECTORY_FORMAT
-                and [header.get("first"), header.get("last")] == [first, last]
-                and isinstance(header.get("latest"), dict)
-                and isinstance(header.get("segments"), list)
-                and _pairs(header["segments"])
-                and header.get("indexBytes") == len(index_raw)
-                and header.get("indexCrc32") == zlib.crc32(index_raw)
-            ):
-                found = Directory(path, header, index_raw, len(head) + len(index_raw), size)
+            found = self._read_directory(path, first, last)
         except FileNotFoundError:
             pass
         except (OSError, ValueError) as exc:
@@ -1463,6 +1547,62 @@ class StateStore:
         with self._cache_lock:
             self._directories[name] = found
         return found
+
+    def _read_directory(self, path: Path, first: int, last: int) -> Directory | None:
+        """A directory file checked against its name: format 2 by its header line only
+        (each key bucket is checked when a lookup reads it), format 1 read whole and its
+        index line checksummed."""
+        with open_regular(path) as fh:
+            size = os.fstat(fh.fileno()).st_size
+            head = fh.read(DIRECTORY_HEAD_CHUNK)
+            while b"\n" not in head and len(head) < size:
+                more = fh.read(DIRECTORY_HEAD_CHUNK)
+                if not more:
+                    break
+                head += more
+            end = head.find(b"\n") + 1 or len(head)
+            rest, head = head[end:], head[:end]
+            header = orjson.loads(head)
+            if not (
+                isinstance(header, dict)
+                and header.get("type") == "handoff_directory"
+                and header.get("format") in DIRECTORY_FORMATS
+                and [header.get("first"), header.get("last")] == [first, last]
+                and isinstance(header.get("latest"), dict)
+                and isinstance(header.get("segments"), list)
+                and _pairs(header["segments"])
+            ):
+                return None
+            if header["format"] >= 2:
+                buckets = header.get("buckets")
+                ok = (
+                    header.get("indexBytes") == size - len(head)
+                    and isinstance(buckets, dict)
+                    and all(
+                        isinstance(buckets.get(k), list) and buckets[k] and _triples(buckets[k])
+                        for k in ("sources", "revisions", "digests")
+                    )
+                )
+                return Directory(path, header, None, len(head), size) if ok else None
+            # One read of the rest: ``readline`` grows a line of ~2 MB (a format-1
+            # directory of 512 segments) in small chunks, several times slower.
+            blob = rest + fh.read()
+        stop = blob.find(b"\n") + 1 or len(blob)
+        index_raw = blob[:stop]
+        del blob, rest
+        if (
+            header.get("indexBytes") == len(index_raw)
+            and header.get("indexCrc32") == zlib.crc32(index_raw)
+        ):
+            return Directory(path, header, index_raw, len(head) + len(index_raw), size)
+        return None
+
+    def _drop_directory(self, path: Path) -> None:
+        """Stop using a directory a lookup found damaged (derived data: its segments,
+        or the directories of the tier below, answer instead)."""
+        log.warning("Not using the segment directory %s (damaged); reading its segments.", path)
+        with self._cache_lock:
+            self._directories[path.name] = None
 
     def _write_directories(self, manifest: list[dict[str, Any]]) -> None:
         """Write the directory of every whole group of segments, in every tier, that
@@ -1513,7 +1653,7 @@ class StateStore:
                 for kind, hit in kinds.items():
                     if kind not in mine or hit[0] > mine[kind][0]:
                         mine[kind] = hit
-        raw = orjson.dumps(index) + b"\n"
+        raw, buckets = index_buckets(index)
         header = {
             "type": "handoff_directory",
             "format": DIRECTORY_FORMAT,
@@ -1522,7 +1662,7 @@ class StateStore:
             "segments": [[e["name"], e["bytes"]] for e in group],
             "latest": latest,
             "indexBytes": len(raw),
-            "indexCrc32": zlib.crc32(raw),
+            "buckets": buckets,
         }
         return orjson.dumps(header) + b"\n" + raw
 
