@@ -1624,20 +1624,37 @@ class StateStore:
 
     def _write_directory(self, manifest: list[dict[str, Any]], first: int, span: int) -> bool:
         """Write the directory of segments ``first + 1``..``first + span`` unless it
-        exists; whether it is on disk now."""
+        exists (one of format 1 is rewritten in format 2: ``_bucketed_blob``); whether
+        it is on disk now."""
         name = self._directory_name(manifest, first + 1, first + span)
         if os.path.exists(os.path.join(self.segment_dir, name)):
-            return True
+            old = self._directory(manifest, first + 1, first + span)
+            if old is None or old.bucketed or not old.covers(manifest[first : first + span]):
+                return True
+        else:
+            old = None
         try:
-            blob = self._directory_blob(manifest[first : first + span], first + 1)
+            if old is not None:
+                blob = self._bucketed_blob(old)
+            else:
+                blob = self._directory_blob(manifest[first : first + span], first + 1)
             atomic_write(self.segment_dir / name, blob, sync_dir=False, point="directory")
-        except (OSError, HandoffError) as exc:
+        except (OSError, HandoffError, SegmentError) as exc:
             log.warning("Could not write the segment directory %s (%s).", name, exc)
             return False
         finally:
             with self._cache_lock:
                 self._directories.pop(name, None)
         return True
+
+    def _bucketed_blob(self, old: Directory) -> bytes:
+        """A checked format-1 directory in format 2 (migrated forward by the next seal,
+        from its own index: no segment is read). Same segments, same answers."""
+        index = old.parsed()
+        header = {k: v for k, v in old.header.items() if k != "indexCrc32"}
+        raw, header["buckets"] = index_buckets(index)
+        header.update(format=DIRECTORY_FORMAT, indexBytes=len(raw))
+        return orjson.dumps(header) + b"\n" + raw
 
     def _directory_blob(self, group: list[dict[str, Any]], first: int) -> bytes:
         """Header line (the group's segments, the latest Source per scope and kind) and
