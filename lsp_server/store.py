@@ -9,7 +9,9 @@ Layout of ``.handoff/`` (schema 2)::
                      line 1 a header with the index of its records, line 2 the records
                      and a directory ``dir-<storeId>-<first>-<last>.json`` per whole group
                      of 8, 64 and 512 segments (their merged index; derived, checked,
-                     optional)
+                     optional): line 1 a header, line 2 the index, in format 2 as
+                     checksummed key buckets read one at a time (format 1, one line
+                     checksummed whole, still reads; the next seal rewrites it)
     .seal-mark.tmp-* present only while a seal writes temp files in ``segments/``
     state.lock       the one cross-process lock (never deleted)
 
