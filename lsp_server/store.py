@@ -201,11 +201,6 @@ def _pairs(items: list[Any]) -> bool:
     return not items or (set(map(type, items)) == {list} and set(map(len, items)) == {2})
 
 
-def _triples(items: list[Any]) -> bool:
-    """Whether every item is a list of three (a format-2 directory's bucket spans)."""
-    return set(map(type, items)) == {list} and set(map(len, items)) == {3}
-
-
 def _file_type(mode: int) -> str:
     for test, name in (
         (stat.S_ISDIR, "a folder"),
@@ -634,11 +629,12 @@ def bucket_of(key: str, buckets: int) -> int:
     return zlib.crc32(key.encode("utf-8", "surrogatepass")) % buckets
 
 
-def index_buckets(index: dict[str, dict[str, int]]) -> tuple[bytes, dict[str, list[list[int]]]]:
+def index_buckets(index: dict[str, dict[str, int]]) -> tuple[bytes, dict[str, list[int]]]:
     """A directory's index as format-2 key buckets: the bytes of the index line and,
-    per section, each bucket's [offset, length, crc32] in it."""
+    per section, each bucket's offset, length and crc32 in it, as one flat list of
+    numbers (a header a fresh process parses in few objects)."""
     parts: list[bytes] = []
-    spans: dict[str, list[list[int]]] = {}
+    spans: dict[str, list[int]] = {}
     offset = 0
     for section, keys in index.items():
         count = max(1, -(-len(keys) // DIRECTORY_BUCKET_KEYS))
@@ -648,7 +644,7 @@ def index_buckets(index: dict[str, dict[str, int]]) -> tuple[bytes, dict[str, li
         spans[section] = []
         for bucket in buckets:
             raw = orjson.dumps(bucket)
-            spans[section].append([offset, len(raw), zlib.crc32(raw)])
+            spans[section] += (offset, len(raw), zlib.crc32(raw))
             parts.append(raw)
             offset += len(raw)
     return b"".join(parts) + b"\n", spans
@@ -748,13 +744,12 @@ class Directory(Segment):
         its lookups need, not the whole ~2 MB index of a directory of 512 segments.
         ``DirectoryUnusable`` when the bucket cannot be read or is damaged."""
         spans = self.header["buckets"][section]
-        at = bucket_of(key, len(spans))
+        at = bucket_of(key, len(spans) // 3)
         found = self._buckets.get((section, at))
         if found is not None:
             return found
-        span = spans[at]
         try:
-            offset, length, crc = span
+            offset, length, crc = spans[3 * at : 3 * at + 3]
             if not (type(offset) is int and type(length) is int and min(offset, length) >= 0):
                 raise ValueError("a malformed bucket")
             with open_regular(self.path) as fh:
@@ -771,6 +766,13 @@ class Directory(Segment):
         """Whether this directory lists exactly these manifest entries (names, sizes):
         two C-level comparisons of flat lists (names, then sizes), made per snapshot of
         a fresh process, so the directory's own lists are built once."""
+        if self._listed is None and self.bucketed:
+            # Format 2 lists the sizes only: its segments are its store's numbers
+            # ``first``..``last`` (the manifest's names, as every seal writes them).
+            store_id = self.header["storeId"]
+            first, last = self.header["first"], self.header["last"]
+            names = [f"seg-{store_id}-{n:06d}.json" for n in range(first, last + 1)]
+            self._listed = (names, self.header["sizes"])
         if self._listed is None:
             listed = self.header["segments"]
             self._listed = ([x[0] for x in listed], [x[1] for x in listed])
@@ -1571,21 +1573,25 @@ class StateStore:
                 and header.get("format") in DIRECTORY_FORMATS
                 and [header.get("first"), header.get("last")] == [first, last]
                 and isinstance(header.get("latest"), dict)
-                and isinstance(header.get("segments"), list)
-                and _pairs(header["segments"])
             ):
                 return None
             if header["format"] >= 2:
                 buckets = header.get("buckets")
+                sizes = header.get("sizes")
                 ok = (
                     header.get("indexBytes") == size - len(head)
+                    and header.get("storeId") == path.name.split("-")[1]
+                    and isinstance(sizes, list)
+                    and len(sizes) == last - first + 1
                     and isinstance(buckets, dict)
                     and all(
-                        isinstance(buckets.get(k), list) and buckets[k] and _triples(buckets[k])
+                        isinstance(buckets.get(k), list) and buckets[k] and len(buckets[k]) % 3 == 0
                         for k in ("sources", "revisions", "digests")
                     )
                 )
                 return Directory(path, header, None, len(head), size) if ok else None
+            if not (isinstance(header.get("segments"), list) and _pairs(header["segments"])):
+                return None
             # One read of the rest: ``readline`` grows a line of ~2 MB (a format-1
             # directory of 512 segments) in small chunks, several times slower.
             blob = rest + fh.read()
@@ -1653,7 +1659,9 @@ class StateStore:
         """A checked format-1 directory in format 2 (migrated forward by the next seal,
         from its own index: no segment is read). Same segments, same answers."""
         index = old.parsed()
-        header = {k: v for k, v in old.header.items() if k != "indexCrc32"}
+        header = {k: v for k, v in old.header.items() if k not in ("indexCrc32", "segments")}
+        header["sizes"] = [size for _name, size in old.header["segments"]]
+        header["storeId"] = old.name.split("-")[1]
         raw, header["buckets"] = index_buckets(index)
         header.update(format=DIRECTORY_FORMAT, indexBytes=len(raw))
         return orjson.dumps(header) + b"\n" + raw
@@ -1678,7 +1686,8 @@ class StateStore:
             "format": DIRECTORY_FORMAT,
             "first": first,
             "last": first + len(group) - 1,
-            "segments": [[e["name"], e["bytes"]] for e in group],
+            "storeId": SEGMENT_NAME_RE.match(group[0]["name"]).group(1),
+            "sizes": [e["bytes"] for e in group],
             "latest": latest,
             "indexBytes": len(raw),
             "buckets": buckets,

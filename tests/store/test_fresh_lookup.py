@@ -60,8 +60,12 @@ def as_format_one(path: Path) -> None:
     index = {}
     for section, spans in header.pop("buckets").items():
         index[section] = {}
-        for offset, length, _crc in spans:
+        for at in range(0, len(spans), 3):
+            offset, length = spans[at : at + 2]
             index[section].update(orjson.loads(blob[end + offset : end + offset + length]))
+    store_id = path.name.split("-")[1]
+    numbers = range(header["first"], header["last"] + 1)
+    header["segments"] = [[f"seg-{store_id}-{n:06d}.json", size] for n, size in zip(numbers, header.pop("sizes"), strict=True)]
     raw = orjson.dumps(index) + b"\n"
     header.update(format=1, indexBytes=len(raw), indexCrc32=zlib.crc32(raw))
     path.write_bytes(orjson.dumps(header) + b"\n" + raw)
