@@ -161,3 +161,39 @@ def test_a_store_with_format_one_directories_reads_and_its_next_seal_writes_form
     assert units and all(u.bucketed for u in units)  # the ones lookups take were rewritten
     after = answers(workspace, grown)
     assert after[3:] == before[3:]  # the sealed records as before (the views moved on)
+
+
+class Killed(BaseException):
+    """Stands for the process dying at a fault point (nothing after it runs)."""
+
+
+@pytest.mark.parametrize("point", ["directory.synced", "directory.renamed"])
+def test_a_seal_killed_while_rewriting_a_format_one_directory_loses_nothing(workspace, monkeypatch, point):
+    grown = grow(workspace)
+    for path in folder(workspace).glob("dir-*.json"):
+        as_format_one(path)
+    before = answers(workspace, grown)
+    real = store_module.pause_point
+
+    def die_at_the_point(name):
+        if name == point:
+            raise Killed
+        real(name)
+
+    monkeypatch.setattr(store_module, "pause_point", die_at_the_point)
+    svc = HandoffService(workspace, ServiceConfig())
+    work = {"scope": SCOPE, "state": {"text": "x" * 500, "citations": [{"kind": "source", "ref": grown["contract"]}]},
+            "disposition": "continuable", "nextActions": []}
+    with pytest.raises(Killed):
+        for _ in range(50):
+            svc.call("handoff.recordWork", work)
+    monkeypatch.setattr(store_module, "pause_point", real)
+    # The old directory or the new one is on disk, both whole: the same answers.
+    assert answers(workspace, grown)[3:] == before[3:]
+    sealed = len(list(folder(workspace).glob("seg-*.json")))
+    svc = HandoffService(workspace, ServiceConfig())
+    while len(list(folder(workspace).glob("seg-*.json"))) == sealed:
+        svc.call("handoff.recordWork", work)
+    assert answers(workspace, grown)[3:] == before[3:]
+    units = [u for u in StateStore(workspace / ".handoff").snapshot().segments() if isinstance(u, Directory)]
+    assert units and all(u.bucketed for u in units)
