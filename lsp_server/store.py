@@ -1099,6 +1099,9 @@ class StateStore:
         #: The spans of the directory tiers, smallest first (see ``Directory``).
         self.directory_spans = [span * DIRECTORY_FANOUT**k for k in range(DIRECTORY_TIERS)]
         self._directories: dict[str, Directory | None] = {}
+        #: The last manifest's (names, sizes) and its lookup units (see ``_lookup_units``).
+        self._units_of: tuple[list[str], list[int], list[Segment]] | None = None
+        self._directories_changed = 0
         self._thread_lock = threading.RLock()
         self._lock_made: Any = None
         self._live_key: tuple[int, int, int] | None = None
@@ -1515,8 +1518,25 @@ class StateStore:
         position the directory of the largest tier that starts there, is whole and can
         be used (``Directory.covers``), else the next tier down, else the segment by
         itself (tiered directories: a fresh process reads a few files whatever the
-        history; docs/performance.md, "Fresh-process commit")."""
+        history; docs/performance.md, "Fresh-process commit").
+
+        Units kept per manifest: every snapshot of a commit asks again for the same
+        manifest (new dicts, same names and sizes), so the units are reused when the
+        names and sizes match the last ones (two C-level comparisons, not one
+        ``covers`` per directory); a directory dropped or written forgets them."""
         self._refuse_symlinks()
+        names, sizes = list(map(_NAME, entries)), list(map(_BYTES, entries))
+        kept = self._units_of
+        if kept is not None and kept[0] == names and kept[1] == sizes:
+            return list(kept[2])
+        changed = self._directories_changed
+        units = self._lookup_units_of(entries)
+        with self._cache_lock:
+            if changed == self._directories_changed:
+                self._units_of = (names, sizes, units)
+        return list(units)
+
+    def _lookup_units_of(self, entries: list[dict[str, Any]]) -> list[Segment]:
         spans = sorted(self.directory_spans, reverse=True)
         units: list[Segment] = []
         pos, count = 0, len(entries)
@@ -1611,6 +1631,7 @@ class StateStore:
         log.warning("Not using the segment directory %s (damaged); reading its segments.", path)
         with self._cache_lock:
             self._directories[path.name] = None
+            self._units_of, self._directories_changed = None, self._directories_changed + 1
 
     def _write_directories(self, manifest: list[dict[str, Any]]) -> None:
         """Write the directory of every whole group of segments, in every tier, that
@@ -1653,6 +1674,7 @@ class StateStore:
         finally:
             with self._cache_lock:
                 self._directories.pop(name, None)
+                self._units_of, self._directories_changed = None, self._directories_changed + 1
         return True
 
     def _bucketed_blob(self, old: Directory) -> bytes:

@@ -197,3 +197,21 @@ def test_a_seal_killed_while_rewriting_a_format_one_directory_loses_nothing(work
     assert answers(workspace, grown)[3:] == before[3:]
     units = [u for u in StateStore(workspace / ".handoff").snapshot().segments() if isinstance(u, Directory)]
     assert units and all(u.bucketed for u in units)
+
+
+def test_the_same_manifest_reuses_its_lookup_units_until_a_directory_is_dropped(workspace, monkeypatch):
+    grow(workspace)
+    store = StateStore(workspace / ".handoff")
+    entries = orjson.loads((workspace / ".handoff/state.json").read_bytes())["_meta"]["1"]["segments"]
+    first = store._lookup_units(entries)
+    checked = []
+    real = Directory.covers
+    monkeypatch.setattr(Directory, "covers", lambda self, e: checked.append(self.name) or real(self, e))
+    again = store._lookup_units([dict(e) for e in entries])  # a new parse, same manifest
+    assert again == first and not checked
+    dropped = next(u for u in first if isinstance(u, Directory))
+    store._drop_directory(dropped.path)
+    after = store._lookup_units(entries)
+    assert dropped not in after and checked
+    longer = entries[:-1]
+    assert store._lookup_units(longer) != after  # another manifest: units of its own
