@@ -9,7 +9,9 @@ Layout of ``.handoff/`` (schema 2)::
                      line 1 a header with the index of its records, line 2 the records
                      and a directory ``dir-<storeId>-<first>-<last>.json`` per whole group
                      of 8, 64 and 512 segments (their merged index; derived, checked,
-                     optional)
+                     optional): line 1 a header, line 2 the index, in format 2 as
+                     checksummed key buckets read one at a time (format 1, one line
+                     checksummed whole, still reads; the next seal rewrites it)
     .seal-mark.tmp-* present only while a seal writes temp files in ``segments/``
     state.lock       the one cross-process lock (never deleted)
 
@@ -100,7 +102,14 @@ RAW_SCAN_LOOKUPS = 8
 DEFAULT_DIRECTORY_SPAN = 8
 DIRECTORY_FANOUT = 8
 DIRECTORY_TIERS = 3
-DIRECTORY_FORMAT = 1
+#: Directory formats read: 1 (one checksummed index line, read and checked whole) and
+#: 2 (the index in checksummed key buckets, each read when a lookup needs it; written).
+DIRECTORY_FORMAT = 2
+DIRECTORY_FORMATS = (1, 2)
+#: Keys per bucket of a format-2 directory's index (see ``Directory._bucket``).
+DIRECTORY_BUCKET_KEYS = 256
+#: Bytes read at a time while looking for the end of a directory's header line.
+DIRECTORY_HEAD_CHUNK = 64 * 1024
 #: Keys a directory remembers the answer for (see ``Directory.segment_of``).
 FOUND_KEYS_KEPT = 256
 #: Reads of a store with segments (a new snapshot, or one reused by another command)
@@ -607,6 +616,40 @@ class SegmentError(Exception):
         self.problem = problem
 
 
+class DirectoryUnusable(Exception):
+    """A directory found damaged by a lookup (a format-2 bucket): lookups stop using it."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        super().__init__(problem)
+        self.path = path
+
+
+def bucket_of(key: str, buckets: int) -> int:
+    """Which of a format-2 directory section's ``buckets`` holds ``key``."""
+    return zlib.crc32(key.encode("utf-8", "surrogatepass")) % buckets
+
+
+def index_buckets(index: dict[str, dict[str, int]]) -> tuple[bytes, dict[str, list[int]]]:
+    """A directory's index as format-2 key buckets: the bytes of the index line and,
+    per section, each bucket's offset, length and crc32 in it, as one flat list of
+    numbers (a header a fresh process parses in few objects)."""
+    parts: list[bytes] = []
+    spans: dict[str, list[int]] = {}
+    offset = 0
+    for section, keys in index.items():
+        count = max(1, -(-len(keys) // DIRECTORY_BUCKET_KEYS))
+        buckets: list[dict[str, int]] = [{} for _ in range(count)]
+        for key, number in keys.items():
+            buckets[bucket_of(key, count)][key] = number
+        spans[section] = []
+        for bucket in buckets:
+            raw = orjson.dumps(bucket)
+            spans[section] += (offset, len(raw), zlib.crc32(raw))
+            parts.append(raw)
+            offset += len(raw)
+    return b"".join(parts) + b"\n", spans
+
+
 class Directory(Segment):
     """The merged index of ``span`` consecutive sealed segments, written once beside
     them when the last one is sealed: key → segment number, and the latest Source per
@@ -626,6 +669,9 @@ class Directory(Segment):
         #: Keys already searched, hits and misses: a directory never changes, and one
         #: commit of a fresh process asks for its Work Contract ~6 times.
         self._found: dict[tuple[str, str], int | None] = {}
+        self.bucketed = self.header.get("format", 1) >= 2
+        #: The format-2 buckets read so far, by (section, bucket number).
+        self._buckets: dict[tuple[str, int], bytes] = {}
 
     def segment_of(self, section: str, key: str) -> int | None:
         """The number of the newest segment of the group whose index holds ``key``.
@@ -641,6 +687,8 @@ class Directory(Segment):
         return found
 
     def _search(self, section: str, key: str) -> int | None:
+        if self.bucketed:
+            return self._bucket_entry(section, key)
         raw = self._raw
         if raw is None or _JSON_ESCAPED.search(key):
             return self._lookup(section, key)
@@ -670,10 +718,61 @@ class Directory(Segment):
             )
         return self._bounds
 
+    def _bucket_entry(self, section: str, key: str) -> int | None:
+        """The segment number of ``key`` in its format-2 bucket: a byte search of the
+        checksummed bucket, a flat JSON object of numbers, where ``{"key":`` or
+        ``,"key":`` starts only an entry (a quote inside a key is escaped); keys that
+        need escaping are looked up in the parsed bucket."""
+        raw = self._bucket(section, key)
+        if _JSON_ESCAPED.search(key):
+            found = orjson.loads(raw).get(key)
+            return found if type(found) is int else None
+        needle = b'"' + key.encode() + b'":'
+        at = raw.find(needle)
+        while at > 0 and raw[at - 1] not in b"{,":
+            at = raw.find(needle, at + 1)
+        if at <= 0:
+            return None
+        m = _NUMBER_AT.match(raw, at + len(needle))
+        return int(m.group()) if m else None
+
+    def _bucket(self, section: str, key: str) -> bytes:
+        """The bucket of a format-2 index that holds ``key`` if the directory does
+        (``bucket_of``), read and checksummed the first time it is asked for.
+
+        Key buckets: a fresh process reads and checks the few KB of each directory that
+        its lookups need, not the whole ~2 MB index of a directory of 512 segments.
+        ``DirectoryUnusable`` when the bucket cannot be read or is damaged."""
+        spans = self.header["buckets"][section]
+        at = bucket_of(key, len(spans) // 3)
+        found = self._buckets.get((section, at))
+        if found is not None:
+            return found
+        try:
+            offset, length, crc = spans[3 * at : 3 * at + 3]
+            if not (type(offset) is int and type(length) is int and min(offset, length) >= 0):
+                raise ValueError("a malformed bucket")
+            with open_regular(self.path) as fh:
+                fh.seek(self.records_offset + offset)
+                raw = fh.read(length)
+            if len(raw) != length or zlib.crc32(raw) != crc or not raw.startswith(b"{"):
+                raise ValueError("a damaged bucket (checksum mismatch)")
+        except (OSError, ValueError, TypeError) as exc:
+            raise DirectoryUnusable(self.path, str(exc)) from None
+        self._buckets[section, at] = raw
+        return raw
+
     def covers(self, entries: list[dict[str, Any]]) -> bool:
         """Whether this directory lists exactly these manifest entries (names, sizes):
         two C-level comparisons of flat lists (names, then sizes), made per snapshot of
         a fresh process, so the directory's own lists are built once."""
+        if self._listed is None and self.bucketed:
+            # Format 2 lists the sizes only: its segments are its store's numbers
+            # ``first``..``last`` (the manifest's names, as every seal writes them).
+            store_id = self.header["storeId"]
+            first, last = self.header["first"], self.header["last"]
+            names = [f"seg-{store_id}-{n:06d}.json" for n in range(first, last + 1)]
+            self._listed = (names, self.header["sizes"])
         if self._listed is None:
             listed = self.header["segments"]
             self._listed = ([x[0] for x in listed], [x[1] for x in listed])
@@ -904,6 +1003,16 @@ class History:
             if hit is None or hit[0].number <= count:
                 return hit
             # Found only in a segment sealed after this snapshot: look the slow way.
+        while True:
+            try:
+                return self._sealed_by_units(section, key)
+            except DirectoryUnusable as exc:
+                # Found damaged by this lookup: from now on its group is searched by
+                # the tier below (or segment by segment), as if it were missing.
+                self.store._drop_directory(exc.path)
+                self._segments = None
+
+    def _sealed_by_units(self, section: str, key: str) -> tuple[Segment, Any] | None:
         entries = self.live["_meta"]["1"]["segments"]
         for unit in reversed(self.segments()):
             seg = unit
@@ -1046,6 +1155,9 @@ class StateStore:
         #: The spans of the directory tiers, smallest first (see ``Directory``).
         self.directory_spans = [span * DIRECTORY_FANOUT**k for k in range(DIRECTORY_TIERS)]
         self._directories: dict[str, Directory | None] = {}
+        #: The last manifest's (names, sizes) and its lookup units (see ``_lookup_units``).
+        self._units_of: tuple[list[str], list[int], list[Segment]] | None = None
+        self._directories_changed = 0
         self._thread_lock = threading.RLock()
         self._lock_made: Any = None
         self._live_key: tuple[int, int, int] | None = None
@@ -1464,8 +1576,25 @@ class StateStore:
         position the directory of the largest tier that starts there, is whole and can
         be used (``Directory.covers``), else the next tier down, else the segment by
         itself (tiered directories: a fresh process reads a few files whatever the
-        history; docs/performance.md, "Fresh-process commit")."""
+        history; docs/performance.md, "Fresh-process commit").
+
+        Units kept per manifest: every snapshot of a commit asks again for the same
+        manifest (new dicts, same names and sizes), so the units are reused when the
+        names and sizes match the last ones (two C-level comparisons, not one
+        ``covers`` per directory); a directory dropped or written forgets them."""
         self._refuse_symlinks()
+        names, sizes = list(map(_NAME, entries)), list(map(_BYTES, entries))
+        kept = self._units_of
+        if kept is not None and kept[0] == names and kept[1] == sizes:
+            return list(kept[2])
+        changed = self._directories_changed
+        units = self._lookup_units_of(entries)
+        with self._cache_lock:
+            if changed == self._directories_changed:
+                self._units_of = (names, sizes, units)
+        return list(units)
+
+    def _lookup_units_of(self, entries: list[dict[str, Any]]) -> list[Segment]:
         spans = sorted(self.directory_spans, reverse=True)
         units: list[Segment] = []
         pos, count = 0, len(entries)
@@ -1484,36 +1613,15 @@ class StateStore:
         return units
 
     def _directory(self, entries: list[dict[str, Any]], first: int, last: int) -> Directory | None:
-        """The directory of segments ``first``..``last`` (read once per process), or
-        ``None`` when there is none that can be used."""
+        """The directory of segments ``first``..``last`` (its header read once per
+        process), or ``None`` when there is none that can be used."""
         name = self._directory_name(entries, first, last)
         if name in self._directories:
             return self._directories[name]
         found = None
         path = self.segment_dir / name
         try:
-            with open_regular(path) as fh:
-                # One read of the whole file: ``readline`` grows a line of ~2 MB (a
-                # directory of 512 segments) in small chunks, several times slower.
-                blob = fh.read()
-            size = len(blob)
-            end = blob.find(b"\n") + 1 or size
-            stop = blob.find(b"\n", end) + 1 or size
-            head, index_raw = blob[:end], blob[end:stop]
-            del blob
-            header = orjson.loads(head)
-            if (
-                isinstance(header, dict)
-                and header.get("type") == "handoff_directory"
-                and header.get("format") == DIRECTORY_FORMAT
-                and [header.get("first"), header.get("last")] == [first, last]
-                and isinstance(header.get("latest"), dict)
-                and isinstance(header.get("segments"), list)
-                and _pairs(header["segments"])
-                and header.get("indexBytes") == len(index_raw)
-                and header.get("indexCrc32") == zlib.crc32(index_raw)
-            ):
-                found = Directory(path, header, index_raw, len(head) + len(index_raw), size)
+            found = self._read_directory(path, first, last)
         except FileNotFoundError:
             pass
         except (OSError, ValueError) as exc:
@@ -1521,6 +1629,67 @@ class StateStore:
         with self._cache_lock:
             self._directories[name] = found
         return found
+
+    def _read_directory(self, path: Path, first: int, last: int) -> Directory | None:
+        """A directory file checked against its name: format 2 by its header line only
+        (each key bucket is checked when a lookup reads it), format 1 read whole and its
+        index line checksummed."""
+        with open_regular(path) as fh:
+            size = os.fstat(fh.fileno()).st_size
+            head = fh.read(DIRECTORY_HEAD_CHUNK)
+            while b"\n" not in head and len(head) < size:
+                more = fh.read(DIRECTORY_HEAD_CHUNK)
+                if not more:
+                    break
+                head += more
+            end = head.find(b"\n") + 1 or len(head)
+            rest, head = head[end:], head[:end]
+            header = orjson.loads(head)
+            if not (
+                isinstance(header, dict)
+                and header.get("type") == "handoff_directory"
+                and header.get("format") in DIRECTORY_FORMATS
+                and [header.get("first"), header.get("last")] == [first, last]
+                and isinstance(header.get("latest"), dict)
+            ):
+                return None
+            if header["format"] >= 2:
+                buckets = header.get("buckets")
+                sizes = header.get("sizes")
+                ok = (
+                    header.get("indexBytes") == size - len(head)
+                    and header.get("storeId") == path.name.split("-")[1]
+                    and isinstance(sizes, list)
+                    and len(sizes) == last - first + 1
+                    and isinstance(buckets, dict)
+                    and all(
+                        isinstance(buckets.get(k), list) and buckets[k] and len(buckets[k]) % 3 == 0
+                        for k in ("sources", "revisions", "digests")
+                    )
+                )
+                return Directory(path, header, None, len(head), size) if ok else None
+            if not (isinstance(header.get("segments"), list) and _pairs(header["segments"])):
+                return None
+            # One read of the rest: ``readline`` grows a line of ~2 MB (a format-1
+            # directory of 512 segments) in small chunks, several times slower.
+            blob = rest + fh.read()
+        stop = blob.find(b"\n") + 1 or len(blob)
+        index_raw = blob[:stop]
+        del blob, rest
+        if (
+            header.get("indexBytes") == len(index_raw)
+            and header.get("indexCrc32") == zlib.crc32(index_raw)
+        ):
+            return Directory(path, header, index_raw, len(head) + len(index_raw), size)
+        return None
+
+    def _drop_directory(self, path: Path) -> None:
+        """Stop using a directory a lookup found damaged (derived data: its segments,
+        or the directories of the tier below, answer instead)."""
+        log.warning("Not using the segment directory %s (damaged); reading its segments.", path)
+        with self._cache_lock:
+            self._directories[path.name] = None
+            self._units_of, self._directories_changed = None, self._directories_changed + 1
 
     def _write_directories(self, manifest: list[dict[str, Any]]) -> None:
         """Write the directory of every whole group of segments, in every tier, that
@@ -1542,20 +1711,40 @@ class StateStore:
 
     def _write_directory(self, manifest: list[dict[str, Any]], first: int, span: int) -> bool:
         """Write the directory of segments ``first + 1``..``first + span`` unless it
-        exists; whether it is on disk now."""
+        exists (one of format 1 is rewritten in format 2: ``_bucketed_blob``); whether
+        it is on disk now."""
         name = self._directory_name(manifest, first + 1, first + span)
         if os.path.exists(os.path.join(self.segment_dir, name)):
-            return True
+            old = self._directory(manifest, first + 1, first + span)
+            if old is None or old.bucketed or not old.covers(manifest[first : first + span]):
+                return True
+        else:
+            old = None
         try:
-            blob = self._directory_blob(manifest[first : first + span], first + 1)
+            if old is not None:
+                blob = self._bucketed_blob(old)
+            else:
+                blob = self._directory_blob(manifest[first : first + span], first + 1)
             atomic_write(self.segment_dir / name, blob, sync_dir=False, point="directory")
-        except (OSError, HandoffError) as exc:
+        except (OSError, HandoffError, SegmentError) as exc:
             log.warning("Could not write the segment directory %s (%s).", name, exc)
             return False
         finally:
             with self._cache_lock:
                 self._directories.pop(name, None)
+                self._units_of, self._directories_changed = None, self._directories_changed + 1
         return True
+
+    def _bucketed_blob(self, old: Directory) -> bytes:
+        """A checked format-1 directory in format 2 (migrated forward by the next seal,
+        from its own index: no segment is read). Same segments, same answers."""
+        index = old.parsed()
+        header = {k: v for k, v in old.header.items() if k not in ("indexCrc32", "segments")}
+        header["sizes"] = [size for _name, size in old.header["segments"]]
+        header["storeId"] = old.name.split("-")[1]
+        raw, header["buckets"] = index_buckets(index)
+        header.update(format=DIRECTORY_FORMAT, indexBytes=len(raw))
+        return orjson.dumps(header) + b"\n" + raw
 
     def _directory_blob(self, group: list[dict[str, Any]], first: int) -> bytes:
         """Header line (the group's segments, the latest Source per scope and kind) and
@@ -1571,16 +1760,17 @@ class StateStore:
                 for kind, hit in kinds.items():
                     if kind not in mine or hit[0] > mine[kind][0]:
                         mine[kind] = hit
-        raw = orjson.dumps(index) + b"\n"
+        raw, buckets = index_buckets(index)
         header = {
             "type": "handoff_directory",
             "format": DIRECTORY_FORMAT,
             "first": first,
             "last": first + len(group) - 1,
-            "segments": [[e["name"], e["bytes"]] for e in group],
+            "storeId": SEGMENT_NAME_RE.match(group[0]["name"]).group(1),
+            "sizes": [e["bytes"] for e in group],
             "latest": latest,
             "indexBytes": len(raw),
-            "indexCrc32": zlib.crc32(raw),
+            "buckets": buckets,
         }
         return orjson.dumps(header) + b"\n" + raw
 
