@@ -10,11 +10,10 @@ import types
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
-import orjson
-
 from . import __version__
 from .commands import BY_NAME, REGISTRY
 from .errors import HandoffError
+from .plainjson import dumps_indented, orjson
 from .service import HandoffService, ServiceConfig
 
 if TYPE_CHECKING:  # argparse is imported by the parser: a plain call line needs none
@@ -28,7 +27,7 @@ class UsageError(Exception):
 
 
 def _dump(value: Any) -> str:
-    return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
+    return dumps_indented(value).decode()
 
 
 def _read_json_file(path: str) -> Any:

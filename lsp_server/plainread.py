@@ -19,9 +19,8 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from .evidence import OutsideWorkspace, UnusableArtifact, WorkspaceFiles, as_files
+from .plainjson import dumps, dumps_sorted, loads, orjson, plain
 from .store import revision_shape
 from .vocabulary import (
     DISPOSITIONS,
@@ -40,7 +39,7 @@ if TYPE_CHECKING:
 
 def canonical_json(value: Any) -> bytes:
     """The canonical bytes a digest is taken over (sorted keys, no spaces)."""
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    return dumps_sorted(value)
 
 
 def digest_of(prepared: dict[str, Any]) -> str:
@@ -260,9 +259,7 @@ def plain_continue_params(params: Any) -> tuple[str, str | None, str | None] | N
     for text in (scope, revision):
         if text is not None and (type(text) is not str or len(text) > MAX_NAME):
             return None
-    try:
-        orjson.dumps(params)  # lone surrogates: the typed path refuses them
-    except orjson.JSONEncodeError:
+    if not plain(params):  # lone surrogates: the typed path refuses them
         return None
     return mode, scope, revision
 
@@ -338,7 +335,7 @@ def continue_plain(ws: Any, params: Any, ctx: CallContext) -> dict[str, Any] | N
     stored = history.revision(revision)
     if not _servable(stored, scope):
         return None
-    prepared = orjson.loads(orjson.dumps(stored["prepared"]))  # the caller's own copy
+    prepared = loads(dumps(stored["prepared"]))  # the caller's own copy
     evidence = [citation_json_of(c) for c in prepared["evidence"]]
     if prepared["boundary"]:
         evidence.append({"kind": "source", "ref": prepared["boundary"]})

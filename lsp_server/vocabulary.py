@@ -1,16 +1,15 @@
 """The contract's vocabulary without its converter: every enum once, the scope rule, the
 size limits and the plain-JSON check. Imports nothing but the standard library, orjson
-and the project's errors, so a cold ``handoff call`` that needs no typed record pays for
-none of attrs or cattrs (``params`` re-exports all of it)."""
+(by the first check) and the project's errors, so a cold ``handoff call`` that needs no
+typed record pays for none of attrs or cattrs (``params`` re-exports all of it)."""
 
 from __future__ import annotations
 
 import re
 from typing import Any, Literal, get_args
 
-import orjson
-
 from .errors import HandoffError
+from .plainjson import orjson
 
 #: A scope: 1-128 characters of ``A-Z a-z 0-9 . _ - /``, not starting with ``/`` or
 #: ``.``, without ``..`` (the settings, the lifecycle and the workspace use this one).
