@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import PurePosixPath, PureWindowsPath
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from .vocabulary import SCOPE_RE
 
@@ -32,28 +32,49 @@ KNOWN_KEYS = ("scope", "stateFolder", "logLevel", "generation", "store", "projec
 
 
 
-@dataclass
 class ServiceConfig:
-    """Settings a workspace needs (parsed once by the adapters)."""
+    """Settings a workspace needs (parsed once by the adapters). A plain class, as every
+    class a cold ``handoff call`` loads: ``dataclasses`` costs it ~32 M instructions."""
 
-    scope: str | None = None
-    state_folder: str = DEFAULT_STATE_FOLDER
-    generation: dict[str, Any] = field(default_factory=dict)
-    #: ``postgresql://…`` for a shared database; ``None``: TinyDB in ``state_folder``.
-    store: str | None = None
-    #: The project id that namespaces scopes in a shared database (default: git remote).
-    project: str | None = None
+    _FIELDS = ("scope", "state_folder", "generation", "store", "project")
+
+    def __init__(
+        self,
+        scope: str | None = None,
+        state_folder: str = DEFAULT_STATE_FOLDER,
+        generation: dict[str, Any] | None = None,
+        store: str | None = None,
+        project: str | None = None,
+    ) -> None:
+        self.scope = scope
+        self.state_folder = state_folder
+        self.generation: dict[str, Any] = {} if generation is None else generation
+        #: ``postgresql://…`` for a shared database; ``None``: TinyDB in ``state_folder``.
+        self.store = store
+        #: The project id that namespaces scopes in a shared database (default: git
+        #: remote).
+        self.project = project
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not ServiceConfig:
+            return NotImplemented
+        return all(getattr(self, k) == getattr(other, k) for k in self._FIELDS)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass was
+
+    def __repr__(self) -> str:
+        values = ", ".join(f"{k}={getattr(self, k)!r}" for k in self._FIELDS)
+        return f"ServiceConfig({values})"
 
 
-@dataclass(frozen=True)
-class HandoffSettings:
+class HandoffSettings(NamedTuple):
     """What the ``handoff`` settings section says, checked."""
 
     scope: str | None = None
     state_folder: str = DEFAULT_STATE_FOLDER
     log_level: str = DEFAULT_LOG_LEVEL
     #: Passed through to the generation engine, which checks it.
-    generation: Mapping[str, Any] = field(default_factory=dict)
+    generation: Mapping[str, Any] = MappingProxyType({})
     #: ``postgresql://…`` (a shared database) or ``None`` (TinyDB in ``state_folder``).
     store: str | None = None
     #: The project id that namespaces scopes in a shared database.

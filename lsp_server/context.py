@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from .errors import HandoffError
 
@@ -36,15 +35,24 @@ class CancelToken:
 ProgressFn = Callable[[str, int | None], None]
 
 
-@dataclass
 class CallContext:
-    """What one command call carries besides its params."""
+    """What one command call carries besides its params. A plain class, as every class
+    a cold ``handoff call`` loads: ``dataclasses`` costs it ~32 M instructions."""
 
-    cancel: CancelToken = field(default_factory=CancelToken)
-    progress: ProgressFn | None = None
-    #: Who asked: ``"mcp"`` for an agent's tool call (views then name the tools, not
-    #: the command line); ``None`` for the language server and the CLI.
-    surface: str | None = None
+    def __init__(
+        self,
+        cancel: CancelToken | None = None,
+        progress: ProgressFn | None = None,
+        surface: str | None = None,
+    ) -> None:
+        self.cancel = CancelToken() if cancel is None else cancel
+        self.progress = progress
+        #: Who asked: ``"mcp"`` for an agent's tool call (views then name the tools,
+        #: not the command line); ``None`` for the language server and the CLI.
+        self.surface = surface
+
+    def __repr__(self) -> str:
+        return f"CallContext(progress={self.progress!r}, surface={self.surface!r})"
 
     def report(self, message: str, percentage: int | None = None) -> None:
         if self.progress is not None:

@@ -15,8 +15,8 @@ import posixpath
 import stat
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 CHUNK = 1 << 20
 #: The largest artifact hashed (bytes); ``HANDOFF_MAX_ARTIFACT_BYTES`` overrides it.
@@ -62,8 +62,7 @@ def resolve_artifact(workspace: Path, rel: str) -> Path:
     return real
 
 
-@dataclass(frozen=True)
-class ArtifactHash:
+class ArtifactHash(NamedTuple):
     """What was read: the hash and the (inode, size, mtime) it was read at."""
 
     sha256: str

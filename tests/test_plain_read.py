@@ -343,9 +343,29 @@ def test_cold_call_continue_imports_no_converter_server_or_tinydb(workspace):
             "handoff.continue",
             orjson.dumps(params).decode(),
         )
-        assert "lsp_server.plainread" in names and "orjson" in names  # the list is real
+        assert "lsp_server.plainread" in names and "json" in names  # the list is real
         assert sorted(names & set(NOT_IMPORTED)) == [], params
         assert orjson.loads(out) == svc.call("handoff.continue", params)
+
+
+#: What the standard library's json stands in for on a cold read, and the modules only
+#: orjson and ``dataclasses`` bring (docs/performance.md, round six).
+NOT_IMPORTED_BY_A_COLD_READ = ("orjson", "dataclasses", "inspect", "uuid", "datetime")
+
+
+def test_cold_call_continue_imports_no_orjson_dataclasses_or_uuid(workspace):
+    svc = HandoffService(workspace, ServiceConfig())
+    ref = committed(svc)
+    for params in (
+        {"scope": SCOPE, "mode": "latest"},
+        {"scope": SCOPE, "mode": "exact", "revision": ref},
+        {"scope": "no-such-scope", "mode": "latest"},
+    ):
+        line = ("call", "-w", str(workspace), "handoff.continue", orjson.dumps(params).decode())
+        names, out = _imported(workspace, *line)
+        assert "lsp_server.plainjson" in names, params  # the list is real
+        assert sorted(names & set(NOT_IMPORTED_BY_A_COLD_READ)) == [], params
+        assert out.encode() == orjson.dumps(svc.call("handoff.continue", params), option=orjson.OPT_INDENT_2) + b"\n"
 
 
 def test_cold_call_of_a_typed_command_still_loads_the_converter(workspace):
@@ -398,11 +418,9 @@ def test_call_only_parser_parses_a_call_like_the_full_parser(capsys):
 
 
 def test_plain_path_stands_in_only_for_the_registered_handler():
-    import dataclasses
-
     entry = BY_NAME["handoff.continue"]
     assert entry.plain_stands_in() and entry.handler is handoffs.continue_
-    replaced = dataclasses.replace(entry, handler=lambda ws, p, ctx: {})
+    replaced = entry._replace(handler=lambda ws, p, ctx: {})
     assert not replaced.plain_stands_in() and replaced.params is entry.params
 
 

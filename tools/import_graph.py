@@ -29,6 +29,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "lsp_server.gcpause",
             "lsp_server.redaction",
             "lsp_server.context",
+            "lsp_server.plainjson",
             "lsp_server.vocabulary",
             "lsp_server.params",
             "lsp_server.records",

@@ -305,11 +305,10 @@ async def test_workspace_that_no_longer_exists_is_a_clear_error(start_session, t
 BUGGY_SERVER = [
     sys.executable,
     "-c",
-    "import dataclasses\n"
     "from lsp_server.commands import BY_NAME\n"
     "def prepare(ws, params, ctx):\n"
     "    raise ZeroDivisionError('secret internal detail')\n"
-    "BY_NAME['handoff.prepare'] = dataclasses.replace(BY_NAME['handoff.prepare'], handler=prepare)\n"
+    "BY_NAME['handoff.prepare'] = BY_NAME['handoff.prepare']._replace(handler=prepare)\n"
     "from lsp_server.server import main\n"
     "main()\n",
 ]

@@ -65,14 +65,14 @@ def test_version_flag():
 STRAY_SERVER = [
     sys.executable,
     "-c",
-    "import dataclasses, os, sys\n"
+    "import os, sys\n"
     "from lsp_server.commands import BY_NAME\n"
     "entry = BY_NAME['handoff.continue']\n"
     "def continue_(ws, params, ctx):\n"
     "    print('stray print from python')\n"
     "    os.system('echo stray output of a child process')\n"
     "    return entry.handler(ws, params, ctx)\n"
-    "BY_NAME['handoff.continue'] = dataclasses.replace(entry, handler=continue_)\n"
+    "BY_NAME['handoff.continue'] = entry._replace(handler=continue_)\n"
     "from lsp_server.server import main\n"
     "main()\n",
 ]
