@@ -98,9 +98,7 @@ def plain(value: Any, depth: int = MAX_DEPTH) -> bool:
     if kind is list:
         return all(plain(item, depth - 1) for item in value)
     if kind is dict:
-        return all(
-            type(k) is str and plain(k) and plain(v, depth - 1) for k, v in value.items()
-        )
+        return all(type(k) is str and plain(k) and plain(v, depth - 1) for k, v in value.items())
     return False
 
 
@@ -123,4 +121,3 @@ def dumps_indented(value: Any) -> bytes:
     if _loaded() or not plain(value):
         return orjson.dumps(value, option=orjson.OPT_INDENT_2)
     return json.dumps(value, ensure_ascii=False, indent=2).encode()
-
