@@ -64,9 +64,19 @@ _DECODER = json.JSONDecoder(parse_int=_int, parse_float=_refuse, parse_constant=
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
+#: The deepest nesting orjson reads. The standard library's reader stops at the
+#: recursion limit (1,000 unless a program raised it), so under this it reads no deeper.
+MAX_READ_DEPTH = 1024
+
+
 def loads(raw: bytes | str) -> Any:
     """``orjson.loads(raw)``."""
-    if type(raw) is bytes and not _loaded() and not _SURROGATE_ESCAPE.search(raw):
+    if (
+        type(raw) is bytes
+        and not _loaded()
+        and sys.getrecursionlimit() <= MAX_READ_DEPTH
+        and not _SURROGATE_ESCAPE.search(raw)
+    ):
         try:
             return _DECODER.decode(raw.decode("utf-8"))
         except (_NotPlain, ValueError, RecursionError):

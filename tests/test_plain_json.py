@@ -6,6 +6,7 @@ loaded orjson does) against orjson itself."""
 from __future__ import annotations
 
 import random
+import sys
 from typing import Any
 
 import orjson
@@ -16,8 +17,13 @@ from lsp_server import plainjson
 
 @pytest.fixture
 def cold(monkeypatch):
-    """plainjson as a process without orjson loaded runs it."""
+    """plainjson as a fresh process without orjson loaded runs it (the recursion limit
+    at its default: a test runner may have raised it)."""
     monkeypatch.setattr(plainjson, "_loaded", lambda: False)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    yield
+    sys.setrecursionlimit(limit)
 
 
 def outcome(fn, *args: Any, **kw: Any) -> tuple[str, Any]:
@@ -177,6 +183,17 @@ def test_loads_gives_orjsons_values_and_errors(cold):
         assert outcome(plainjson.loads, raw) == outcome(orjson.loads, raw), raw[:80]
         text = raw.decode("utf-8", "surrogateescape")
         assert outcome(plainjson.loads, text) == outcome(orjson.loads, text), raw[:80]
+
+
+def test_loads_reads_no_deeper_than_orjson_under_a_raised_recursion_limit(cold):
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(5000)  # as hypothesis does while it runs
+    try:
+        for depth in (1024, 1025, 2000):
+            raw = b"[" * depth + b"]" * depth
+            assert outcome(plainjson.loads, raw) == outcome(orjson.loads, raw), depth
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 def test_loads_of_a_store_file_is_the_standard_librarys(cold, monkeypatch):

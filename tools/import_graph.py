@@ -63,6 +63,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "lsp_server.server",
             "lsp_server.logmessage",
             "lsp_server.mcp_server",
+            "lsp_server.cliverbs",
+            "lsp_server.callline",
             "lsp_server.cli",
             "lsp_server.demo",
             "lsp_server.__main__",
