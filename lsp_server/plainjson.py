@@ -75,7 +75,7 @@ def loads(raw: bytes | str) -> Any:
         type(raw) is bytes
         and not _loaded()
         and sys.getrecursionlimit() <= MAX_READ_DEPTH
-        and not _SURROGATE_ESCAPE.search(raw)
+        and (b"\\u" not in raw or not _SURROGATE_ESCAPE.search(raw))
     ):
         try:
             return _DECODER.decode(raw.decode("utf-8"))
