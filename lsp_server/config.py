@@ -4,10 +4,11 @@ setting costs one warning and its default, never a crash."""
 from __future__ import annotations
 
 import re
+from collections import namedtuple
 from collections.abc import Mapping
 from pathlib import PurePosixPath, PureWindowsPath
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any
 
 from .vocabulary import SCOPE_RE
 
@@ -67,18 +68,21 @@ class ServiceConfig:
         return f"ServiceConfig({values})"
 
 
-class HandoffSettings(NamedTuple):
-    """What the ``handoff`` settings section says, checked."""
+class HandoffSettings(
+    namedtuple(
+        "HandoffSettings",
+        "scope state_folder log_level generation store project",
+        defaults=(None, DEFAULT_STATE_FOLDER, DEFAULT_LOG_LEVEL, MappingProxyType({}), None, None),
+    )
+):
+    """What the ``handoff`` settings section says, checked: ``scope``,
+    ``state_folder``, ``log_level``, ``generation`` (passed through to the generation
+    engine, which checks it), ``store`` (``postgresql://…``, a shared database, or
+    ``None``: TinyDB in ``state_folder``) and ``project`` (the project id that
+    namespaces scopes in a shared database). A ``collections.namedtuple``: see
+    ``commands.Command`` for why."""
 
-    scope: str | None = None
-    state_folder: str = DEFAULT_STATE_FOLDER
-    log_level: str = DEFAULT_LOG_LEVEL
-    #: Passed through to the generation engine, which checks it.
-    generation: Mapping[str, Any] = MappingProxyType({})
-    #: ``postgresql://…`` (a shared database) or ``None`` (TinyDB in ``state_folder``).
-    store: str | None = None
-    #: The project id that namespaces scopes in a shared database.
-    project: str | None = None
+    __slots__ = ()
 
     @property
     def logging_level(self) -> int:

@@ -14,9 +14,9 @@ import os
 import posixpath
 import stat
 import time
+from collections import namedtuple
 from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
 
 CHUNK = 1 << 20
 #: The largest artifact hashed (bytes); ``HANDOFF_MAX_ARTIFACT_BYTES`` overrides it.
@@ -62,11 +62,11 @@ def resolve_artifact(workspace: Path, rel: str) -> Path:
     return real
 
 
-class ArtifactHash(NamedTuple):
-    """What was read: the hash and the (inode, size, mtime) it was read at."""
+class ArtifactHash(namedtuple("ArtifactHash", "sha256 key")):
+    """What was read: the hash and the (inode, size, mtime) it was read at. (A
+    ``collections.namedtuple``: see ``commands.Command`` for why.)"""
 
-    sha256: str
-    key: tuple[int, int, int]
+    __slots__ = ()
 
 
 def _limits() -> tuple[int, float]:

@@ -12,8 +12,9 @@ here, its params class in ``params.py`` and its handler in this package.
 from __future__ import annotations
 
 import importlib
+from collections import namedtuple
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from ..context import CallContext
 from ..errors import HandoffError
@@ -27,39 +28,47 @@ Handler = Callable[["Workspace", Any, CallContext], dict[str, Any]]
 PlainHandler = Callable[["Workspace", Any, CallContext], "dict[str, Any] | None"]
 
 
-class Command(NamedTuple):
-    """One command of the contract and how the adapters run it (a named tuple, not a
-    dataclass: ``dataclasses`` costs a cold ``handoff call`` ~32 M instructions; a test
-    puts a handler in place with ``entry._replace(handler=...)``)."""
+class Command(
+    namedtuple(
+        "Command",
+        "name params handler summary result"
+        " mutates progress server_progress serialised cancellable plain",
+        defaults=(False, None, False, True, False, None),
+    )
+):
+    """One command of the contract and how the adapters run it.
 
-    name: str
-    #: Its params class, named as in ``params.py``, and its handler, named
-    #: ``module.function`` of this package: imported on first use (reading either
-    #: attribute gives the class or the function), since the typed params cost a cold
-    #: CLI call ~100 ms of attrs and cattrs.
-    params: type
-    handler: Handler
-    #: One line for ``handoff call --help`` and the docs.
-    summary: str
-    #: The keys of its result object (``key?``: present only sometimes), as
-    #: ``docs/commands.md`` lists them; ``handoff schema`` exports them.
-    result: tuple[str, ...]
-    #: Changes the store: adapters announce ``handoff/didChange`` after it.
-    mutates: bool = False
-    #: The title of its cancellable work-done progress (``None``: no progress).
-    progress: str | None = None
-    #: Progress even when the client sent no token (the server creates one).
-    server_progress: bool = False
-    #: A mutation that waits for the per-folder lock. Generation does not: it spends
-    #: minutes in a model call and writes its record in one store transaction.
-    serialised: bool = True
-    #: Worth cancelling from an editor (reads many files or calls a model); the others
-    #: are short and atomic.
-    cancellable: bool = False
-    #: The same command over the stored JSON as it is, without the typed params and
-    #: records; returns ``None`` for any call it does not serve, which the typed path
-    #: then runs (so every error is the typed path's). Read-only commands only.
-    plain: PlainHandler | None = None
+    - ``name``: its contract name.
+    - ``params``, ``handler``: its params class, named as in ``params.py``, and its
+      handler, named ``module.function`` of this package: imported on first use
+      (reading either attribute gives the class or the function), since the typed
+      params cost a cold CLI call ~100 ms of attrs and cattrs.
+    - ``summary``: one line for ``handoff call --help`` and the docs.
+    - ``result``: the keys of its result object (``key?``: present only sometimes), as
+      ``docs/commands.md`` lists them; ``handoff schema`` exports them.
+    - ``mutates`` (False): changes the store: adapters announce ``handoff/didChange``
+      after it.
+    - ``progress`` (None): the title of its cancellable work-done progress (``None``:
+      no progress).
+    - ``server_progress`` (False): progress even when the client sent no token (the
+      server creates one).
+    - ``serialised`` (True): a mutation that waits for the per-folder lock. Generation
+      does not: it spends minutes in a model call and writes its record in one store
+      transaction.
+    - ``cancellable`` (False): worth cancelling from an editor (reads many files or
+      calls a model); the others are short and atomic.
+    - ``plain`` (None): the same command over the stored JSON as it is, without the
+      typed params and records; returns ``None`` for any call it does not serve, which
+      the typed path then runs (so every error is the typed path's). Read-only
+      commands only.
+
+    A ``collections.namedtuple``: a dataclass costs a cold ``handoff call`` ~32 M
+    instructions (``dataclasses``), a ``typing.NamedTuple`` in a module of string
+    annotations ~10 M (each annotation compiled). A test puts a handler in place with
+    ``entry._replace(handler=...)``.
+    """
+
+    __slots__ = ()
 
     def __getattribute__(self, name: str) -> Any:
         value = object.__getattribute__(self, name)
