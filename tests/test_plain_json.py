@@ -20,6 +20,8 @@ def cold(monkeypatch):
     """plainjson as a fresh process without orjson loaded runs it (the recursion limit
     at its default: a test runner may have raised it)."""
     monkeypatch.setattr(plainjson, "_loaded", lambda: False)
+    monkeypatch.setattr(plainjson, "_read_by_stdlib", 0)
+    monkeypatch.setattr(plainjson, "STDLIB_READ_LIMIT", 1 << 40)  # every read here
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(1000)
     yield
@@ -200,3 +202,21 @@ def test_loads_of_a_store_file_is_the_standard_librarys(cold, monkeypatch):
     raw = orjson.dumps({"_meta": {"1": {"nextSeq": 5}}, "sources": {"1": {"id": "x"}}})
     monkeypatch.setattr(plainjson, "orjson", None)  # any use of orjson fails
     assert plainjson.loads(raw) == orjson.loads(raw)
+
+
+def test_a_process_that_reads_more_than_a_cold_call_reads_with_orjson(cold, monkeypatch):
+    raw = orjson.dumps({"sources": {str(i): {"id": "x" * 20} for i in range(100)}})
+    monkeypatch.setattr(plainjson, "STDLIB_READ_LIMIT", 2 * len(raw))
+    calls = []
+    monkeypatch.setattr(
+        plainjson,
+        "orjson",
+        type(
+            "Spy",
+            (),
+            {"loads": staticmethod(lambda raw: calls.append(len(raw)) or orjson.loads(raw))},
+        )(),
+    )
+    for _ in range(3):
+        assert plainjson.loads(raw) == orjson.loads(raw)
+    assert calls == [len(raw)]  # the third read: past the limit
