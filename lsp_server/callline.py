@@ -13,7 +13,7 @@ from typing import Any
 
 from .commands import BY_NAME
 from .errors import HandoffError
-from .plainjson import dumps_indented, orjson
+from .plainjson import dumps_indented, loads, orjson
 from .service import HandoffService, ServiceConfig
 
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE = 0, 1, 2
@@ -33,7 +33,7 @@ def read_json_file(path: str) -> Any:
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror}") from None
     try:
-        return orjson.loads(raw)
+        return loads(raw)
     except orjson.JSONDecodeError as exc:
         raise UsageError(f"{path} is not JSON: {exc}") from None
 
