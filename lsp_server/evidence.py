@@ -55,6 +55,11 @@ class UnusableArtifact(ValueError):
         self.reason = reason
 
 
+class WouldRead(Exception):  # noqa: N818 (a signal, not an error)
+    """An artifact would have to be read, and the caller asked not to read (a command
+    answered on the server's event loop only when nothing has to be read)."""
+
+
 def check_relative(rel: str) -> None:
     """Refuse, by its spelling alone, a path that is not workspace-relative."""
     if not rel or "\x00" in rel:
@@ -214,10 +219,11 @@ def open_artifact(workspace: Path, rel: str) -> tuple[int, os.stat_result]:
 
 
 def hash_artifact(
-    workspace: Path, rel: str, stop: Callable[[], bool] | None = None
+    workspace: Path, rel: str, stop: Callable[[], bool] | None = None, *, may_read: bool = True
 ) -> ArtifactHash:
     """The sha256 of an artifact, streamed, within the size cap and the read deadline;
-    a settled file whose fingerprint is unchanged is not read again (``ARTIFACT_HASHES``)."""
+    a settled file whose fingerprint is unchanged is not read again (``ARTIFACT_HASHES``).
+    Without ``may_read``, a file that would have to be read raises ``WouldRead``."""
     hashes = ARTIFACT_HASHES
     read_from = hashes.clock()  # before the fstat: a later write is never older than this
     fd, st = open_artifact(workspace, rel)
@@ -225,6 +231,8 @@ def hash_artifact(
         kept = hashes.known(st)
         if kept is not None:
             return ArtifactHash(kept, fingerprint(st))
+        if not may_read:
+            raise WouldRead(rel)
         _, deadline = _limits()
         until = time.monotonic() + deadline
         digest = hashlib.sha256()
@@ -258,9 +266,13 @@ class WorkspaceFiles:
     asked again (inside the store transaction) only ``fstat``-ed: the same fingerprint
     means the same hash, anything else is read again."""
 
-    def __init__(self, workspace: Path, stop: Callable[[], bool] | None = None) -> None:
+    def __init__(
+        self, workspace: Path, stop: Callable[[], bool] | None = None, *, may_read: bool = True
+    ) -> None:
         self.root = Path(workspace)
         self.stop = stop
+        #: ``False``: a file that would have to be read raises ``WouldRead``.
+        self.may_read = may_read
         self._seen: dict[str, ArtifactHash] = {}
 
     def sha256(self, rel: str) -> str:
@@ -271,7 +283,7 @@ class WorkspaceFiles:
             os.close(fd)
             if fingerprint(st) == known.key:
                 return known.sha256
-        found = hash_artifact(self.root, rel, self.stop)
+        found = hash_artifact(self.root, rel, self.stop, may_read=self.may_read)
         self._seen[rel] = found
         return found.sha256
 

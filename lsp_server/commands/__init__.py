@@ -19,13 +19,14 @@ from typing import TYPE_CHECKING, Any
 from ..context import CallContext
 from ..errors import HandoffError
 from ..gcpause import command_running
-from ..plainread import continue_plain
+from ..plainread import continue_plain, continue_quick
 
 if TYPE_CHECKING:
     from ..workspace import Workspace
 
 Handler = Callable[["Workspace", Any, CallContext], dict[str, Any]]
 PlainHandler = Callable[["Workspace", Any, CallContext], "dict[str, Any] | None"]
+QuickHandler = Callable[["Workspace", Any], "dict[str, Any] | None"]
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,11 @@ class Command:
     #: records; returns ``None`` for any call it does not serve, which the typed path
     #: then runs (so every error is the typed path's). Read-only commands only.
     plain: PlainHandler | None = None
+    #: The same command answered without waiting on anything (no file read, nothing
+    #: parsed: a stat or an open at most), so a server may run it on its event loop;
+    #: returns ``None`` for any call it cannot answer so, which :attr:`plain` and the
+    #: typed path then serve. Read-only commands with a :attr:`plain` path only.
+    quick: QuickHandler | None = None
 
     def __getattribute__(self, name: str) -> Any:
         value = object.__getattribute__(self, name)
@@ -139,6 +145,7 @@ REGISTRY: tuple[Command, ...] = (
             "markdown?",
         ),
         plain=continue_plain,
+        quick=continue_quick,
     ),
     Command(
         "handoff.acknowledge",
