@@ -13,6 +13,7 @@ than ``RACY_WINDOW_NS`` before its hash was taken is not read again).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import posixpath
@@ -149,11 +150,14 @@ def _limits() -> tuple[int, float]:
     return size, deadline
 
 
-def _plain_names(rel: str) -> list[str] | None:
-    """The names of a relative path spelled without ``..`` (``.`` and doubled slashes
-    dropped), or ``None``: such a path, opened without following any link, needs no
-    resolving first."""
-    names = [name for name in rel.split("/") if name and name != "."]
+@functools.lru_cache(maxsize=1024)
+def _plain_names(rel: str) -> tuple[str, ...] | None:
+    """``check_relative``, then the names of the path if it is spelled without ``..``
+    (``.`` and doubled slashes dropped), else ``None``: such a path, opened without
+    following any link, needs no resolving first. Kept per spelling (a pure function
+    of it; a refused spelling raises every time)."""
+    check_relative(rel)
+    names = tuple(name for name in rel.split("/") if name and name != ".")
     return names if names and ".." not in names else None
 
 
@@ -180,7 +184,6 @@ def open_artifact(workspace: Path, rel: str) -> tuple[int, os.stat_result]:
     (``_open_beneath``): when that succeeds no link was met, so it names the file that
     resolving it would. Anything else (a link on the way, a missing name) takes the
     resolving path, which decides the outcome (and the error) as it always did."""
-    check_relative(rel)
     fd = -1
     names = _plain_names(rel)
     if names is not None:
@@ -269,7 +272,7 @@ class WorkspaceFiles:
     def __init__(
         self, workspace: Path, stop: Callable[[], bool] | None = None, *, may_read: bool = True
     ) -> None:
-        self.root = Path(workspace)
+        self.root = workspace if isinstance(workspace, Path) else Path(workspace)
         self.stop = stop
         #: ``False``: a file that would have to be read raises ``WouldRead``.
         self.may_read = may_read
