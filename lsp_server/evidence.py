@@ -123,8 +123,10 @@ class ArtifactHashes:
     ) -> None:
         """Keep ``sha256``, read from ``read_from`` (the clock, ns) on, if the file is
         settled: unchanged during the read, last changed before the racy window."""
-        settled = fingerprint(before) == fingerprint(after) and (
-            max(before.st_mtime_ns, before.st_ctime_ns) < read_from - RACY_WINDOW_NS
+        settled = (
+            before.st_ino != 0  # a filesystem without inode numbers: nothing to key on
+            and fingerprint(before) == fingerprint(after)
+            and max(before.st_mtime_ns, before.st_ctime_ns) < read_from - RACY_WINDOW_NS
         )
         key = (before.st_dev, before.st_ino)
         with self._lock:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import time
 from pathlib import Path
 
@@ -178,3 +179,18 @@ def test_the_kept_hashes_are_bounded(tmp_path: Path):
         hashes.remember(st, hashes.clock(), st, sha(b"x"))
         stats.append(st)
     assert [hashes.known(st) for st in stats] == [None, sha(b"x"), sha(b"x")]
+
+
+def test_a_file_without_an_inode_number_is_never_kept(tmp_path: Path):
+    hashes = ArtifactHashes(clock=lambda: time.time_ns() + LATER_NS)
+    f = tmp_path / "f"
+    f.write_bytes(b"x")
+    st = os.stat(f)
+    fields = list(st)
+    fields[stat.ST_INO] = 0
+    nameless = os.stat_result(fields, {
+        "st_mtime_ns": st.st_mtime_ns, "st_ctime_ns": st.st_ctime_ns, "st_atime_ns": st.st_atime_ns})
+    hashes.remember(nameless, hashes.clock(), nameless, sha(b"x"))
+    assert hashes.known(nameless) is None
+    hashes.remember(st, hashes.clock(), st, sha(b"x"))
+    assert hashes.known(st) == sha(b"x")
