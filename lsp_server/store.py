@@ -257,6 +257,25 @@ def empty_state() -> dict[str, Any]:
     return state
 
 
+#: Tables whose records a transaction changes in place (TinyDB's ``update``, the
+#: sequence counter): ``_writable`` copies their records.
+UPDATED_IN_PLACE = ("_meta", "scopes")
+
+
+def _writable(parsed: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a parsed live file that a transaction may change while the parse
+    stays as it was (TinyDB replaces a table's dict when it writes, and changes only the
+    records of ``UPDATED_IN_PLACE`` in place). Copying costs ~1/20 of parsing the file
+    again: a transaction whose live file is the one this process last read or wrote
+    no longer parses and checks it (docs/performance.md, "Round six")."""
+    out = {name: dict(table) if type(table) is dict else table for name, table in parsed.items()}
+    for name in UPDATED_IN_PLACE:
+        table = out.get(name)
+        if type(table) is dict:
+            out[name] = {k: dict(v) if type(v) is dict else v for k, v in table.items()}
+    return out
+
+
 # ---------------------------------------------------------------------------
 # Record shapes the indexes rely on (the domain adds its own rules on top)
 # ---------------------------------------------------------------------------
@@ -1175,14 +1194,18 @@ class StateStore:
         self._snapshots_with_segments = 0
         self._marker_ok = False
         self._checked_manifest: list[dict[str, Any]] = []
+        #: The bytes of the live file this process last parsed and checked, or wrote,
+        #: and their parse (never changed): see ``_load``.
+        self._parsed_live: tuple[bytes, dict[str, Any]] | None = None
 
     # -- reading the live file -------------------------------------------------
 
-    def _refuse_symlinks(self) -> None:
+    def _refuse_symlinks(self) -> bool:
         """State is read and written only in real folders and files of the workspace:
         a state folder, state file, lock file, ``.gitignore`` or segment folder that is a
         symbolic link (pointing elsewhere), or of the wrong type (``.handoff`` a file,
-        ``state.json`` a FIFO or a device), is refused before anything opens it."""
+        ``state.json`` a FIFO or a device), is refused before anything opens it.
+        Returns whether the state folder exists."""
         checks = (
             (self.folder, "state folder", True),
             (self.path, "state file", False),
@@ -1195,7 +1218,7 @@ class StateStore:
                 st = os.lstat(path)
             except FileNotFoundError:
                 if path is self.folder:
-                    return
+                    return False
                 continue
             except NotADirectoryError:
                 continue  # reported for the folder itself, which is checked first
@@ -1227,9 +1250,13 @@ class StateStore:
                     path=str(path),
                     reason="not_a_folder" if folder else "not_a_file",
                 )
+        return True
 
-    def _stat_key(self) -> tuple[int, int, int] | None:
-        self._refuse_symlinks()
+    def _stat_key(self, *, checked: bool = False) -> tuple[int, int, int] | None:
+        """(inode, mtime, size) of the live file; ``checked``: the caller has just run
+        ``_refuse_symlinks`` under the state lock."""
+        if not checked:
+            self._refuse_symlinks()
         try:
             st = os.stat(self.path)
         except FileNotFoundError:
@@ -1350,10 +1377,13 @@ class StateStore:
         """The first ``count`` segments of ``view`` (a snapshot older than the view)."""
         return view.prefix(count)
 
-    def _load(self) -> tuple[dict[str, Any], bool]:
+    def _load(self, *, checked: bool = False) -> tuple[dict[str, Any], bool]:
         """Parse and check the live file (quarantined when it is not a state file);
-        schema-1 files are upgraded in memory. Returns (data, migrated)."""
-        self._refuse_symlinks()
+        schema-1 files are upgraded in memory. Returns (data, migrated): a copy the
+        caller may change (see ``_writable``). ``checked``: the caller has just run
+        ``_refuse_symlinks`` under the state lock."""
+        if not checked:
+            self._refuse_symlinks()
         try:
             raw, _ = read_regular(self.path)
         except FileNotFoundError:
@@ -1364,6 +1394,9 @@ class StateStore:
                 f"The state file {self.path} cannot be read ({exc.strerror}).",
                 stateFile=str(self.path),
             ) from None
+        known = self._parsed_live
+        if known is not None and known[0] == raw:
+            return _writable(known[1]), False
         problem = None
         data: Any = None
         try:
@@ -1395,6 +1428,9 @@ class StateStore:
             meta["schema"] = SCHEMA_VERSION
             meta["segments"] = []
             meta["idFloor"] = {}
+        else:
+            self._parsed_live = (raw, data)
+            data = _writable(data)
         return data, migrated
 
     def seq_floor(self, live: dict[str, Any]) -> int:
@@ -1885,9 +1921,10 @@ class StateStore:
         The ``.gitignore`` is written only under the state lock, so that the sweep of a
         killed writer's temp files never races a live writer's.
         """
-        self._refuse_symlinks()
+        exists = self._refuse_symlinks()
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
+            if not exists:
+                self.folder.mkdir(parents=True, exist_ok=True)
             if gitignore and not (self.folder / ".gitignore").exists():
                 atomic_write(self.folder / ".gitignore", GITIGNORE.encode())
         except OSError as exc:
@@ -1982,8 +2019,8 @@ class StateStore:
         with self._locked():
             pause_point("tx.locked")
             self._sweep_temp_files()
-            self.ensure_folder(gitignore=True)
-            data, migrated = self._load()
+            self.ensure_folder(gitignore=True)  # checks the folder again, under the lock
+            data, migrated = self._load(checked=True)
             tx = Transaction(self, data, migrated)
             yield tx
             if tx.storage.dirty:
@@ -2025,7 +2062,8 @@ class StateStore:
                 if new_id or not self._marker_ok:
                     self._ensure_marker(meta["storeId"])
                 # The snapshot we wrote is the new current state (we still hold the lock).
-                self._live_key, self._live = self._stat_key(), data
+                self._live_key, self._live = self._stat_key(checked=True), data
+                self._parsed_live = (payload, data)
                 pause_point("tx.written")
 
     # -- sealing ---------------------------------------------------------------
