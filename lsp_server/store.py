@@ -345,6 +345,37 @@ def build_index(tables: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return {"sources": sources, "latest": latest, "revisions": revisions, "digests": digests}
 
 
+def _added_to(old: dict[str, Any], new: dict[str, Any]) -> list[tuple[str, Any]] | None:
+    """The entries ``new`` has after those of ``old``, when ``new`` begins with every
+    entry of ``old``, in order and the same objects (a table a transaction appended
+    to); ``None`` otherwise."""
+    if len(new) < len(old):
+        return None
+    items = iter(new.items())
+    for (key, rec), (now_key, now) in zip(old.items(), items, strict=False):  # items: the rest
+        if key != now_key or rec is not now:
+            return None
+    return list(items)
+
+
+def extend_index(index: dict[str, Any], added: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """``index`` (never changed) with the records ``added`` after the ones it indexes:
+    what ``build_index`` of all of them gives, later documents winning."""
+    more = build_index(added)
+    latest = {scope: dict(kinds) for scope, kinds in index["latest"].items()}
+    for scope, kinds in more["latest"].items():
+        mine = latest.setdefault(scope, {})
+        for kind, best in kinds.items():
+            if kind not in mine or best[0] > mine[kind][0]:
+                mine[kind] = best
+    return {
+        "sources": {**index["sources"], **more["sources"]},
+        "latest": latest,
+        "revisions": {**index["revisions"], **more["revisions"]},
+        "digests": {**index["digests"], **more["digests"]},
+    }
+
+
 class LockTimeout(Exception):
     """The state lock stayed held by another process for the whole bounded wait."""
 
@@ -484,8 +515,16 @@ class Transaction:
     the unsealed tail only. Read history through ``tx.history()``.
     """
 
-    def __init__(self, store: StateStore, data: dict[str, Any], migrated: bool = False) -> None:
+    def __init__(
+        self,
+        store: StateStore,
+        data: dict[str, Any],
+        migrated: bool = False,
+        parsed: dict[str, Any] | None = None,
+    ) -> None:
         self.store = store
+        #: The state ``data`` was copied from (see ``StateStore._load_live``).
+        self.parsed = parsed
         from .tinylive import LiveTable, SnapshotStorage, TinyDB  # only a transaction loads TinyDB
 
         self.db = TinyDB(data, storage=SnapshotStorage)
@@ -545,7 +584,10 @@ class Transaction:
         seq = int(meta["nextSeq"])
         if not self._seq_checked:
             self._seq_checked = True
-            floor = self.store.seq_floor(self.data)
+            # A state this process wrote has its counter above its log already (see
+            # ``StateStore._seq_sound``): the floor is looked for only in one it read.
+            sound = self.parsed is not None and self.parsed is self.store._seq_sound
+            floor = 0 if sound else self.store.seq_floor(self.data)
             if seq < floor:
                 log.warning(
                     "nextSeq %d of %s is at or below a number in the log; using %d",
@@ -1218,7 +1260,7 @@ class History:
         # the objects, so their ids cannot be reused).
         of = self._tail_of
         if of is None or of[0] is not sources or of[1] is not revisions:
-            self._tail = build_index({"sources": sources, "revisions": revisions})
+            self._tail = self.store.tail_index(sources, revisions)
             self._tail_of = (sources, revisions)
         return self._tail
 
@@ -1326,6 +1368,16 @@ class StateStore:
         self.journal_path = self.folder / JOURNAL_FILE
         self.lock_path = self.folder / LOCK_FILE
         self.segment_dir = self.folder / SEGMENT_DIR
+        #: What ``_refuse_symlinks`` looks at, as strings made once (a commit checks
+        #: the layout several times; ``Path`` conversions cost more than the ``lstat``).
+        self._layout_checks = (
+            (str(self.folder), "state folder", True),
+            (str(self.path), "state file", False),
+            (str(self.journal_path), "journal", False),
+            (str(self.lock_path), "lock file", False),
+            (str(self.folder / ".gitignore"), "state folder's .gitignore", False),
+            (str(self.segment_dir), "segment folder", True),
+        )
         if lock_timeout is None:
             lock_timeout = float(os.environ.get("HANDOFF_LOCK_TIMEOUT", DEFAULT_LOCK_TIMEOUT))
         if seal_bytes is None:
@@ -1362,6 +1414,13 @@ class StateStore:
         #: last parsed and checked, or wrote, and the state they make (never changed):
         #: see ``_load_live``.
         self._parsed_live: tuple[bytes, bytes, dict[str, Any]] | None = None
+        #: The state this process last wrote after handing out sequence numbers from
+        #: it (``Transaction.next_seq`` checked or kept its counter above the log): its
+        #: next transaction need not look for the highest number in the log again.
+        self._seq_sound: dict[str, Any] | None = None
+        #: The live tail's tables this process indexed last and their index (see
+        #: ``tail_index``).
+        self._tail_indexed: tuple[dict[str, Any], dict[str, Any], dict[str, Any]] | None = None
 
     # -- reading the live file -------------------------------------------------
 
@@ -1371,19 +1430,11 @@ class StateStore:
         symbolic link (pointing elsewhere), or of the wrong type (``.handoff`` a file,
         ``state.json`` a FIFO or a device), is refused before anything opens it.
         Returns whether the state folder exists."""
-        checks = (
-            (self.folder, "state folder", True),
-            (self.path, "state file", False),
-            (self.journal_path, "journal", False),
-            (self.lock_path, "lock file", False),
-            (self.folder / ".gitignore", "state folder's .gitignore", False),
-            (self.segment_dir, "segment folder", True),
-        )
-        for path, what, folder in checks:
+        for path, what, folder in self._layout_checks:
             try:
                 st = os.lstat(path)
             except FileNotFoundError:
-                if path is self.folder:
+                if folder and what == "state folder":
                     return False
                 continue
             except NotADirectoryError:
@@ -1417,6 +1468,26 @@ class StateStore:
                     reason="not_a_folder" if folder else "not_a_file",
                 )
         return True
+
+    def tail_index(self, sources: dict[str, Any], revisions: dict[str, Any]) -> dict[str, Any]:
+        """``build_index`` of the live tail's tables, extended from the tail this process
+        indexed last when these tables only add records to it (each transaction and each
+        journal line adds a few records to a tail of ~100: the shape checks of the others
+        are not run again)."""
+        last = self._tail_indexed
+        if last is not None:
+            new_sources, new_revisions = _added_to(last[0], sources), _added_to(last[1], revisions)
+            if new_sources is not None and new_revisions is not None:
+                if new_sources or new_revisions:
+                    added = {"sources": dict(new_sources), "revisions": dict(new_revisions)}
+                    index = extend_index(last[2], added)
+                else:
+                    index = last[2]
+                self._tail_indexed = (sources, revisions, index)
+                return index
+        index = build_index({"sources": sources, "revisions": revisions})
+        self._tail_indexed = (sources, revisions, index)
+        return index
 
     def _stat_key(self, *, checked: bool = False) -> tuple[int, ...] | None:
         """(inode, mtime, size) of the live file and of its journal; ``checked``: the
@@ -2261,13 +2332,15 @@ class StateStore:
             self._sweep_temp_files()
             self.ensure_folder(gitignore=True)  # checks the folder again, under the lock
             read = self._load_live(checked=True)
-            tx = Transaction(self, read.data, read.migrated)
+            tx = Transaction(self, read.data, read.migrated, read.parsed)
             yield tx
             if tx.storage.dirty:
                 pause_point("tx.applied")
                 data = tx.storage.data
                 meta = data["_meta"]["1"]
+                sound = tx._seq_checked or (read.parsed is not None and read.parsed is self._seq_sound)
                 if self._appended(read, data):
+                    self._seq_sound = data if sound else None
                     pause_point("tx.written")
                     return
                 new_id = not isinstance(meta.get("storeId"), str)
@@ -2309,6 +2382,7 @@ class StateStore:
                 # The snapshot we wrote is the new current state (we still hold the lock).
                 self._live_key, self._live = self._stat_key(checked=True), data
                 self._parsed_live = (payload, b"", data)
+                self._seq_sound = data if sound else None
                 pause_point("tx.written")
 
     # -- the journal -----------------------------------------------------------

@@ -251,3 +251,29 @@ def test_journal_bytes_zero_writes_the_live_file_whole_every_time(workspace, mon
     assert summaries(orjson.loads((workspace / ".handoff/state.json").read_bytes())) == [
         f"round {n}" for n in range(3)
     ]
+
+
+def test_the_live_tails_index_extended_write_by_write_equals_one_built_from_scratch(workspace, monkeypatch):
+    extended = []
+    real = store_module.extend_index
+    monkeypatch.setattr(store_module, "extend_index", lambda *a: extended.append(1) or real(*a))
+    svc = HandoffService(workspace, ServiceConfig())
+    svc.store.seal_bytes = 6000  # seals on the way: the tail starts over
+    contract = record_contract(svc)
+    for n in range(14):
+        outcome(svc, f"round {n}")
+        record_contract(svc, "other-scope")
+        draft = {
+            "objective": "o",
+            "state": {"text": f"state {n}", "citations": [{"kind": "source", "ref": contract}]},
+            "disposition": "continuable",
+            "nextActions": [{"text": "go on", "citations": [{"kind": "source", "ref": contract}]}],
+        }
+        prepared = svc.call("handoff.prepare", {"scope": SCOPE, "draft": draft})["prepared"]
+        svc.call("handoff.commit", {"scope": SCOPE, "prepared": prepared})
+        live = svc.store.snapshot().live
+        kept = svc.store.snapshot()._tail_index()
+        tables = {"sources": live["sources"], "revisions": live["revisions"]}
+        assert kept == store_module.build_index(tables)
+    assert svc.store.snapshot().live["_meta"]["1"]["segments"]  # it did seal
+    assert len(extended) > 20  # most indexes were extended, not built again
