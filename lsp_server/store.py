@@ -1,10 +1,13 @@
 """The state store: a small live TinyDB file plus sealed, immutable segments.
 
-Layout of ``.handoff/`` (schema 2)::
+Layout of ``.handoff/`` (schema 3)::
 
     state.json       the live TinyDB file: ``_meta`` (schema, nextSeq, storeId, the
-                     segment manifest, document-id floors), ``scopes`` (the heads), the
-                     unsealed tail of the log tables and any other table
+                     segment manifest, document-id floors, the journal id), ``scopes``
+                     (the heads), the unsealed tail of the log tables and any other table
+    state.journal    changes since the live file was last written whole: one line per
+                     transaction, ``<crc32> <json>``, applied in order when its journal
+                     id is the live file's (see ``apply_journal``)
     segments/        sealed segments ``seg-<storeId>-<n>.json``, written once, never changed:
                      line 1 a header with the index of its records, line 2 the records
                      and a directory ``dir-<storeId>-<first>-<last>.json`` per whole group
@@ -15,13 +18,16 @@ Layout of ``.handoff/`` (schema 2)::
     .seal-mark.tmp-* present only while a seal writes temp files in ``segments/``
     state.lock       the one cross-process lock (never deleted)
 
-Every operation is one transaction: lock, read the live file, apply, one atomic write.
-When the log tail in the live file grows past ``seal_bytes`` the transaction first seals
-it into segments (each written atomically and fsync'd) and then writes the live file
-whose manifest lists them; that rename is the commit point, so a crash leaves either the
-old live file (the new segments are unreferenced and get swept) or the new one. The cost
-of a write therefore depends on the tail, not on the history. Schema-1 files (one TinyDB
-file holding everything) migrate forward on their first write.
+Every operation is one transaction: lock, read the live file and its journal, apply,
+write once: a journal line appended and fsync'd when the change is records and the
+sequence counter (most operations; the fsync is the commit point), else the live file
+written whole (atomic replace, a new journal id, the journal emptied). When the log tail
+grows past ``seal_bytes`` the transaction first seals it into segments (each written
+atomically and fsync'd) and then writes the live file whose manifest lists them; that
+rename is the commit point, so a crash leaves either the old live file (the new segments
+are unreferenced and get swept) or the new one. The cost of a write therefore depends on
+the tail, not on the history. Schema-1 and schema-2 files migrate forward on their first
+write.
 """
 
 from __future__ import annotations
@@ -81,7 +87,7 @@ SCHEMA_VERSION = 3
 SEGMENT_FORMAT = 1
 STATE_FILE = "state.json"
 #: The live file's journal: changes appended (one fsync'd line each) since the live file
-#: was last written whole (see ``Journal``).
+#: was last written whole (see ``apply_journal``).
 JOURNAL_FILE = "state.journal"
 #: Journal bytes a store keeps before a transaction writes the live file whole again.
 DEFAULT_JOURNAL_BYTES = 32 * 1024
