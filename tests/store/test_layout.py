@@ -14,7 +14,15 @@ import pytest
 from lsp_server.service import HandoffService, ServiceConfig
 from lsp_server.store import MERGE_AFTER_SNAPSHOTS, SCHEMA_VERSION, SEAL_MARK_PREFIX, StateStore
 
-from ..helpers import ALL_CHECKS, SCOPE, prepare, record_contract, record_work, refused
+from ..helpers import (
+    ALL_CHECKS,
+    SCOPE,
+    live_state,
+    prepare,
+    record_contract,
+    record_work,
+    refused,
+)
 from ..ledger import Ledger
 
 DATA = Path(__file__).parent / "data"
@@ -33,7 +41,7 @@ def segments(workspace: Path) -> list[Path]:
 
 
 def live(workspace: Path) -> dict:
-    return orjson.loads((workspace / ".handoff" / "state.json").read_bytes())
+    return live_state(workspace)
 
 
 def rounds(svc: HandoffService, contract: str, n: int, start: int = 0) -> list[dict]:
@@ -228,7 +236,7 @@ def test_schema_1_file_is_read_as_is_and_migrates_on_the_first_write(workspace):
         r["ref"] for r in sorted(old["revisions"].values(), key=lambda r: -r["number"])
     ]
     assert (workspace / ".handoff/state.json").read_bytes() == raw
-    # The first write migrates: schema 2, every old record kept with its id and seq.
+    # The first write migrates: schema 3, every old record kept with its id and seq.
     contract = next(s for s in old["sources"].values() if s["kind"] == "work_contract")
     rev = svc.call(
         "handoff.commit",
@@ -236,7 +244,7 @@ def test_schema_1_file_is_read_as_is_and_migrates_on_the_first_write(workspace):
     )
     assert rev["number"] == 3 and rev["revision"].startswith(head.split("@")[0])
     state = live(workspace)
-    assert state["_meta"]["1"]["schema"] == 2
+    assert state["_meta"]["1"]["schema"] == SCHEMA_VERSION
     full = StateStore(workspace / ".handoff").read()
     for table in ("sources", "revisions"):
         assert {k: v for k, v in full[table].items() if k in old[table]} == old[table]
