@@ -16,6 +16,10 @@ The points, in the order a transaction reaches them (see ``store.py``):
 
 ``tx.locked``        the state lock is held, nothing read yet
 ``tx.applied``       the operation changed the in-memory snapshot, nothing written
+``journal.written``  the change is appended to the journal, not yet fsync'd: it is in
+                     the file (a killed process loses nothing; a power cut may)
+``journal.synced``   that line is fsync'd: the operation has happened (a transaction
+                     that appends reaches no ``seal.*``, ``segment.*`` or ``state.*``)
 ``seal.begin``       a seal starts (the live file outgrew the seal size)
 ``segment.synced``   a segment's temporary file is written and fsync'd, not renamed
 ``segment.renamed``  that segment is in place (not yet listed by any manifest)
@@ -45,6 +49,8 @@ FD_ENV = "HANDOFF_TEST_PAUSE_FD"
 STORE_POINTS = (
     "tx.locked",
     "tx.applied",
+    "journal.written",
+    "journal.synced",
     "seal.begin",
     "seal.marked",
     "segment.synced",
@@ -56,8 +62,12 @@ STORE_POINTS = (
     "state.renamed",
     "tx.written",
 )
-#: The points after which an operation has happened (the live file was replaced).
-AFTER_COMMIT = ("state.renamed", "tx.written")
+#: The points after which an operation has happened for any reader (the live file was
+#: replaced, or the journal line written: a killed process's write is in the file).
+AFTER_COMMIT = ("journal.written", "journal.synced", "state.renamed", "tx.written")
+#: The points of a transaction that writes the live file whole, and of one that appends.
+WHOLE_POINTS = ("state.synced", "state.renamed")
+JOURNAL_POINTS = ("journal.written", "journal.synced")
 GENERATION_POINTS = ("generation.document", "generation.session", "newfile.synced")
 
 _hits: dict[str, int] = {}

@@ -19,8 +19,8 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .evidence import OutsideWorkspace, UnusableArtifact, WorkspaceFiles, as_files
-from .plainjson import dumps, dumps_sorted, loads, orjson, plain
+from . import plainjson
+from .evidence import OutsideWorkspace, UnusableArtifact, WorkspaceFiles, WouldRead, as_files
 from .store import revision_shape
 from .vocabulary import (
     DISPOSITIONS,
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 def canonical_json(value: Any) -> bytes:
     """The canonical bytes a digest is taken over (sorted keys, no spaces)."""
-    return dumps_sorted(value)
+    return plainjson.dumps_sorted(value)
 
 
 def digest_of(prepared: dict[str, Any]) -> str:
@@ -68,7 +68,7 @@ def revision_intact(rec: dict[str, Any]) -> bool:
         return seen[2]
     try:
         ok = digest == prepared.get("digest") == digest_of(prepared)
-    except (TypeError, orjson.JSONEncodeError):
+    except (TypeError, plainjson.orjson.JSONEncodeError):
         ok = False
     with _VERIFIED_LOCK:
         _VERIFIED[id(prepared)] = (prepared, digest, ok)
@@ -259,7 +259,7 @@ def plain_continue_params(params: Any) -> tuple[str, str | None, str | None] | N
     for text in (scope, revision):
         if text is not None and (type(text) is not str or len(text) > MAX_NAME):
             return None
-    if not plain(params):  # lone surrogates: the typed path refuses them
+    if not plainjson.plain(params):  # lone surrogates: the typed path refuses them
         return None
     return mode, scope, revision
 
@@ -310,6 +310,105 @@ def _servable(rec: Any, scope: str) -> bool:
     )
 
 
+class _SourcesSeen:
+    """The Source lookups of a kept answer, as the snapshot it was made from gave them
+    (they change only with the store, and the answer is kept only while it does not)."""
+
+    def __init__(self, infos: dict[str, dict[str, Any] | None]) -> None:
+        self._infos = infos
+
+    def source_info(self, source_id: str) -> dict[str, Any] | None:
+        return self._infos[source_id]
+
+
+class KeptContinue:
+    """One ``handoff.continue`` answer as far as it depends on the store: the result's
+    JSON (its ``unreadableEvidence`` empty) and the evidence to check on every call.
+    Kept per workspace (``Workspace.kept_continues``) for the state it was made at."""
+
+    __slots__ = ("state", "result", "evidence", "scope", "sources")
+
+    #: The answers a workspace keeps (all of them dropped when there would be more).
+    LIMIT = 64
+
+    def __init__(
+        self,
+        state: Any,
+        result: dict[str, Any],
+        evidence: list[dict[str, Any]],
+        scope: str,
+        history: HistoryView,
+    ) -> None:
+        self.state = state
+        self.result = plainjson.dumps(result)
+        self.evidence = plainjson.dumps(evidence)
+        self.scope = scope
+        refs = [c.get("ref") for c in evidence if c["kind"] == "source"]
+        matched = [SOURCE_RE.match(r) if isinstance(r, str) else None for r in refs]
+        self.sources = _SourcesSeen(
+            {m.group(1): history.source_info(m.group(1)) for m in matched if m}
+        )
+
+    def result_now(self, files: WorkspaceFiles) -> dict[str, Any]:
+        """The result with the evidence checked now (the caller's own copy)."""
+        result = plainjson.loads(self.result)
+        evidence = plainjson.loads(self.evidence)
+        if evidence:
+            result["unreadableEvidence"] = unreadable_evidence(
+                evidence, self.scope, self.sources, files
+            )
+        return result
+
+
+def _continue_answer(ws: Any, scope: str, mode: str, revision: str | None) -> KeptContinue | None:
+    """The store's part of a ``handoff.continue`` answer, kept while the store's live
+    file is unchanged (its ``state_key``, the same stat the store's own snapshot cache
+    trusts), or ``None`` when the typed path must serve the call."""
+    local = getattr(ws.store, "backend", None) == "tinydb"  # a stat, not a query
+    state = ws.store.state_key() if local else None
+    kept = ws.kept_continues.get((scope, mode, revision)) if state is not None else None
+    if kept is not None and kept.state == state:
+        return kept
+    history = ws.store.snapshot()
+    rec = history.scope_record(scope)
+    current = rec.get("head") if rec else None
+    current = current if isinstance(current, str) else None
+    result = continue_result(scope, mode, current)
+    evidence: list[dict[str, Any]] = []
+    selected = revision
+    if mode == "latest":
+        selected = current
+    elif revision is None or not REVISION_RE.match(revision):
+        return None
+    if selected is None:
+        result["found"] = False
+        prepared_scope = scope
+    else:
+        stored = history.revision(selected)
+        if not _servable(stored, scope):
+            return None
+        prepared = plainjson.loads(plainjson.dumps(stored["prepared"]))  # the answer's own copy
+        evidence = [citation_json_of(c) for c in prepared["evidence"]]
+        if prepared["boundary"]:
+            evidence.append({"kind": "source", "ref": prepared["boundary"]})
+        prepared_scope = prepared["scope"]
+        result.update(
+            selected=selected,
+            content=prepared["content"],
+            citations=prepared["evidence"],
+            unreadableEvidence=[],
+            boundary=prepared["boundary"],
+            base=prepared["base"],
+            digest=prepared["digest"],
+        )
+    kept = KeptContinue(state, result, evidence, prepared_scope, history)
+    if state is not None:
+        if len(ws.kept_continues) >= KeptContinue.LIMIT:
+            ws.kept_continues.clear()
+        ws.kept_continues[(scope, mode, revision)] = kept
+    return kept
+
+
 def continue_plain(ws: Any, params: Any, ctx: CallContext) -> dict[str, Any] | None:
     """``handoff.continue`` (latest or exact) from the stored revision, or ``None``
     when the typed path must serve the call (``ws``: the ``Workspace``)."""
@@ -319,33 +418,27 @@ def continue_plain(ws: Any, params: Any, ctx: CallContext) -> dict[str, Any] | N
     mode, asked, revision = plain
     if asked is not None and not SCOPE_RE.match(asked):
         return None
-    scope = ws.resolve_scope(asked)
-    history = ws.store.snapshot()
-    rec = history.scope_record(scope)
-    current = rec.get("head") if rec else None
-    current = current if isinstance(current, str) else None
-    result = continue_result(scope, mode, current)
-    if mode == "latest":
-        if current is None:
-            result["found"] = False
-            return result
-        revision = current
-    elif revision is None or not REVISION_RE.match(revision):
+    kept = _continue_answer(ws, ws.resolve_scope(asked), mode, revision)
+    return None if kept is None else kept.result_now(ws.files(ctx))
+
+
+def continue_quick(ws: Any, params: Any) -> dict[str, Any] | None:
+    """``handoff.continue`` answered without waiting on anything: from the answer kept
+    for the store's current state (one stat says it is current), each cited artifact
+    opened through every check but not read (its settled hash kept by
+    ``evidence.ARTIFACT_HASHES``). ``None`` whenever something would have to be read
+    (the store, a file, the git branch) or the call is not the plain path's: the
+    caller then runs ``continue_plain`` where waiting is harmless."""
+    plain = plain_continue_params(params)
+    if plain is None or getattr(ws.store, "backend", None) != "tinydb":
         return None
-    stored = history.revision(revision)
-    if not _servable(stored, scope):
+    mode, asked, revision = plain
+    if asked is None or not SCOPE_RE.match(asked):
+        return None  # the scope would come from the git branch: a file read
+    kept = ws.kept_continues.get((asked, mode, revision))
+    if kept is None or kept.state is None or kept.state != ws.store.state_key():
         return None
-    prepared = loads(dumps(stored["prepared"]))  # the caller's own copy
-    evidence = [citation_json_of(c) for c in prepared["evidence"]]
-    if prepared["boundary"]:
-        evidence.append({"kind": "source", "ref": prepared["boundary"]})
-    result.update(
-        selected=revision,
-        content=prepared["content"],
-        citations=prepared["evidence"],
-        unreadableEvidence=unreadable_evidence(evidence, prepared["scope"], history, ws.files(ctx)),
-        boundary=prepared["boundary"],
-        base=prepared["base"],
-        digest=prepared["digest"],
-    )
-    return result
+    try:
+        return kept.result_now(WorkspaceFiles(ws.folder, may_read=False))
+    except WouldRead:
+        return None

@@ -545,6 +545,10 @@ class HandoffLanguageServer(LanguageServer):
 
                 entry = SERVICE_COMMANDS[command]
                 svc = self.service_for(folder)
+                if client_token is None:
+                    served = self._answer_quick(entry, svc, args)
+                    if served is not None:
+                        return served
                 ctx = CallContext(cancel=CancelToken())
                 self._in_flight.add(ctx.cancel)
                 mutation = entry.mutates
@@ -582,6 +586,22 @@ class HandoffLanguageServer(LanguageServer):
         if mutation:
             self._announce_change(command, folder, svc, args, result)
         return result
+
+    @staticmethod
+    def _answer_quick(entry: Command, svc: Workspace, args: dict[str, Any]) -> Any:
+        """The command's answer computed here on the event loop, when its ``quick`` path
+        can give it without waiting on anything (``handoff.continue`` of the state it
+        last answered, the evidence unchanged): no hop to a worker thread. ``None``: the
+        call takes the worker path (anything that might read, any refusal, a handler a
+        test put in place), so a slow read never holds up cancellation or the other
+        requests, and every error is the worker path's."""
+        if entry.quick is None or entry.mutates or not entry.plain_stands_in():
+            return None
+        try:
+            return entry.quick(svc, dict(args))
+        except Exception:  # the worker path gives the real answer (or error)
+            log.debug("the quick path of %s failed; taking the worker path", entry.name, exc_info=True)
+            return None
 
     async def _finish(self, work: asyncio.Future[Any], ctx: CallContext) -> Any:
         """Await the work; on cancellation tell it to stop and wait until it has.

@@ -1,10 +1,13 @@
 """The state store: a small live TinyDB file plus sealed, immutable segments.
 
-Layout of ``.handoff/`` (schema 2)::
+Layout of ``.handoff/`` (schema 3)::
 
     state.json       the live TinyDB file: ``_meta`` (schema, nextSeq, storeId, the
-                     segment manifest, document-id floors), ``scopes`` (the heads), the
-                     unsealed tail of the log tables and any other table
+                     segment manifest, document-id floors, the journal id), ``scopes``
+                     (the heads), the unsealed tail of the log tables and any other table
+    state.journal    changes since the live file was last written whole: one line per
+                     transaction, ``<crc32> <json>``, applied in order when its journal
+                     id is the live file's (see ``apply_journal``)
     segments/        sealed segments ``seg-<storeId>-<n>.json``, written once, never changed:
                      line 1 a header with the index of its records, line 2 the records
                      and a directory ``dir-<storeId>-<first>-<last>.json`` per whole group
@@ -15,13 +18,16 @@ Layout of ``.handoff/`` (schema 2)::
     .seal-mark.tmp-* present only while a seal writes temp files in ``segments/``
     state.lock       the one cross-process lock (never deleted)
 
-Every operation is one transaction: lock, read the live file, apply, one atomic write.
-When the log tail in the live file grows past ``seal_bytes`` the transaction first seals
-it into segments (each written atomically and fsync'd) and then writes the live file
-whose manifest lists them; that rename is the commit point, so a crash leaves either the
-old live file (the new segments are unreferenced and get swept) or the new one. The cost
-of a write therefore depends on the tail, not on the history. Schema-1 files (one TinyDB
-file holding everything) migrate forward on their first write.
+Every operation is one transaction: lock, read the live file and its journal, apply,
+write once: a journal line appended and fsync'd when the change is records and the
+sequence counter (most operations; the fsync is the commit point), else the live file
+written whole (atomic replace, a new journal id, the journal emptied). When the log tail
+grows past ``seal_bytes`` the transaction first seals it into segments (each written
+atomically and fsync'd) and then writes the live file whose manifest lists them; that
+rename is the commit point, so a crash leaves either the old live file (the new segments
+are unreferenced and get swept) or the new one. The cost of a write therefore depends on
+the tail, not on the history. Schema-1 and schema-2 files migrate forward on their first
+write.
 """
 
 from __future__ import annotations
@@ -76,9 +82,17 @@ def as_json(rec: Any) -> dict[str, Any]:
     return record_json(rec)
 
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 SEGMENT_FORMAT = 1
 STATE_FILE = "state.json"
+#: The live file's journal: changes appended (one fsync'd line each) since the live file
+#: was last written whole (see ``apply_journal``).
+JOURNAL_FILE = "state.journal"
+#: Journal bytes a store keeps before a transaction writes the live file whole again.
+DEFAULT_JOURNAL_BYTES = 32 * 1024
+#: Keys of the live file's metadata a journal line may change; a change to any other
+#: (the manifest, the store id, the schema) writes the live file whole.
+JOURNAL_META_KEYS = frozenset({"nextSeq"})
 LOCK_FILE = "state.lock"
 SEGMENT_DIR = "segments"
 #: The store's id, written beside the live file when the store is created: with it and
@@ -115,6 +129,9 @@ FOUND_KEYS_KEPT = 256
 #: a process makes before it merges all segment indexes into one in-memory index (a
 #: language server does; a single CLI command does not).
 MERGE_AFTER_SNAPSHOTS = 4
+#: Reads of the live file and journal a process without the lock makes before it takes
+#: what it read (a writer folded the journal into a new live file in between).
+LIVE_READ_TRIES = 8
 
 TABLES = ("_meta", "sources", "revisions", "scopes", "generations")
 #: Append-only tables whose records move into segments when sealed.
@@ -262,6 +279,25 @@ def empty_state() -> dict[str, Any]:
     return state
 
 
+#: Tables whose records a transaction changes in place (TinyDB's ``update``, the
+#: sequence counter): ``_writable`` copies their records.
+UPDATED_IN_PLACE = ("_meta", "scopes")
+
+
+def _writable(parsed: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a parsed live file that a transaction may change while the parse
+    stays as it was (TinyDB replaces a table's dict when it writes, and changes only the
+    records of ``UPDATED_IN_PLACE`` in place). Copying costs ~1/20 of parsing the file
+    again: a transaction whose live file is the one this process last read or wrote
+    no longer parses and checks it (docs/performance.md, "Round six")."""
+    out = {name: dict(table) if type(table) is dict else table for name, table in parsed.items()}
+    for name in UPDATED_IN_PLACE:
+        table = out.get(name)
+        if type(table) is dict:
+            out[name] = {k: dict(v) if type(v) is dict else v for k, v in table.items()}
+    return out
+
+
 # ---------------------------------------------------------------------------
 # Record shapes the indexes rely on (the domain adds its own rules on top)
 # ---------------------------------------------------------------------------
@@ -318,6 +354,37 @@ def build_index(tables: dict[str, dict[str, Any]]) -> dict[str, Any]:
         if isinstance(rec.get("digest"), str):
             digests[rec["digest"]] = rec["ref"]
     return {"sources": sources, "latest": latest, "revisions": revisions, "digests": digests}
+
+
+def _added_to(old: dict[str, Any], new: dict[str, Any]) -> list[tuple[str, Any]] | None:
+    """The entries ``new`` has after those of ``old``, when ``new`` begins with every
+    entry of ``old``, in order and the same objects (a table a transaction appended
+    to); ``None`` otherwise."""
+    if len(new) < len(old):
+        return None
+    items = iter(new.items())
+    for (key, rec), (now_key, now) in zip(old.items(), items, strict=False):  # items: the rest
+        if key != now_key or rec is not now:
+            return None
+    return list(items)
+
+
+def extend_index(index: dict[str, Any], added: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """``index`` (never changed) with the records ``added`` after the ones it indexes:
+    what ``build_index`` of all of them gives, later documents winning."""
+    more = build_index(added)
+    latest = {scope: dict(kinds) for scope, kinds in index["latest"].items()}
+    for scope, kinds in more["latest"].items():
+        mine = latest.setdefault(scope, {})
+        for kind, best in kinds.items():
+            if kind not in mine or best[0] > mine[kind][0]:
+                mine[kind] = best
+    return {
+        "sources": {**index["sources"], **more["sources"]},
+        "latest": latest,
+        "revisions": {**index["revisions"], **more["revisions"]},
+        "digests": {**index["digests"], **more["digests"]},
+    }
 
 
 class LockTimeout(Exception):
@@ -459,8 +526,16 @@ class Transaction:
     the unsealed tail only. Read history through ``tx.history()``.
     """
 
-    def __init__(self, store: StateStore, data: dict[str, Any], migrated: bool = False) -> None:
+    def __init__(
+        self,
+        store: StateStore,
+        data: dict[str, Any],
+        migrated: bool = False,
+        parsed: dict[str, Any] | None = None,
+    ) -> None:
         self.store = store
+        #: The state ``data`` was copied from (see ``StateStore._load_live``).
+        self.parsed = parsed
         from .tinylive import LiveTable, SnapshotStorage, TinyDB  # only a transaction loads TinyDB
 
         self.db = TinyDB(data, storage=SnapshotStorage)
@@ -520,7 +595,10 @@ class Transaction:
         seq = int(meta["nextSeq"])
         if not self._seq_checked:
             self._seq_checked = True
-            floor = self.store.seq_floor(self.data)
+            # A state this process wrote has its counter above its log already (see
+            # ``StateStore._seq_sound``): the floor is looked for only in one it read.
+            sound = self.parsed is not None and self.parsed is self.store._seq_sound
+            floor = 0 if sound else self.store.seq_floor(self.data)
             if seq < floor:
                 log.warning(
                     "nextSeq %d of %s is at or below a number in the log; using %d",
@@ -532,6 +610,156 @@ class Transaction:
         meta["nextSeq"] = seq + 1
         self.storage.dirty = True
         return seq
+
+
+# ---------------------------------------------------------------------------
+# The journal: changes appended beside the live file
+# ---------------------------------------------------------------------------
+
+
+class JournalDamaged(Exception):
+    """A journal line that is not whole is followed by whole ones: not a torn tail."""
+
+    def __init__(self, line: int) -> None:
+        super().__init__(f"line {line}")
+        self.line = line
+
+
+def new_journal_id() -> str:
+    return random_hex(12)
+
+
+def journal_line(journal_id: str, change: dict[str, Any]) -> bytes:
+    """One journal line: the CRC-32 of its JSON in hex, a space, the JSON, a newline."""
+    body = orjson.dumps({"journal": journal_id, **change})
+    return b"%08x %s\n" % (zlib.crc32(body), body)
+
+
+def _journal_entry(line: bytes) -> dict[str, Any] | None:
+    """A whole journal line's change, ``None`` for a line that is not one."""
+    if len(line) < 10 or line[8:9] != b" ":
+        return None
+    body = line[9:]
+    try:
+        if int(line[:8], 16) != zlib.crc32(body):
+            return None
+        entry = read_json(body)
+    except ValueError:
+        return None
+    if not (
+        isinstance(entry, dict)
+        and isinstance(entry.get("journal"), str)
+        and isinstance(entry.get("ops"), list)
+        and isinstance(entry.get("meta"), dict)
+        and JOURNAL_META_KEYS.issuperset(entry["meta"])
+        and all(
+            type(op) is list
+            and len(op) == 3
+            and isinstance(op[0], str)
+            and op[0] != "_meta"
+            and isinstance(op[1], str)
+            and (op[2] is None or isinstance(op[2], dict))
+            for op in entry["ops"]
+        )
+    ):
+        return None
+    return entry
+
+
+def apply_journal(data: dict[str, Any], raw: bytes, journal_id: str | None) -> int:
+    """Apply to ``data`` (changed in place) the journal lines of ``raw`` that belong to
+    its live file (``journal_id``; lines of an earlier live file are skipped), in order.
+    Returns the length of the whole lines read: a torn last line (a writer killed while
+    appending it) ends the journal. ``JournalDamaged`` when a line that is not whole is
+    followed by one that is."""
+    meta = data["_meta"]["1"]
+    pos, end = 0, len(raw)
+    number = 0
+    while pos < end:
+        stop = raw.find(b"\n", pos)
+        number += 1
+        entry = _journal_entry(raw[pos:stop]) if stop >= 0 else None
+        if entry is None:
+            rest = raw[stop + 1 :].split(b"\n") if stop >= 0 else []
+            if any(_journal_entry(line) is not None for line in rest):
+                raise JournalDamaged(number)
+            return pos
+        pos = stop + 1
+        if entry["journal"] != journal_id:
+            continue
+        for name, doc_id, rec in entry["ops"]:
+            table = data.get(name)
+            if type(table) is not dict:
+                table = data[name] = {}
+            if rec is None:
+                table.pop(doc_id, None)
+            else:
+                table[doc_id] = rec
+        meta.update(entry["meta"])
+    return pos
+
+
+_ABSENT = object()
+
+
+def journal_change(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any] | None:
+    """What a transaction changed from ``before`` (the parse it started from, never
+    changed) to ``after``: the records it wrote or removed and the metadata counters, as
+    one journal line's content; ``None`` when it changed something a line does not
+    carry (the manifest, the store id, the schema, a whole table) or nothing at all."""
+    if before.keys() - after.keys() or after["_meta"].keys() != before["_meta"].keys():
+        return None
+    ops: list[list[Any]] = []
+    for name, table in after.items():
+        old = before.get(name)
+        if name == "_meta" or table is old:
+            continue
+        if type(table) is not dict or (old is not None and type(old) is not dict):
+            return None
+        old = old or {}
+        for doc_id, rec in table.items():
+            was = old.get(doc_id, _ABSENT)
+            if was is not rec and was != rec:
+                ops.append([name, doc_id, rec])
+        ops += [[name, doc_id, None] for doc_id in old.keys() - table.keys()]
+    old_meta, new_meta = before["_meta"]["1"], after["_meta"]["1"]
+    meta: dict[str, Any] = {}
+    for key in old_meta.keys() | new_meta.keys():
+        was, now = old_meta.get(key, _ABSENT), new_meta.get(key, _ABSENT)
+        if was is now or was == now:
+            continue
+        if key not in JOURNAL_META_KEYS or now is _ABSENT:
+            return None
+        meta[key] = now
+    if not ops and not meta:
+        return None
+    return {"ops": ops, "meta": meta}
+
+
+class LiveRead:
+    """One read of the live file and its journal (see ``StateStore._load_live``)."""
+
+    __slots__ = ("data", "migrated", "parsed", "state_raw", "journal_raw", "journal_size")
+
+    def __init__(
+        self,
+        data: dict[str, Any],
+        migrated: bool = False,
+        parsed: dict[str, Any] | None = None,
+        state_raw: bytes = b"",
+        journal_raw: bytes = b"",
+        journal_size: int = 0,
+    ) -> None:
+        #: A copy the caller may change.
+        self.data = data
+        self.migrated = migrated
+        #: The state ``data`` was copied from, never changed (``None``: a new or
+        #: migrated store, written whole by its first write).
+        self.parsed = parsed
+        self.state_raw = state_raw
+        #: The journal's whole lines (a torn tail past them is cut by the next append).
+        self.journal_raw = journal_raw
+        self.journal_size = journal_size
 
 
 # ---------------------------------------------------------------------------
@@ -1043,7 +1271,7 @@ class History:
         # the objects, so their ids cannot be reused).
         of = self._tail_of
         if of is None or of[0] is not sources or of[1] is not revisions:
-            self._tail = build_index({"sources": sources, "revisions": revisions})
+            self._tail = self.store.tail_index(sources, revisions)
             self._tail_of = (sources, revisions)
         return self._tail
 
@@ -1148,14 +1376,27 @@ class StateStore:
     ) -> None:
         self.folder = Path(folder)
         self.path = self.folder / STATE_FILE
+        self.journal_path = self.folder / JOURNAL_FILE
         self.lock_path = self.folder / LOCK_FILE
         self.segment_dir = self.folder / SEGMENT_DIR
+        #: What ``_refuse_symlinks`` looks at, as strings made once (a commit checks
+        #: the layout several times; ``Path`` conversions cost more than the ``lstat``).
+        self._layout_checks = (
+            (str(self.folder), "state folder", True),
+            (str(self.path), "state file", False),
+            (str(self.journal_path), "journal", False),
+            (str(self.lock_path), "lock file", False),
+            (str(self.folder / ".gitignore"), "state folder's .gitignore", False),
+            (str(self.segment_dir), "segment folder", True),
+        )
         if lock_timeout is None:
             lock_timeout = float(os.environ.get("HANDOFF_LOCK_TIMEOUT", DEFAULT_LOCK_TIMEOUT))
         if seal_bytes is None:
             seal_bytes = int(os.environ.get("HANDOFF_SEAL_BYTES", DEFAULT_SEAL_BYTES))
         self.lock_timeout = lock_timeout
         self.seal_bytes = seal_bytes
+        #: Journal bytes kept before the live file is written whole (0: never journal).
+        self.journal_bytes = int(os.environ.get("HANDOFF_JOURNAL_BYTES", DEFAULT_JOURNAL_BYTES))
         span = max(1, int(os.environ.get("HANDOFF_DIRECTORY_SPAN", DEFAULT_DIRECTORY_SPAN)))
         #: The spans of the directory tiers, smallest first (see ``Directory``).
         self.directory_spans = [span * DIRECTORY_FANOUT**k for k in range(DIRECTORY_TIERS)]
@@ -1165,7 +1406,7 @@ class StateStore:
         self._directories_changed = 0
         self._thread_lock = threading.RLock()
         self._lock_made: Any = None
-        self._live_key: tuple[int, int, int] | None = None
+        self._live_key: tuple[int, ...] | None = None
         self._live: dict[str, Any] | None = None
         self._history: History | None = None
         self._full_of: dict[str, Any] | None = None
@@ -1180,27 +1421,32 @@ class StateStore:
         self._snapshots_with_segments = 0
         self._marker_ok = False
         self._checked_manifest: list[dict[str, Any]] = []
+        #: The bytes of the live file and of the journal's whole lines this process
+        #: last parsed and checked, or wrote, and the state they make (never changed):
+        #: see ``_load_live``.
+        self._parsed_live: tuple[bytes, bytes, dict[str, Any]] | None = None
+        #: The state this process last wrote after handing out sequence numbers from
+        #: it (``Transaction.next_seq`` checked or kept its counter above the log): its
+        #: next transaction need not look for the highest number in the log again.
+        self._seq_sound: dict[str, Any] | None = None
+        #: The live tail's tables this process indexed last and their index (see
+        #: ``tail_index``).
+        self._tail_indexed: tuple[dict[str, Any], dict[str, Any], dict[str, Any]] | None = None
 
     # -- reading the live file -------------------------------------------------
 
-    def _refuse_symlinks(self) -> None:
+    def _refuse_symlinks(self) -> bool:
         """State is read and written only in real folders and files of the workspace:
         a state folder, state file, lock file, ``.gitignore`` or segment folder that is a
         symbolic link (pointing elsewhere), or of the wrong type (``.handoff`` a file,
-        ``state.json`` a FIFO or a device), is refused before anything opens it."""
-        checks = (
-            (self.folder, "state folder", True),
-            (self.path, "state file", False),
-            (self.lock_path, "lock file", False),
-            (self.folder / ".gitignore", "state folder's .gitignore", False),
-            (self.segment_dir, "segment folder", True),
-        )
-        for path, what, folder in checks:
+        ``state.json`` a FIFO or a device), is refused before anything opens it.
+        Returns whether the state folder exists."""
+        for path, what, folder in self._layout_checks:
             try:
                 st = os.lstat(path)
             except FileNotFoundError:
-                if path is self.folder:
-                    return
+                if folder and what == "state folder":
+                    return False
                 continue
             except NotADirectoryError:
                 continue  # reported for the folder itself, which is checked first
@@ -1232,18 +1478,46 @@ class StateStore:
                     path=str(path),
                     reason="not_a_folder" if folder else "not_a_file",
                 )
+        return True
 
-    def _stat_key(self) -> tuple[int, int, int] | None:
-        self._refuse_symlinks()
+    def tail_index(self, sources: dict[str, Any], revisions: dict[str, Any]) -> dict[str, Any]:
+        """``build_index`` of the live tail's tables, extended from the tail this process
+        indexed last when these tables only add records to it (each transaction and each
+        journal line adds a few records to a tail of ~100: the shape checks of the others
+        are not run again)."""
+        last = self._tail_indexed
+        if last is not None:
+            new_sources, new_revisions = _added_to(last[0], sources), _added_to(last[1], revisions)
+            if new_sources is not None and new_revisions is not None:
+                if new_sources or new_revisions:
+                    added = {"sources": dict(new_sources), "revisions": dict(new_revisions)}
+                    index = extend_index(last[2], added)
+                else:
+                    index = last[2]
+                self._tail_indexed = (sources, revisions, index)
+                return index
+        index = build_index({"sources": sources, "revisions": revisions})
+        self._tail_indexed = (sources, revisions, index)
+        return index
+
+    def _stat_key(self, *, checked: bool = False) -> tuple[int, ...] | None:
+        """(inode, mtime, size) of the live file and of its journal; ``checked``: the
+        caller has just run ``_refuse_symlinks`` under the state lock."""
+        if not checked:
+            self._refuse_symlinks()
         try:
             st = os.stat(self.path)
         except FileNotFoundError:
             return None
-        return (st.st_ino, st.st_mtime_ns, st.st_size)
+        try:
+            jt = os.stat(self.journal_path)
+        except FileNotFoundError:
+            return (st.st_ino, st.st_mtime_ns, st.st_size, 0, 0, 0)
+        return (st.st_ino, st.st_mtime_ns, st.st_size, jt.st_ino, jt.st_mtime_ns, jt.st_size)
 
-    def checked_state_key(self) -> tuple[int, int, int] | None:
-        """(inode, mtime, size) of the live file, ``None`` when there is none; a state
-        folder that cannot be used raises ``HandoffError``."""
+    def checked_state_key(self) -> tuple[int, ...] | None:
+        """(inode, mtime, size) of the live file and of its journal, ``None`` when there
+        is no live file; a state folder that cannot be used raises ``HandoffError``."""
         try:
             return self._stat_key()
         except OSError as exc:
@@ -1253,9 +1527,9 @@ class StateStore:
                 stateFile=str(self.path),
             ) from None
 
-    def state_key(self) -> tuple[int, int, int] | None:
-        """(inode, mtime, size) of the live file: changes with every write, by any
-        process. ``None`` when there is none, or it cannot be used now."""
+    def state_key(self) -> tuple[int, ...] | None:
+        """(inode, mtime, size) of the live file and its journal: changes with every
+        write, by any process. ``None`` when there is none, or it cannot be used now."""
         try:
             return self._stat_key()
         except (HandoffError, OSError):
@@ -1355,20 +1629,91 @@ class StateStore:
         """The first ``count`` segments of ``view`` (a snapshot older than the view)."""
         return view.prefix(count)
 
-    def _load(self) -> tuple[dict[str, Any], bool]:
-        """Parse and check the live file (quarantined when it is not a state file);
-        schema-1 files are upgraded in memory. Returns (data, migrated)."""
-        self._refuse_symlinks()
+    def _load(self, *, checked: bool = False) -> tuple[dict[str, Any], bool]:
+        """Parse and check the live file and its journal (see ``_load_live``). Returns
+        (data, migrated): a copy the caller may change."""
+        read = self._load_live(checked=checked)
+        return read.data, read.migrated
+
+    def _load_live(self, *, checked: bool = False) -> LiveRead:
+        """Parse and check the live file (quarantined when it is not a state file) and
+        apply its journal; schema-1 and schema-2 files are upgraded in memory.
+
+        ``checked``: the caller holds the state lock and has just run
+        ``_refuse_symlinks``. Without the lock a writer may fold the journal into a new
+        live file between the two reads: the live file is read again when it changed
+        meanwhile. The live file and journal this process last read or wrote are not
+        parsed again (compared byte for byte: no stat key can tell a rewrite of the same
+        size within one timestamp tick)."""
+        if not checked:
+            self._refuse_symlinks()
+        for _ in range(LIVE_READ_TRIES):
+            try:
+                raw, st = read_regular(self.path)
+            except FileNotFoundError:
+                return LiveRead(self._missing_state())
+            except OSError as exc:
+                raise HandoffError(
+                    "store_corrupt",
+                    f"The state file {self.path} cannot be read ({exc.strerror}).",
+                    stateFile=str(self.path),
+                ) from None
+            journal = self._read_journal()
+            if checked or self._unchanged(st):
+                break
+        known = self._parsed_live
+        if known is not None and known[0] == raw and journal.startswith(known[1]):
+            done, parsed = known[1], known[2]
+            if len(journal) == len(done):
+                return LiveRead(_writable(parsed), False, parsed, raw, done, len(journal))
+            data = _writable(parsed)
+        else:
+            data = self._parse_live(raw)
+            if data["_meta"]["1"]["schema"] < SCHEMA_VERSION:
+                # Schema 1 and 2 had no journal: the first write writes the file whole.
+                return LiveRead(self._migrate(data), True, None, raw, b"", len(journal))
+            done = b""
         try:
-            raw, _ = read_regular(self.path)
+            good = apply_journal(data, journal[len(done) :], data["_meta"]["1"].get("journal"))
+        except JournalDamaged as exc:
+            line = exc.line + done.count(b"\n")
+            raise HandoffError(
+                "store_corrupt",
+                f"The journal {self.journal_path} is damaged at line {line}: "
+                "that line is not whole but later ones are. Nothing was written; restore "
+                "the journal from a backup, or move it aside to go back to the state its "
+                "earlier lines make.",
+                journalFile=str(self.journal_path),
+                reason="journal_damaged",
+            ) from None
+        done = journal[: len(done) + good]
+        self._parsed_live = (raw, done, data)
+        return LiveRead(_writable(data), False, data, raw, done, len(journal))
+
+    def _unchanged(self, st: os.stat_result) -> bool:
+        """Whether the live file is still the one ``st`` describes."""
+        try:
+            now = os.stat(self.path)
+        except OSError:
+            return False
+        return (now.st_ino, now.st_mtime_ns, now.st_size) == (st.st_ino, st.st_mtime_ns, st.st_size)
+
+    def _read_journal(self) -> bytes:
+        """The journal's bytes (``b""`` when there is none)."""
+        try:
+            raw, _ = read_regular(self.journal_path)
         except FileNotFoundError:
-            return self._missing_state(), False
+            return b""
         except OSError as exc:
             raise HandoffError(
                 "store_corrupt",
-                f"The state file {self.path} cannot be read ({exc.strerror}).",
-                stateFile=str(self.path),
+                f"The journal {self.journal_path} cannot be read ({exc.strerror}).",
+                journalFile=str(self.journal_path),
             ) from None
+        return raw
+
+    def _parse_live(self, raw: bytes) -> dict[str, Any]:
+        """The live file's JSON, checked (quarantined when it is not a state file)."""
         problem = None
         data: Any = None
         try:
@@ -1379,8 +1724,7 @@ class StateStore:
             problem = self._shape_problem(data)
         if problem is not None:
             self._quarantine(problem)
-        meta = data["_meta"]["1"]
-        schema = meta["schema"]
+        schema = data["_meta"]["1"]["schema"]
         if schema > SCHEMA_VERSION:
             raise HandoffError(
                 "store_corrupt",
@@ -1393,14 +1737,20 @@ class StateStore:
             )
         for name in TABLES:
             data.setdefault(name, {})
-        migrated = schema < SCHEMA_VERSION
-        if migrated:
+        return data
+
+    @staticmethod
+    def _migrate(data: dict[str, Any]) -> dict[str, Any]:
+        """A schema-1 or schema-2 live file brought to this schema in memory."""
+        meta = data["_meta"]["1"]
+        if meta["schema"] == 1:
             # Schema 1: one file held everything; it becomes the live file of schema 2
             # with an empty manifest, and its first write seals the history.
-            meta["schema"] = SCHEMA_VERSION
             meta["segments"] = []
             meta["idFloor"] = {}
-        return data, migrated
+        # Schema 2 had no journal: its first write names one.
+        meta["schema"] = SCHEMA_VERSION
+        return data
 
     def seq_floor(self, live: dict[str, Any]) -> int:
         """One above the highest sequence number in the live tail and the newest segment
@@ -1441,6 +1791,9 @@ class StateStore:
         moved = sorted(p.name for p in self.folder.glob(f"{STATE_FILE}.corrupt-*"))
         if moved:
             signs.append(f"a damaged state file was moved aside as {', '.join(moved)}")
+        with contextlib.suppress(OSError):
+            if os.path.getsize(self.journal_path):
+                signs.append(f"its journal {self.journal_path} holds changes")
         if self.segment_dir.is_dir() and any(self.segment_dir.glob("seg-*.json")):
             signs.append(f"{self.segment_dir} holds sealed segments")
         return signs
@@ -1488,7 +1841,7 @@ class StateStore:
         for name in TABLES:
             if name in data and not isinstance(data[name], dict):
                 return f"its table {name!r} is not an object"
-        if schema == SCHEMA_VERSION:
+        if schema >= 2:
             segments = meta.get("segments")
             if not self._manifest_well_formed(segments):
                 return "its segment manifest is malformed"
@@ -1890,9 +2243,10 @@ class StateStore:
         The ``.gitignore`` is written only under the state lock, so that the sweep of a
         killed writer's temp files never races a live writer's.
         """
-        self._refuse_symlinks()
+        exists = self._refuse_symlinks()
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
+            if not exists:
+                self.folder.mkdir(parents=True, exist_ok=True)
             if gitignore and not (self.folder / ".gitignore").exists():
                 atomic_write(self.folder / ".gitignore", GITIGNORE.encode())
         except OSError as exc:
@@ -1987,17 +2341,23 @@ class StateStore:
         with self._locked():
             pause_point("tx.locked")
             self._sweep_temp_files()
-            self.ensure_folder(gitignore=True)
-            data, migrated = self._load()
-            tx = Transaction(self, data, migrated)
+            self.ensure_folder(gitignore=True)  # checks the folder again, under the lock
+            read = self._load_live(checked=True)
+            tx = Transaction(self, read.data, read.migrated, read.parsed)
             yield tx
             if tx.storage.dirty:
                 pause_point("tx.applied")
                 data = tx.storage.data
                 meta = data["_meta"]["1"]
+                sound = tx._seq_checked or (read.parsed is not None and read.parsed is self._seq_sound)
+                if self._appended(read, data):
+                    self._seq_sound = data if sound else None
+                    pause_point("tx.written")
+                    return
                 new_id = not isinstance(meta.get("storeId"), str)
                 if new_id:
                     meta["storeId"] = new_store_id()
+                meta["journal"] = new_journal_id()  # earlier journal lines no longer apply
                 listed_before = {e["name"] for e in meta.get("segments") or []}
                 try:
                     payload = orjson.dumps(data)
@@ -2029,9 +2389,101 @@ class StateStore:
                     ) from None
                 if new_id or not self._marker_ok:
                     self._ensure_marker(meta["storeId"])
+                self._empty_journal(read.journal_size)
                 # The snapshot we wrote is the new current state (we still hold the lock).
-                self._live_key, self._live = self._stat_key(), data
+                self._live_key, self._live = self._stat_key(checked=True), data
+                self._parsed_live = (payload, b"", data)
+                self._seq_sound = data if sound else None
                 pause_point("tx.written")
+
+    # -- the journal -----------------------------------------------------------
+
+    def fold_journal(self) -> None:
+        """Write the live file whole, its journal folded in (before ``state.json`` is
+        edited by hand: the journal's lines would otherwise apply over the edit)."""
+        with self.transaction() as tx:
+            tx.storage.dirty = True  # no change: written whole
+
+    def _appended(self, read: LiveRead, data: dict[str, Any]) -> bool:
+        """Write the transaction's change as one journal line when it can be one: one
+        fsync'd append instead of writing the live file whole (a temp file, its fsync,
+        a rename and the folder's fsync). Returns whether it did.
+
+        The live file is written whole instead when the change is not records and
+        counters (``journal_change``), when the journal would outgrow
+        ``journal_bytes``, or when the log tail is due to be sealed."""
+        if read.parsed is None or self.journal_bytes <= 0:
+            return False
+        journal_id = data["_meta"]["1"].get("journal")
+        change = journal_change(read.parsed, data) if isinstance(journal_id, str) else None
+        if change is None:
+            return False
+        line = journal_line(journal_id, change)
+        size = len(read.journal_raw) + len(line)
+        if size > self.journal_bytes:
+            return False
+        if len(read.state_raw) + size > self.seal_bytes and self._worth_sealing(data):
+            return False
+        try:
+            self._append_journal(line, len(read.journal_raw))
+        except OSError as exc:
+            raise HandoffError(
+                "store_busy",
+                f"Could not write the journal {self.journal_path} ({exc.strerror}); nothing "
+                "was changed. Free disk space or fix permissions and retry.",
+                journalFile=str(self.journal_path),
+                errno=exc.errno,
+            ) from None
+        if not self._marker_ok:
+            self._ensure_marker(data["_meta"]["1"]["storeId"])
+        self._live_key, self._live = self._stat_key(checked=True), data
+        self._parsed_live = (read.state_raw, read.journal_raw + line, data)
+        return True
+
+    def _append_journal(self, line: bytes, end: int) -> None:
+        """Append ``line`` after the journal's ``end`` whole bytes (cutting the torn
+        tail of a writer killed mid-append) and fsync it; the fsync is the commit
+        point. A failed write is cut off again, so nothing half-written stays."""
+        flags = os.O_WRONLY | os.O_CLOEXEC | _NOFOLLOW | _NONBLOCK
+        try:
+            fd, created = os.open(self.journal_path, flags), False
+        except FileNotFoundError:
+            fd, created = os.open(self.journal_path, flags | os.O_CREAT | os.O_EXCL, 0o644), True
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise OSError(errno.EINVAL, f"not a regular file ({_file_type(st.st_mode)})")
+            try:
+                if st.st_size != end:
+                    os.ftruncate(fd, end)
+                view, at = memoryview(line), end
+                while view:
+                    written = os.pwrite(fd, view, at)
+                    view, at = view[written:], at + written
+                pause_point("journal.written")
+                os.fsync(fd)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, end)
+                raise
+        finally:
+            os.close(fd)
+        if created:
+            fsync_dir(self.folder)  # a new journal's name must survive a power cut too
+        pause_point("journal.synced")
+
+    def _empty_journal(self, size: int) -> None:
+        """After the live file was written whole, its journal's lines no longer apply
+        (they name the previous live file): cut them, keeping the file."""
+        if size:
+            try:
+                fd = os.open(self.journal_path, os.O_WRONLY | os.O_CLOEXEC | _NOFOLLOW | _NONBLOCK)
+                try:
+                    os.ftruncate(fd, 0)
+                finally:
+                    os.close(fd)
+            except OSError as exc:  # harmless: the lines name the previous live file
+                log.warning("Could not empty the journal %s (%s)", self.journal_path, exc.strerror)
 
     # -- sealing ---------------------------------------------------------------
 

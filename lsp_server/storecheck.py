@@ -13,7 +13,17 @@ import orjson
 
 from .errors import HandoffError
 from .lifecycle import revision_intact
-from .store import SCHEMA_VERSION, SEALED_TABLES, STATE_FILE, StateStore, atomic_write, read_regular
+from .store import (
+    SCHEMA_VERSION,
+    SEALED_TABLES,
+    STATE_FILE,
+    TABLES,
+    JournalDamaged,
+    StateStore,
+    apply_journal,
+    atomic_write,
+    read_regular,
+)
 
 
 def _problem(kind: str, message: str, **data: Any) -> dict[str, Any]:
@@ -40,6 +50,21 @@ def _read_live(store: StateStore) -> tuple[dict[str, Any] | None, list[dict[str,
         return None, [_problem("malformed", f"{store.path}: {shape}")]
     if data["_meta"]["1"]["schema"] > SCHEMA_VERSION:
         return None, [_problem("newer_schema", f"{store.path} was written by a newer handoff")]
+    for name in TABLES:
+        data.setdefault(name, {})
+    try:
+        journal, _ = read_regular(store.journal_path)
+    except FileNotFoundError:
+        return data, []
+    except OSError as exc:
+        return None, [_problem("unreadable", f"{store.journal_path}: {exc.strerror}")]
+    try:
+        apply_journal(data, journal, data["_meta"]["1"].get("journal"))
+    except JournalDamaged as exc:
+        return None, [
+            _problem("journal_damaged", f"{store.journal_path}: line {exc.line} is not whole but later ones are",
+                     journalFile=str(store.journal_path))
+        ]
     return data, []
 
 
@@ -141,7 +166,7 @@ def _start_fresh(store: StateStore, fresh: bool) -> str:
         )
     lost = store.folder / f"lost-{time.strftime('%Y%m%dT%H%M%S')}"
     lost.mkdir()
-    for path in [store.marker_path, store.segment_dir,
+    for path in [store.marker_path, store.segment_dir, store.journal_path,
                  *store.folder.glob(f"{STATE_FILE}.corrupt-*")]:
         if os.path.lexists(path):
             os.replace(path, lost / path.name)

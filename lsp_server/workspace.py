@@ -51,6 +51,8 @@ class Workspace:
         self._ledger: lc.StoreLedger | None = None
         #: Rendered continuity/history reports (see ``reports.run_report``).
         self.report_cache: dict[tuple[Any, ...], dict[str, Any]] = {}
+        #: ``handoff.continue`` answers of the current state (``plainread.KeptContinue``).
+        self.kept_continues: dict[tuple[Any, ...], Any] = {}
 
     @property
     def folder(self) -> Path:

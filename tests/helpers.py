@@ -6,11 +6,13 @@ import contextlib
 import os
 import select
 import time
+from pathlib import Path
 from typing import Any
 
 from lsp_server import faults
 from lsp_server.errors import HandoffError
 from lsp_server.service import HandoffService
+from lsp_server.store import StateStore
 
 SCOPE = "openapi-client"
 
@@ -29,6 +31,18 @@ def forget_kept_views() -> None:
 
     projections.KEPT.forget()
     reports.HISTORY_BLOCKS.forget()
+
+
+def live_state(workspace: Path) -> dict[str, Any]:
+    """The live state as the store reads it: ``state.json`` with its journal applied
+    (a test that reads ``state.json`` alone misses the journal's newest records)."""
+    return StateStore(workspace / ".handoff").snapshot().live
+
+
+def fold_journal(workspace: Path) -> None:
+    """Write ``state.json`` whole with its journal folded in, before a test edits it by
+    hand (otherwise the journal's lines would apply over the edit)."""
+    StateStore(workspace / ".handoff").fold_journal()
 
 
 def artifact(path: str = "client/pets_client.py") -> dict[str, Any]:

@@ -76,6 +76,7 @@ def committed(svc: HandoffService, **kw: Any) -> str:
 def edit_revision(svc: HandoffService, ref: str, edit, *, redigest: bool = True) -> None:
     """Edit the stored revision ``ref`` in the live file (its digests recomputed: a
     hand edit that keeps the record intact)."""
+    svc.store.fold_journal()  # or the journal's lines apply over the edit
     data = orjson.loads(svc.store.path.read_bytes())
     for rec in data["revisions"].values():
         if rec["ref"] == ref:

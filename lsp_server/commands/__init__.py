@@ -19,21 +19,22 @@ from typing import TYPE_CHECKING, Any
 from ..context import CallContext
 from ..errors import HandoffError
 from ..gcpause import command_running
-from ..plainread import continue_plain
+from ..plainread import continue_plain, continue_quick
 
 if TYPE_CHECKING:
     from ..workspace import Workspace
 
 Handler = Callable[["Workspace", Any, CallContext], dict[str, Any]]
 PlainHandler = Callable[["Workspace", Any, CallContext], "dict[str, Any] | None"]
+QuickHandler = Callable[["Workspace", Any], "dict[str, Any] | None"]
 
 
 class Command(
     namedtuple(
         "Command",
         "name params handler summary result"
-        " mutates progress server_progress serialised cancellable plain",
-        defaults=(False, None, False, True, False, None),
+        " mutates progress server_progress serialised cancellable plain quick",
+        defaults=(False, None, False, True, False, None, None),
     )
 ):
     """One command of the contract and how the adapters run it.
@@ -61,6 +62,10 @@ class Command(
       typed params and records; returns ``None`` for any call it does not serve, which
       the typed path then runs (so every error is the typed path's). Read-only
       commands only.
+    - ``quick`` (None): the same command answered without waiting on anything (no file
+      read, nothing parsed: a stat or an open at most), so a server may run it on its
+      event loop; returns ``None`` for any call it cannot answer so, which ``plain`` and
+      the typed path then serve. Read-only commands with a ``plain`` path only.
 
     A ``collections.namedtuple``: a dataclass costs a cold ``handoff call`` ~32 M
     instructions (``dataclasses``), a ``typing.NamedTuple`` in a module of string
@@ -148,6 +153,7 @@ REGISTRY: tuple[Command, ...] = (
             "markdown?",
         ),
         plain=continue_plain,
+        quick=continue_quick,
     ),
     Command(
         "handoff.acknowledge",

@@ -258,9 +258,9 @@ def bench_grown_round_trips(root: Path, args, result: BenchResult) -> None:
             TARGET_GROWN,
             detail=f"{p50(samples[f'continue@{big}']) * 1000:.3f} ms vs "
             f"{p50(samples[f'ping@{big}']) * 1000:.3f} ms",
-            plan="What is left beyond the no-op is the hop to a worker thread (the no-op "
-            "answers on the event loop) and the command itself (evidence re-checked on "
-            "every call): see docs/performance.md.",
+            plan="An unchanged store's continue is answered on the event loop with the "
+            "evidence's kept hashes; what is left is the state folder's checks and the "
+            "opening of each cited file: see docs/performance.md (round six).",
         )
     )
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from lsp_server.generation.discovery import claude_slug
 from lsp_server.service import CallContext, CancelToken
+from lsp_server.store import StateStore
 
 
 def recorded_cwd(lines: list[str]) -> str | None:
@@ -81,8 +82,7 @@ def nothing_written(workspace: Path, session_dir: Path, before: set[str]) -> boo
     state = workspace / ".handoff" / "state.json"
     records = 0
     if state.exists():
-        data = json.loads(state.read_text())
-        records = len(data.get("generations", {}))
+        records = len(StateStore(workspace / ".handoff").snapshot().live.get("generations", {}))
     new_files = {p.name for p in session_dir.iterdir()} - before
     return not (generated.exists() and any(generated.iterdir())) and records == 0 and not new_files
 

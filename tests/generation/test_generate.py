@@ -16,6 +16,7 @@ from lsp_server.generation.prompt import SECTIONS, build_prompt, estimate_tokens
 from lsp_server.generation.readers import read_session
 from lsp_server.generation.settings import GenerationSettings
 from tests.conftest import OWN_SESSIONS
+from tests.helpers import live_state
 
 from .support import context, echo_command, nothing_written, printing_command, run_cli
 
@@ -31,8 +32,13 @@ FIXTURES = [
 ]
 
 
+def store_text(folder: Path) -> str:
+    """The live file's and the journal's text (where a new record is written)."""
+    return "".join(p.read_text() for p in (folder / "state.json", folder / "state.journal") if p.is_file())
+
+
 def state(workspace: Path) -> dict:
-    return json.loads((workspace / ".handoff" / "state.json").read_text())
+    return live_state(workspace)
 
 
 @pytest.mark.parametrize("name, agent", FIXTURES)
@@ -477,10 +483,9 @@ def test_the_saved_files_are_durable_before_the_record_with_one_fsync_per_folder
     real = newsession.fsync_dir
 
     def fsync_dir(folder: Path) -> None:
-        state = folder.parent / "state.json"
         listed = sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))
         ids = {name.rsplit("-", 1)[-1].split(".")[0] for name in listed}
-        recorded = state.is_file() and any(i in state.read_text() for i in ids)
+        recorded = any(i in store_text(folder.parent) for i in ids)
         synced.append((folder.name, listed, recorded))
         real(folder)
 
@@ -495,4 +500,4 @@ def test_the_saved_files_are_durable_before_the_record_with_one_fsync_per_folder
     drafts = synced[1][1]
     assert any(n.endswith(f"{gen}.md") for n in drafts)
     assert any(n.endswith(f"{gen}.json") for n in drafts)
-    assert gen in (workspace / ".handoff" / "state.json").read_text()
+    assert gen in store_text(workspace / ".handoff")

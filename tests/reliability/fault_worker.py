@@ -39,6 +39,7 @@ class Faults:
         self.budget = 0
         self.hits = 0
         self.real_write, self.real_open, self.real_mkdir = os.write, os.open, os.mkdir
+        self.real_pwrite = os.pwrite
 
     def fail(self) -> None:
         self.hits += 1
@@ -52,6 +53,15 @@ class Faults:
             self.budget -= len(data)
         return self.real_write(fd, data)
 
+    def pwrite(self, fd: int, data, offset: int) -> int:
+        """The journal's append (a positioned write) fails like ``write``."""
+        if self.armed:
+            if self.budget <= 0:
+                self.fail()
+            data = memoryview(data)[: self.budget]
+            self.budget -= len(data)
+        return self.real_pwrite(fd, data, offset)
+
     def open(self, path, flags, mode=0o777, **kw):
         if self.armed and self.code == errno.EROFS and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
             self.fail()
@@ -64,6 +74,7 @@ class Faults:
 
     def install(self) -> None:
         os.write, os.open, os.mkdir = self.write, self.open, self.mkdir
+        os.pwrite = self.pwrite
 
 
 def operations(svc: HandoffService, n: int, report: list):
@@ -106,16 +117,19 @@ def operations(svc: HandoffService, n: int, report: list):
 
 def snapshot(folder: Path) -> dict[str, Any]:
     state = folder / "state.json"
+    journal = folder / "state.journal"
     segs = folder / "segments"
     return {
         "live": state.read_bytes().hex() if state.exists() else None,
+        "journal": journal.read_bytes().hex() if journal.exists() else None,
         "segments": sorted(os.listdir(segs)) if segs.is_dir() else [],
         "temps": sorted(p.name for p in folder.rglob("*") if ".tmp-" in p.name),
     }
 
 
 def record(report: list, command: str, params: dict, outcome: Any, before: dict, after: dict) -> None:
-    entry: dict[str, Any] = {"command": command, "unchanged": before["live"] == after["live"]}
+    unchanged = (before["live"], before["journal"]) == (after["live"], after["journal"])
+    entry: dict[str, Any] = {"command": command, "unchanged": unchanged}
     entry["temps"] = after["temps"]
     entry["segmentsBefore"], entry["segmentsAfter"] = before["segments"], after["segments"]
     if isinstance(outcome, HandoffError):

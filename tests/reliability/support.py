@@ -333,9 +333,10 @@ def _citations(value: Any):
 
 
 def fingerprint(folder: Path) -> tuple:
-    """What is on disk in a state folder (the live file's bytes and the segment names)."""
-    state = folder / "state.json"
-    live = state.read_bytes() if state.exists() else None
+    """What is on disk in a state folder (the live file's and journal's bytes, the
+    segment names)."""
+    state, journal = folder / "state.json", folder / "state.journal"
+    live = (state.read_bytes() if state.exists() else None, journal.read_bytes() if journal.exists() else None)
     segments = folder / "segments"
     names = tuple(sorted(os.listdir(segments))) if segments.is_dir() else ()
     return live, names

@@ -30,8 +30,14 @@ from ..helpers import PausePipe
 from .support import REPO
 from .test_hostile_sessions import pi_session, write
 
-#: The points a generation reaches (no seal: the records stay small).
-POINTS = faults.GENERATION_POINTS + ("tx.locked", "tx.applied", "state.synced", "state.renamed", "tx.written")
+#: The points a generation reaches (no seal: the records stay small), with every write
+#: appended to the journal, or (``HANDOFF_JOURNAL_BYTES=0``) the live file written whole.
+MODES = {
+    "journal": faults.GENERATION_POINTS + ("tx.locked", "tx.applied", *faults.JOURNAL_POINTS, "tx.written"),
+    "whole": faults.GENERATION_POINTS + ("tx.locked", "tx.applied", *faults.WHOLE_POINTS, "tx.written"),
+}
+#: Journal bytes per mode: the journal never fills in the run ("journal"), or is off.
+JOURNAL_BYTES = {"journal": str(1 << 30), "whole": "0"}
 
 
 def check_generation_state(workspace: Path, sessions: Path, source: Path) -> dict[str, int]:
@@ -78,8 +84,10 @@ def records_before(point: str, nth: int) -> int:
     return 2 * (n // 2) + n % 2 + (point in faults.AFTER_COMMIT)
 
 
-@pytest.mark.parametrize("kills", sizes(len(POINTS) * 2, 200))
-def test_sigkill_during_generation_writes(tmp_path, kills):
+@pytest.mark.parametrize("mode", sorted(MODES))
+@pytest.mark.parametrize("kills", sizes(len(MODES["whole"]) * 2, 200))
+def test_sigkill_during_generation_writes(tmp_path, kills, mode):
+    points = MODES[mode]
     workspace = tmp_path / "ws"
     workspace.mkdir()
     recorded = tmp_path / "recorded"
@@ -96,13 +104,14 @@ def test_sigkill_during_generation_writes(tmp_path, kills):
         env={
             **{k: v for k, v in os.environ.items() if not k.endswith("_CODING_AGENT_DIR")},
             "HOME": str(tmp_path / "home"),
+            "HANDOFF_JOURNAL_BYTES": JOURNAL_BYTES[mode],
         },
     )
     rng = random.Random("generation")
     expected = 0
     try:
         for k in range(kills):
-            point = POINTS[k % len(POINTS)]
+            point = points[k % len(points)]
             nth = rng.randint(1, 3)
             zygote.stdin.write(f"go {point}#{nth}\n")
             zygote.stdin.flush()

@@ -16,11 +16,12 @@ from pathlib import Path
 import orjson
 import pytest
 
+from lsp_server import faults
 from lsp_server.service import HandoffService, ServiceConfig
 from lsp_server.store import StateStore
 
 from ..conftest import sizes
-from ..helpers import SCOPE, PausePipe, prepare, record_contract
+from ..helpers import SCOPE, PausePipe, live_state, prepare, record_contract
 from ..ledger import Ledger
 
 REPO = Path(__file__).resolve().parents[2]
@@ -60,8 +61,7 @@ def test_eight_processes_commit_from_same_base_exactly_one_wins(svc, workspace, 
         c["data"]["expected"] is None and c["data"]["current"] == wins[0]["revision"]
         for c in conflicts
     )
-    data = orjson.loads((workspace / ".handoff/state.json").read_bytes())
-    assert len(data["revisions"]) == 1
+    assert len(live_state(workspace)["revisions"]) == 1
     fresh = HandoffService(workspace, ServiceConfig())
     assert (
         fresh.call("handoff.continue", {"scope": SCOPE, "mode": "latest"})["selected"]
@@ -91,8 +91,8 @@ def test_eight_processes_append_sources_each_unique_sequence_numbers(workspace, 
 
 def check_consistent(workspace: Path) -> tuple[int, int]:
     """The state loads, and every commit landed entirely (revision + head) or not at all."""
-    raw = (workspace / ".handoff/state.json").read_bytes()
-    data = orjson.loads(raw)
+    journal = workspace / ".handoff/state.journal"
+    raw = (workspace / ".handoff/state.json").read_bytes() + (journal.read_bytes() if journal.exists() else b"")
     state = StateStore(workspace / ".handoff").read()
     ledger = Ledger(state)
     assert ledger.invalid_sources == 0 and ledger.invalid_revisions == 0
@@ -107,12 +107,13 @@ def check_consistent(workspace: Path) -> tuple[int, int]:
         r["seq"] for r in ledger.revisions.values()
     ]
     assert len(seqs) == len(set(seqs))
-    assert data["_meta"]["1"]["nextSeq"] > max(seqs, default=0)
+    assert state["_meta"]["1"]["nextSeq"] > max(seqs, default=0)
     return len(revs), len(raw)
 
 
-#: The points of a transaction that does not seal (the worker's store never does).
-PLAIN_POINTS = ("tx.locked", "tx.applied", "state.synced", "state.renamed", "tx.written")
+#: The points of a transaction that does not seal (the worker's store never does): one
+#: that appends to the journal, or one that writes the live file whole.
+PLAIN_POINTS = ("tx.locked", "tx.applied", *faults.JOURNAL_POINTS, *faults.WHOLE_POINTS, "tx.written")
 
 
 @pytest.mark.parametrize("kills", sizes(len(PLAIN_POINTS) * 2, 100))
@@ -124,8 +125,10 @@ def test_sigkill_at_every_write_point_never_leaves_a_broken_state_file(workspace
         for k in range(kills):
             point = PLAIN_POINTS[k % len(PLAIN_POINTS)]
             # The worker's transactions: its contract, then commit, outcome, scratch, …
-            proc = spawn("churn", str(workspace), env=pipe.env(point, rng.randint(1, 12)),
-                         pass_fds=(pipe.write_fd,))
+            # Whole writes only at the points of one; elsewhere every write appends.
+            whole = "0" if point in faults.WHOLE_POINTS else str(1 << 30)
+            env = {**pipe.env(point, rng.randint(1, 12)), "HANDOFF_JOURNAL_BYTES": whole}
+            proc = spawn("churn", str(workspace), env=env, pass_fds=(pipe.write_fd,))
             assert pipe.wait(alive=lambda proc=proc: proc.poll() is None) == (proc.pid, point), (
                 proc.stderr.read().decode() if proc.poll() is not None else ""
             )

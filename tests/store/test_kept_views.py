@@ -17,7 +17,14 @@ from lsp_server import projections, rendering, reports
 from lsp_server.service import HandoffService, ServiceConfig
 from lsp_server.store import StateStore, StoreLog
 
-from ..helpers import ALL_CHECKS, SCOPE, forget_kept_views, record_contract
+from ..helpers import (
+    ALL_CHECKS,
+    SCOPE,
+    fold_journal,
+    forget_kept_views,
+    live_state,
+    record_contract,
+)
 
 SEAL = 4096  # bytes: a few records seal
 VIEWS = (projections.continuity, projections.history, projections.lineage)
@@ -93,6 +100,7 @@ def commit_round(svc: HandoffService, contract: str, i: int, scope: str = SCOPE)
 def hand_write(workspace: Path, table: str, records: list[dict]) -> None:
     """Records added to the live file by hand, after every document id in use."""
     path = workspace / ".handoff" / "state.json"
+    fold_journal(workspace)
     state = orjson.loads(path.read_bytes())
     top = max([int(k) for k in state[table]] + [state["_meta"]["1"]["idFloor"].get(table, 0)])
     for n, rec in enumerate(records, start=top + 1):
@@ -220,9 +228,7 @@ def test_malformed_foreign_and_dangling_records_give_the_same_views_kept_or_not(
     ack = svc.store.snapshot().source(first["receipt"].removeprefix("source/"))
     revision = svc.store.snapshot().revision(first["revision"])
     for phase in range(2):
-        seq = orjson.loads((workspace / ".handoff/state.json").read_bytes())["_meta"]["1"][
-            "nextSeq"
-        ]
+        seq = live_state(workspace)["_meta"]["1"]["nextSeq"]
         records = [
             {"seq": seq + n, **r} for n, r in enumerate(_anomalies(ack, revision)[case][phase])
         ]
@@ -279,6 +285,7 @@ def test_a_live_record_reusing_a_sealed_document_id_is_projected_as_a_fresh_proc
         commit_round(svc, contract, i)
     assert_kept_equals_scratch(svc)
     path = workspace / ".handoff" / "state.json"
+    fold_journal(workspace)
     state = orjson.loads(path.read_bytes())
     sealed = svc.store.read_log().sealed.parts[0]["sources"]
     doc_id, rec = next(iter(sealed.items()))
@@ -331,6 +338,7 @@ def test_the_newest_events_follow_the_log_order_when_revision_numbers_do_not(wor
         refs.append(svc.call("handoff.commit", {"scope": SCOPE, "prepared": prepared})["revision"])
     revision = svc.store.snapshot().revision(refs[0])
     path = workspace / ".handoff" / "state.json"
+    fold_journal(workspace)
     state = orjson.loads(path.read_bytes())
     top = max(
         [int(k) for k in state["revisions"]] + [state["_meta"]["1"]["idFloor"].get("revisions", 0)]
@@ -362,6 +370,7 @@ def test_a_live_record_changed_in_place_is_projected_as_a_fresh_process_would(wo
         ("task_outcome", "summary", "edited by hand"),
         ("acknowledgement", "status", "no such status"),
     ):
+        fold_journal(workspace)
         state = orjson.loads(path.read_bytes())
         for rec in state["sources"].values():
             if rec["kind"] == kind:

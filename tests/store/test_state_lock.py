@@ -12,12 +12,10 @@ import threading
 import time
 from pathlib import Path
 
-import orjson
-
 from lsp_server.service import HandoffService, ServiceConfig
 from lsp_server.store import StateStore
 
-from ..helpers import record_contract, refused
+from ..helpers import live_state, record_contract, refused
 
 HOLDER = (
     "import sys; from filelock import FileLock; l = FileLock(sys.argv[1]); l.acquire(); "
@@ -64,7 +62,7 @@ def until(condition, what: str) -> None:
 
 
 def sources_in(workspace: Path) -> int:
-    return len(orjson.loads((workspace / ".handoff/state.json").read_bytes())["sources"])
+    return len(live_state(workspace)["sources"])
 
 
 def test_waiter_sleeps_in_flock_and_is_woken_when_the_holder_releases(workspace):
