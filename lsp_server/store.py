@@ -1,27 +1,35 @@
 """The state store: a small live TinyDB file plus sealed, immutable segments.
 
-Layout of ``.handoff/`` (schema 2)::
+Layout of ``.handoff/`` (schema 3)::
 
     state.json       the live TinyDB file: ``_meta`` (schema, nextSeq, storeId, the
-                     segment manifest, document-id floors), ``scopes`` (the heads), the
+                     reference to the segment manifest: its file name, segment count,
+                     size and CRC-32; document-id floors), ``scopes`` (the heads), the
                      unsealed tail of the log tables and any other table
     segments/        sealed segments ``seg-<storeId>-<n>.json``, written once, never changed:
-                     line 1 a header with the index of its records, line 2 the records
-                     and a directory ``dir-<storeId>-<first>-<last>.json`` per whole group
-                     of 8, 64 and 512 segments (their merged index; derived, checked,
-                     optional): line 1 a header, line 2 the index, in format 2 as
-                     checksummed key buckets read one at a time (format 1, one line
-                     checksummed whole, still reads; the next seal rewrites it)
+                     line 1 a header with the index of its records, line 2 the records;
+                     the segment manifest ``manifest-<storeId>-<count>.json`` (the list of
+                     segments with their sizes, written once by the seal that made it
+                     current, checked whole against the live file's reference, swept by
+                     the next seal); and a directory ``dir-<storeId>-<first>-<last>.json``
+                     per whole group of 8, 64 and 512 segments (their merged index;
+                     derived, checked, optional): line 1 a header, line 2 the index, in
+                     format 2 as checksummed key buckets read one at a time (format 1,
+                     one line checksummed whole, still reads; the next seal rewrites it)
     .seal-mark.tmp-* present only while a seal writes temp files in ``segments/``
     state.lock       the one cross-process lock (never deleted)
 
 Every operation is one transaction: lock, read the live file, apply, one atomic write.
 When the log tail in the live file grows past ``seal_bytes`` the transaction first seals
-it into segments (each written atomically and fsync'd) and then writes the live file
-whose manifest lists them; that rename is the commit point, so a crash leaves either the
-old live file (the new segments are unreferenced and get swept) or the new one. The cost
-of a write therefore depends on the tail, not on the history. Schema-1 files (one TinyDB
-file holding everything) migrate forward on their first write.
+it into segments and a new manifest (each written atomically and fsync'd) and then
+writes the live file that references that manifest; that rename is the commit point,
+so a crash leaves either the old live file (the new segments and manifest are
+unreferenced and get swept) or the new one. The live file does not grow with the
+history (the manifest is read and checked once per process), so the cost of a write
+depends on the tail, not on the history. Schema-2 files (the manifest inline in the
+live file) read as they are and move the manifest into its file on their first write;
+schema-1 files (one TinyDB file holding everything) migrate forward on their first
+write.
 """
 
 from __future__ import annotations
@@ -77,8 +85,13 @@ def as_json(rec: Any) -> dict[str, Any]:
     return record_json(rec)
 
 
-SCHEMA_VERSION = 2
+#: 3: the segment manifest in a file of its own, named by the live file (2: inline in
+#: the live file; 1: one file held everything). Older handoff versions refuse schema 3
+#: as "written by a newer handoff" and leave it untouched.
+SCHEMA_VERSION = 3
 SEGMENT_FORMAT = 1
+#: Manifest file formats read (see ``StateStore._read_manifest``).
+MANIFEST_FORMAT = 1
 STATE_FILE = "state.json"
 LOCK_FILE = "state.lock"
 SEGMENT_DIR = "segments"
@@ -131,6 +144,7 @@ SEGMENT_NAME_RE = re.compile(r"^seg-([0-9a-f]{12})-([0-9]{6})\.json$")
 #: in the segments folder, so only its mark makes a transaction list that folder.
 SEAL_MARK_PREFIX = ".seal-mark.tmp-"
 DIRECTORY_NAME_RE = re.compile(r"^dir-([0-9a-f]{12})-([0-9]{6})-([0-9]{6})\.json$")
+MANIFEST_NAME_RE = re.compile(r"^manifest-([0-9a-f]{12})-([0-9]{6})\.json$")
 
 
 def atomic_write(
@@ -196,6 +210,61 @@ def _manifest_names_ok(entries: list[Any]) -> bool:
     )
 
 
+def _manifest_entries_ok(entries: Any) -> bool:
+    """Whether every manifest entry names a segment and its size."""
+    return isinstance(entries, list) and (
+        _manifest_names_ok(entries)
+        or all(
+            isinstance(e, dict)
+            and isinstance(e.get("name"), str)
+            and SEGMENT_NAME_RE.match(e["name"])
+            and type(e.get("bytes")) is int
+            for e in entries
+        )
+    )
+
+
+def manifest_name(store_id: str, count: int) -> str:
+    return f"manifest-{store_id}-{count:06d}.json"
+
+
+def manifest_blob(store_id: str, entries: list[dict[str, Any]]) -> bytes:
+    """The bytes of a manifest file, the same for the same segments (``handoff store
+    repair`` rebuilds a lost one from the segments and checks it against the live
+    file's CRC-32)."""
+    listed = [{"name": e["name"], "bytes": e["bytes"]} for e in entries]
+    body = {
+        "type": "handoff_manifest",
+        "format": MANIFEST_FORMAT,
+        "storeId": store_id,
+        "count": len(listed),
+        "segments": listed,
+    }
+    return orjson.dumps(body)
+
+
+def manifest_reference(store_id: str, blob: bytes, count: int) -> dict[str, Any]:
+    """What the live file keeps of a manifest file: its name, count, size and CRC-32."""
+    name = manifest_name(store_id, count)
+    return {"name": name, "count": count, "bytes": len(blob), "crc32": zlib.crc32(blob)}
+
+
+def _reference_ok(ref: Any) -> bool:
+    """Whether a live file's manifest reference is well formed."""
+    if not isinstance(ref, dict) or not isinstance(ref.get("name"), str):
+        return False
+    m = MANIFEST_NAME_RE.match(ref["name"])
+    return (
+        m is not None
+        and all(type(ref.get(k)) is int for k in ("count", "bytes", "crc32"))
+        and ref["count"] == int(m.group(2)) >= 1
+    )
+
+
+def _reference_key(ref: dict[str, Any]) -> tuple[Any, ...]:
+    return (ref["name"], ref["count"], ref["bytes"], ref["crc32"])
+
+
 def _pairs(items: list[Any]) -> bool:
     """Whether every item is a list of two (C-level passes: a directory lists ~512)."""
     return not items or (set(map(type, items)) == {list} and set(map(len, items)) == {2})
@@ -253,7 +322,9 @@ def new_store_id() -> str:
 def empty_state() -> dict[str, Any]:
     """The tables of a store that has never been written."""
     state: dict[str, Any] = {name: {} for name in TABLES}
-    state["_meta"] = {"1": {"schema": SCHEMA_VERSION, "nextSeq": 1, "segments": [], "idFloor": {}}}
+    state["_meta"] = {
+        "1": {"schema": SCHEMA_VERSION, "nextSeq": 1, "segments": [], "manifest": None, "idFloor": {}}
+    }
     return state
 
 
@@ -622,6 +693,24 @@ class DirectoryUnusable(Exception):
     def __init__(self, path: Path, problem: str) -> None:
         super().__init__(problem)
         self.path = path
+
+
+class ManifestProblem(Exception):
+    """The manifest file a live file names cannot be used (``reason``: a code for the
+    error's data, ``manifest_missing`` or ``manifest_damaged``)."""
+
+    def __init__(self, path: Path, problem: str, reason: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path, self.problem, self.reason = path, problem, reason
+
+
+class _ManifestMoved(Exception):
+    """The live file changed while the manifest it named was being read."""
+
+
+#: Reads of the live file a lock-free reader makes when the manifest it names was
+#: swept meanwhile (by a seal two seals later: a reader that slow reads again).
+MANIFEST_READ_TRIES = 3
 
 
 def bucket_of(key: str, buckets: int) -> int:
@@ -1175,6 +1264,8 @@ class StateStore:
         self._snapshots_with_segments = 0
         self._marker_ok = False
         self._checked_manifest: list[dict[str, Any]] = []
+        #: The last manifest file read or written: (its reference's key, its entries).
+        self._manifest_kept: tuple[tuple[Any, ...], list[dict[str, Any]]] | None = None
 
     # -- reading the live file -------------------------------------------------
 
@@ -1351,8 +1442,24 @@ class StateStore:
         return view.prefix(count)
 
     def _load(self) -> tuple[dict[str, Any], bool]:
-        """Parse and check the live file (quarantined when it is not a state file);
-        schema-1 files are upgraded in memory. Returns (data, migrated)."""
+        """Parse and check the live file (quarantined when it is not a state file) and
+        the manifest it names; older schemas are upgraded in memory. Returns (data,
+        migrated). A manifest that went missing while the live file changed (swept
+        by later seals, under a lock-free reader) is looked for again in the new one."""
+        for tries_left in range(MANIFEST_READ_TRIES - 1, -1, -1):
+            try:
+                return self._load_live()
+            except _ManifestMoved:
+                if not tries_left:
+                    raise HandoffError(
+                        "store_busy",
+                        f"The state file {self.path} kept changing while it was read; "
+                        "try again.",
+                        stateFile=str(self.path),
+                    ) from None
+        raise AssertionError("unreachable")
+
+    def _load_live(self) -> tuple[dict[str, Any], bool]:
         self._refuse_symlinks()
         try:
             raw, _ = read_regular(self.path)
@@ -1389,12 +1496,17 @@ class StateStore:
         for name in TABLES:
             data.setdefault(name, {})
         migrated = schema < SCHEMA_VERSION
-        if migrated:
-            # Schema 1: one file held everything; it becomes the live file of schema 2
-            # with an empty manifest, and its first write seals the history.
-            meta["schema"] = SCHEMA_VERSION
+        if schema == 1:
+            # Schema 1: one file held everything; it becomes a live file with no
+            # segments, and its first write seals the history.
             meta["segments"] = []
             meta["idFloor"] = {}
+        if schema >= 3:
+            self._resolve_manifest(meta, raw)
+        else:
+            # Schema 2 keeps its manifest inline; the first write moves it into a file.
+            meta["manifest"] = None
+        meta["schema"] = SCHEMA_VERSION
         return data, migrated
 
     def seq_floor(self, live: dict[str, Any]) -> int:
@@ -1483,12 +1595,19 @@ class StateStore:
         for name in TABLES:
             if name in data and not isinstance(data[name], dict):
                 return f"its table {name!r} is not an object"
-        if schema == SCHEMA_VERSION:
+        if schema == 2:
             segments = meta.get("segments")
             if not self._manifest_well_formed(segments):
                 return "its segment manifest is malformed"
             if segments and not isinstance(meta.get("storeId"), str):
                 return "it lists segments but has no store id"
+        if schema == 3:
+            ref = meta.get("manifest")
+            if ref is not None and not _reference_ok(ref):
+                return "its segment manifest reference is malformed"
+            if ref is not None and not isinstance(meta.get("storeId"), str):
+                return "it names a segment manifest but has no store id"
+        if schema in (2, 3):
             floor = meta.get("idFloor")
             if not isinstance(floor, dict) or not all(type(v) is int for v in floor.values()):
                 return "its document-id floors are malformed"
@@ -1506,16 +1625,132 @@ class StateStore:
             return False
         known = self._checked_manifest
         start = len(known) if segments[: len(known)] == known else 0
-        if not _manifest_names_ok(segments[start:]) and not all(
-            isinstance(e, dict)
-            and isinstance(e.get("name"), str)
-            and SEGMENT_NAME_RE.match(e["name"])
-            and type(e.get("bytes")) is int
-            for e in segments[start:]
-        ):
+        if not _manifest_entries_ok(segments[start:]):
             return False
         self._checked_manifest = known[:start] + [dict(e) for e in segments[start:]]
         return True
+
+    # -- the segment manifest (a file of its own since schema 3) -------------------
+
+    def _resolve_manifest(self, meta: dict[str, Any], raw: bytes) -> None:
+        """Put the segment list of the manifest file the live file names into
+        ``meta["segments"]`` (``store_corrupt`` when that file cannot be used)."""
+        ref = meta.get("manifest")
+        if ref is None:
+            meta["segments"] = []
+            return
+        try:
+            meta["segments"] = self._manifest_entries(ref, meta["storeId"])
+        except ManifestProblem as exc:
+            if exc.reason == "manifest_missing" and self._live_changed(raw):
+                raise _ManifestMoved() from None
+            raise self._manifest_error(exc) from None
+
+    def _live_changed(self, raw: bytes) -> bool:
+        try:
+            return read_regular(self.path)[0] != raw
+        except OSError:
+            return True
+
+    def _manifest_entries(self, ref: dict[str, Any], store_id: str) -> list[dict[str, Any]]:
+        """The segment list of the manifest file ``ref`` names, read and checked once
+        per process: the file never changes (a seal writes a new one), so a
+        transaction parses a small live file, not a list of ~800 entries. The list is
+        shared: do not mutate it."""
+        key = _reference_key(ref)
+        kept = self._manifest_kept
+        if kept is not None and kept[0] == key:
+            return kept[1]
+        entries = self.read_manifest(ref, store_id)
+        with self._cache_lock:
+            self._manifest_kept = (key, entries)
+        return entries
+
+    def read_manifest(self, ref: dict[str, Any], store_id: str) -> list[dict[str, Any]]:
+        """The entries of a manifest file, checked against the live file's reference
+        (size and CRC-32 of the whole file) and its own header; ``ManifestProblem``."""
+        path = self.segment_dir / ref["name"]
+        try:
+            raw, _ = read_regular(path)
+        except FileNotFoundError:
+            raise ManifestProblem(path, "is missing", "manifest_missing") from None
+        except OSError as exc:
+            raise ManifestProblem(
+                path, f"cannot be read ({exc.strerror})", "manifest_damaged"
+            ) from None
+        if len(raw) != ref["bytes"] or zlib.crc32(raw) != ref["crc32"]:
+            raise ManifestProblem(
+                path,
+                "does not match the size and checksum the live file records for it "
+                "(damaged, or not this store's)",
+                "manifest_damaged",
+            )
+        try:
+            body = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            raise ManifestProblem(path, "does not parse", "manifest_damaged") from None
+        if not isinstance(body, dict) or body.get("type") != "handoff_manifest":
+            raise ManifestProblem(path, "is not a handoff segment manifest", "manifest_damaged")
+        if type(body.get("format")) is not int or body["format"] > MANIFEST_FORMAT:
+            raise ManifestProblem(
+                path,
+                f"was written by a newer handoff (manifest format {body.get('format')})",
+                "manifest_damaged",
+            )
+        if body.get("storeId") != store_id:
+            raise ManifestProblem(path, "belongs to another store", "manifest_damaged")
+        entries = body.get("segments")
+        if not _manifest_entries_ok(entries) or not len(entries) == body.get("count") == ref["count"]:
+            raise ManifestProblem(path, "is malformed", "manifest_damaged")
+        return entries
+
+    def _manifest_error(self, exc: ManifestProblem) -> HandoffError:
+        return HandoffError(
+            "store_corrupt",
+            f"The segment manifest {exc.path} named by {self.path} {exc.problem}. Nothing "
+            "was changed; `handoff store repair` rebuilds it from the sealed segments "
+            "(checked against the checksum the state file records).",
+            stateFile=str(self.path),
+            manifestFile=str(exc.path),
+            reason=exc.reason,
+        )
+
+    def _write_manifest(
+        self, store_id: str, entries: list[dict[str, Any]], *, sync_dir: bool = True
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """Write the manifest file of these segments (atomically, fsync'd); returns the
+        live file's reference to it and the entries as the file lists them."""
+        blob = manifest_blob(store_id, entries)
+        ref = manifest_reference(store_id, blob, len(entries))
+        self.segment_dir.mkdir(exist_ok=True)
+        atomic_write(self.segment_dir / ref["name"], blob, sync_dir=sync_dir, point="manifest")
+        listed = orjson.loads(blob)["segments"]
+        with self._cache_lock:
+            self._manifest_kept = (_reference_key(ref), listed)
+        return ref, listed
+
+    def _reference_manifest(self, meta: dict[str, Any]) -> bool:
+        """Make the live file about to be written name a manifest file holding
+        ``meta["segments"]``: written here when the one it names does not (a
+        schema-2 store's first write; a seal writes its own). Whether it wrote one."""
+        entries = meta.get("segments") or []
+        ref = meta.get("manifest")
+        if not entries:
+            meta["manifest"] = None
+            return ref is not None
+        kept = self._manifest_kept
+        if ref is not None and kept is not None and kept[1] is entries and kept[0] == _reference_key(ref):
+            return False
+        with self._seal_marked():  # its temp file is in the segments folder
+            meta["manifest"], meta["segments"] = self._write_manifest(meta["storeId"], entries)
+        return True
+
+    def live_payload(self, data: dict[str, Any]) -> bytes:
+        """The live file's bytes for ``data``: ``_meta`` names the manifest file and
+        never holds the segment list itself."""
+        meta = data["_meta"]["1"]
+        on_disk = {k: v for k, v in meta.items() if k != "segments"}
+        return orjson.dumps({**data, "_meta": {**data["_meta"], "1": on_disk}})
 
     def _quarantine(self, problem: str) -> None:
         """Move a state file that cannot be used aside and fail loudly, naming both files."""
@@ -1969,7 +2204,7 @@ class StateStore:
                 leftovers += [
                     self.segment_dir / n
                     for n in os.listdir(self.segment_dir)
-                    if n.startswith((".seg-", ".dir-")) and ".tmp-" in n
+                    if n.startswith((".seg-", ".dir-", ".manifest-")) and ".tmp-" in n
                 ]
         for leftover in leftovers + marks:  # the marks last: they say what is left
             with contextlib.suppress(OSError):
@@ -1993,9 +2228,9 @@ class StateStore:
                 new_id = not isinstance(meta.get("storeId"), str)
                 if new_id:
                     meta["storeId"] = new_store_id()
-                listed_before = {e["name"] for e in meta.get("segments") or []}
+                listed_before = (len(meta.get("segments") or []), meta.get("manifest"))
                 try:
-                    payload = orjson.dumps(data)
+                    payload = self.live_payload(data)
                     written = False
                     if len(payload) > self.seal_bytes and self._worth_sealing(data):
                         if new_id:
@@ -2010,7 +2245,9 @@ class StateStore:
                             # completes, so keep the tail in the live file this time.
                             log.warning("Could not seal the log (%s); kept it live.", exc.strerror)
                         else:
-                            payload, written = orjson.dumps(data), False
+                            payload, written = self.live_payload(data), False
+                    if self._reference_manifest(meta):
+                        payload, written = self.live_payload(data), False
                     if not written:
                         atomic_write(self.path, payload, point="state")
                 except OSError as exc:
@@ -2043,7 +2280,10 @@ class StateStore:
         store_id = meta["storeId"]
         manifest = list(meta["segments"])
         self.segment_dir.mkdir(exist_ok=True)
-        self._sweep_orphans(store_id, {e["name"] for e in manifest})
+        current = meta.get("manifest")
+        self._sweep_orphans(
+            store_id, {e["name"] for e in manifest}, current["name"] if current else None
+        )
         pause_point("seal.begin")
         floors = dict(meta.get("idFloor") or {})
         groups = self._chunk(tail)
@@ -2054,11 +2294,15 @@ class StateStore:
                     number = len(manifest) + 1
                     manifest.append(self._write_segment(store_id, number, group))
                 self._write_directories(manifest)
+                ref, manifest = self._write_manifest(store_id, manifest, sync_dir=False)
                 fsync_dir(self.segment_dir)
             except BaseException:
                 for entry in manifest[listed:]:  # a seal that failed half-way leaves nothing
                     with contextlib.suppress(OSError):
                         (self.segment_dir / entry["name"]).unlink()
+                if len(manifest) > listed:  # never the one the live file names
+                    with contextlib.suppress(OSError):
+                        (self.segment_dir / manifest_name(store_id, len(manifest))).unlink()
                 raise
         pause_point("seal.written")
         for name in SEALED_TABLES:
@@ -2066,7 +2310,7 @@ class StateStore:
             if ids:
                 floors[name] = max(ids + [int(floors.get(name, 0))])
             data[name] = {}
-        meta["segments"] = manifest
+        meta["segments"], meta["manifest"] = manifest, ref
         meta["idFloor"] = floors
 
     @contextlib.contextmanager
@@ -2154,25 +2398,42 @@ class StateStore:
         atomic_write(self.segment_dir / name, blob, sync_dir=False, point="segment")
         return {"name": name, "bytes": len(blob)}
 
-    def _unlink_unlisted(self, data: dict[str, Any], listed_before: set[str]) -> None:
-        """Remove the segments a seal wrote for a live file that was then not written
-        (unless the live file on disk lists them after all: the rename may have landed)."""
+    def _unlink_unlisted(
+        self, data: dict[str, Any], listed_before: tuple[int, dict[str, Any] | None]
+    ) -> None:
+        """Remove the segments and the manifest a seal wrote for a live file that was
+        then not written (unless the live file on disk names them after all: the
+        rename may have landed). ``listed_before``: the segment count and manifest
+        reference of the snapshot the transaction read."""
+        count, named = listed_before[0], {(listed_before[1] or {}).get("name")}
         try:
-            on_disk = orjson.loads(read_regular(self.path)[0])["_meta"]["1"]["segments"]
-            listed_before = listed_before | {e["name"] for e in on_disk}
+            on_disk = orjson.loads(read_regular(self.path)[0])["_meta"]["1"]
+            ref = on_disk.get("manifest")
+            count = max(count, ref["count"] if ref else len(on_disk.get("segments") or []))
+            named.add(ref["name"] if ref else None)
         except FileNotFoundError:
             pass
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return  # cannot tell: leave them for the sweep of the next seal
-        for entry in data["_meta"]["1"].get("segments") or []:
-            if entry["name"] not in listed_before:
-                with contextlib.suppress(OSError):
-                    (self.segment_dir / entry["name"]).unlink()
+        meta = data["_meta"]["1"]
+        for entry in (meta.get("segments") or [])[count:]:
+            with contextlib.suppress(OSError):
+                (self.segment_dir / entry["name"]).unlink()
+        ref = meta.get("manifest")
+        if ref and ref.get("name") not in named:
+            with contextlib.suppress(OSError):
+                (self.segment_dir / ref["name"]).unlink()
 
-    def _sweep_orphans(self, store_id: str, listed: set[str]) -> None:
-        """Remove this store's segments that no manifest lists: left by a seal whose
-        live-file write never happened (only ever under the lock)."""
-        for pattern in (".seg-*.tmp-*", ".dir-*.tmp-*"):
+    def _sweep_orphans(self, store_id: str, listed: set[str], manifest: str | None) -> None:
+        """Remove this store's segments that no manifest lists, left by a seal whose
+        live-file write never happened, and its manifest files other than ``manifest``
+        (the one the live file names): superseded by the last seal, or left by a killed
+        one (only ever under the lock)."""
+        for path in self.segment_dir.glob(f"manifest-{store_id}-*.json"):
+            if path.name != manifest:
+                with contextlib.suppress(OSError):
+                    path.unlink()
+        for pattern in (".seg-*.tmp-*", ".dir-*.tmp-*", ".manifest-*.tmp-*"):
             for path in self.segment_dir.glob(pattern):
                 with contextlib.suppress(OSError):
                     path.unlink()

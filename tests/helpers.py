@@ -6,7 +6,10 @@ import contextlib
 import os
 import select
 import time
+from pathlib import Path
 from typing import Any
+
+import orjson
 
 from lsp_server import faults
 from lsp_server.errors import HandoffError
@@ -29,6 +32,19 @@ def forget_kept_views() -> None:
 
     projections.KEPT.forget()
     reports.HISTORY_BLOCKS.forget()
+
+
+def listed_state(workspace: Path) -> dict[str, Any]:
+    """The live file as written, with ``_meta.1.segments`` the list of the manifest
+    file it names (schema 3; a schema-2 file lists them inline)."""
+    folder = workspace / ".handoff"
+    state = orjson.loads((folder / "state.json").read_bytes())
+    meta = state["_meta"]["1"]
+    if "segments" not in meta:
+        ref = meta.get("manifest")
+        manifest = orjson.loads((folder / "segments" / ref["name"]).read_bytes()) if ref else {}
+        meta["segments"] = manifest.get("segments", [])
+    return state
 
 
 def artifact(path: str = "client/pets_client.py") -> dict[str, Any]:

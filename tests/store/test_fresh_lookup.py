@@ -16,7 +16,7 @@ from lsp_server import store as store_module
 from lsp_server.service import HandoffService, ServiceConfig
 from lsp_server.store import Directory, StateStore, index_buckets
 
-from ..helpers import SCOPE
+from ..helpers import SCOPE, listed_state
 from .test_directories import answers, folder, grow
 
 SPAN = 2
@@ -79,7 +79,7 @@ def formats(workspace: Path) -> dict[str, int]:
 
 
 def test_a_fresh_lookup_reads_a_directory_s_header_and_the_buckets_it_needs_not_its_index(workspace, monkeypatch):
-    grown = grow(workspace)
+    grown = grow(workspace, rounds=25)  # 16-18 segments: one directory of the second tier
     assert set(formats(workspace).values()) == {2}
     total = sum(d.stat().st_size for d in folder(workspace).glob("dir-*.json"))
     sizes = directory_bytes_read(monkeypatch)
@@ -202,7 +202,7 @@ def test_a_seal_killed_while_rewriting_a_format_one_directory_loses_nothing(work
 def test_the_same_manifest_reuses_its_lookup_units_until_a_directory_is_dropped(workspace, monkeypatch):
     grow(workspace)
     store = StateStore(workspace / ".handoff")
-    entries = orjson.loads((workspace / ".handoff/state.json").read_bytes())["_meta"]["1"]["segments"]
+    entries = listed_state(workspace)["_meta"]["1"]["segments"]
     first = store._lookup_units(entries)
     checked = []
     real = Directory.covers

@@ -14,7 +14,15 @@ import pytest
 from lsp_server.service import HandoffService, ServiceConfig
 from lsp_server.store import MERGE_AFTER_SNAPSHOTS, SCHEMA_VERSION, SEAL_MARK_PREFIX, StateStore
 
-from ..helpers import ALL_CHECKS, SCOPE, prepare, record_contract, record_work, refused
+from ..helpers import (
+    ALL_CHECKS,
+    SCOPE,
+    listed_state,
+    prepare,
+    record_contract,
+    record_work,
+    refused,
+)
 from ..ledger import Ledger
 
 DATA = Path(__file__).parent / "data"
@@ -33,7 +41,7 @@ def segments(workspace: Path) -> list[Path]:
 
 
 def live(workspace: Path) -> dict:
-    return orjson.loads((workspace / ".handoff" / "state.json").read_bytes())
+    return listed_state(workspace)
 
 
 def rounds(svc: HandoffService, contract: str, n: int, start: int = 0) -> list[dict]:
@@ -228,7 +236,7 @@ def test_schema_1_file_is_read_as_is_and_migrates_on_the_first_write(workspace):
         r["ref"] for r in sorted(old["revisions"].values(), key=lambda r: -r["number"])
     ]
     assert (workspace / ".handoff/state.json").read_bytes() == raw
-    # The first write migrates: schema 2, every old record kept with its id and seq.
+    # The first write migrates: the current schema, every old record kept with its id and seq.
     contract = next(s for s in old["sources"].values() if s["kind"] == "work_contract")
     rev = svc.call(
         "handoff.commit",
@@ -236,7 +244,7 @@ def test_schema_1_file_is_read_as_is_and_migrates_on_the_first_write(workspace):
     )
     assert rev["number"] == 3 and rev["revision"].startswith(head.split("@")[0])
     state = live(workspace)
-    assert state["_meta"]["1"]["schema"] == 2
+    assert state["_meta"]["1"]["schema"] == SCHEMA_VERSION
     full = StateStore(workspace / ".handoff").read()
     for table in ("sources", "revisions"):
         assert {k: v for k, v in full[table].items() if k in old[table]} == old[table]
@@ -369,7 +377,11 @@ def test_a_manifest_entry_damaged_after_the_process_checked_it_is_still_refused(
     rounds(svc, contract, 6)
     assert len(live(workspace)["_meta"]["1"]["segments"]) >= 2
     svc.call("handoff.continue", {"scope": SCOPE, "mode": "latest"})  # manifest checked once
-    state = live(workspace)
+    state = live(workspace)  # written back as a schema-2 file: the manifest inline
+    state["_meta"]["1"]["schema"] = 2
+    del state["_meta"]["1"]["manifest"]
+    (workspace / ".handoff/state.json").write_bytes(orjson.dumps(state))
+    svc.call("handoff.continue", {"scope": SCOPE, "mode": "latest"})  # checked inline
     state["_meta"]["1"]["segments"][0]["name"] = "not-a-segment.json"
     (workspace / ".handoff/state.json").write_bytes(orjson.dumps(state))
     err = refused(
@@ -465,7 +477,7 @@ def test_an_older_snapshot_read_after_a_newer_one_shows_only_its_own_records(svc
     svc.store.seal_bytes = SEAL
     contract = record_contract(svc)
     rounds(svc, contract, 4)
-    old_live = orjson.loads(svc.store.path.read_bytes())
+    old_live = StateStore(svc.store.folder)._read_live()  # as a reader then read it
     rounds(svc, contract, 6, start=4)
     svc.store.read()
     old = svc.store.assemble(old_live)
