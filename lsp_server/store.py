@@ -10,8 +10,8 @@ Layout of ``.handoff/`` (schema 3)::
                      line 1 a header with the index of its records, line 2 the records;
                      the segment manifest ``manifest-<storeId>-<count>.json`` (the list of
                      segments with their sizes, written once by the seal that made it
-                     current, checked whole against the live file's reference, swept by
-                     the next seal); and a directory ``dir-<storeId>-<first>-<last>.json``
+                     current, checked whole against the live file's reference, removed
+                     by the commit of the second seal after it); and a directory ``dir-<storeId>-<first>-<last>.json``
                      per whole group of 8, 64 and 512 segments (their merged index;
                      derived, checked, optional): line 1 a header, line 2 the index, in
                      format 2 as checksummed key buckets read one at a time (format 1,
@@ -2259,6 +2259,9 @@ class StateStore:
                         stateFile=str(self.path),
                         errno=exc.errno,
                     ) from None
+                replaced = listed_before[1]
+                if replaced is not None and meta.get("manifest") != replaced:
+                    self._sweep_superseded(meta["storeId"], replaced["name"])
                 if new_id or not self._marker_ok:
                     self._ensure_marker(meta["storeId"])
                 # The snapshot we wrote is the new current state (we still hold the lock).
@@ -2280,10 +2283,7 @@ class StateStore:
         store_id = meta["storeId"]
         manifest = list(meta["segments"])
         self.segment_dir.mkdir(exist_ok=True)
-        current = meta.get("manifest")
-        self._sweep_orphans(
-            store_id, {e["name"] for e in manifest}, current["name"] if current else None
-        )
+        self._sweep_orphans(store_id, {e["name"] for e in manifest})
         pause_point("seal.begin")
         floors = dict(meta.get("idFloor") or {})
         groups = self._chunk(tail)
@@ -2424,13 +2424,25 @@ class StateStore:
             with contextlib.suppress(OSError):
                 (self.segment_dir / ref["name"]).unlink()
 
-    def _sweep_orphans(self, store_id: str, listed: set[str], manifest: str | None) -> None:
-        """Remove this store's segments that no manifest lists, left by a seal whose
-        live-file write never happened, and its manifest files other than ``manifest``
-        (the one the live file names): superseded by the last seal, or left by a killed
-        one (only ever under the lock)."""
+    def _sweep_superseded(self, store_id: str, replaced: str) -> None:
+        """After a seal's live file is in place: remove the manifests older than the
+        one it replaced, which is kept until the next seal so that a lock-free reader
+        of the previous live file still finds its manifest (a failed write sweeps
+        nothing)."""
+        keep_from = int(MANIFEST_NAME_RE.match(replaced).group(2))
         for path in self.segment_dir.glob(f"manifest-{store_id}-*.json"):
-            if path.name != manifest:
+            m = MANIFEST_NAME_RE.match(path.name)
+            if m is not None and int(m.group(2)) < keep_from:
+                with contextlib.suppress(OSError):
+                    path.unlink()
+
+    def _sweep_orphans(self, store_id: str, listed: set[str]) -> None:
+        """Remove this store's segments that no manifest lists and the manifests of
+        more segments than are listed: left by a seal whose live-file write never
+        happened (only ever under the lock)."""
+        for path in self.segment_dir.glob(f"manifest-{store_id}-*.json"):
+            m = MANIFEST_NAME_RE.match(path.name)
+            if m is None or int(m.group(2)) > len(listed):
                 with contextlib.suppress(OSError):
                     path.unlink()
         for pattern in (".seg-*.tmp-*", ".dir-*.tmp-*", ".manifest-*.tmp-*"):
