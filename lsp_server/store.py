@@ -1705,7 +1705,8 @@ class StateStore:
                 "manifest_damaged",
             )
         try:
-            body = orjson.loads(raw)
+            with gc_paused(promote=True):  # ~800 dicts that live as long as the process
+                body = orjson.loads(raw)
         except orjson.JSONDecodeError:
             raise ManifestProblem(path, "does not parse", "manifest_damaged") from None
         if not isinstance(body, dict) or body.get("type") != "handoff_manifest":
