@@ -1465,18 +1465,16 @@ class StateStore:
         the manifest it names; older schemas are upgraded in memory. Returns (data,
         migrated). A manifest that went missing while the live file changed (swept
         by later seals, under a lock-free reader) is looked for again in the new one."""
-        for tries_left in range(MANIFEST_READ_TRIES - 1, -1, -1):
+        for _ in range(MANIFEST_READ_TRIES):
             try:
                 return self._load_live()
             except _ManifestMoved:
-                if not tries_left:
-                    raise HandoffError(
-                        "store_busy",
-                        f"The state file {self.path} kept changing while it was read; "
-                        "try again.",
-                        stateFile=str(self.path),
-                    ) from None
-        raise AssertionError("unreachable")
+                continue
+        raise HandoffError(
+            "store_busy",
+            f"The state file {self.path} kept changing while it was read; try again.",
+            stateFile=str(self.path),
+        )
 
     def _load_live(self) -> tuple[dict[str, Any], bool]:
         self._refuse_symlinks()
