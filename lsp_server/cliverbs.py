@@ -749,7 +749,8 @@ def _add_store_verb(verb: _Verbs) -> None:
         verb_store,
         description="check reads every record of the store (live file and sealed segments) "
         "and verifies digests and checksums; repair is explicit: --restore FILE puts a "
-        "state file back, --fresh starts over and keeps the lost store aside. For a "
+        "state file back, --fresh starts over and keeps the lost store aside; a missing or "
+        "damaged segment manifest is rebuilt from the segments. For a "
         "PostgreSQL store: migrate brings the schema forward (--grant ROLE: the "
         "application role's privileges), copy --from .handoff --to postgresql://… copies "
         "the embedded store losslessly (counts and digests compared before and after), "

@@ -26,6 +26,8 @@ The points, in the order a transaction reaches them (see ``store.py``):
 ``directory.synced`` the directory of a group of segments this seal completed is
                      written and fsync'd, not renamed
 ``directory.renamed`` that directory is in place (its last segments not yet listed)
+``manifest.synced``  the seal's new segment manifest is written and fsync'd, not renamed
+``manifest.renamed`` that manifest is in place; the live file still names the old one
 ``seal.written``     every new segment is on disk; the live file still lists none
 ``state.synced``     the live file's temporary file is written and fsync'd, not renamed
 ``state.renamed``    the new live file is in place: the operation has happened
@@ -57,6 +59,8 @@ STORE_POINTS = (
     "segment.renamed",
     "directory.synced",
     "directory.renamed",
+    "manifest.synced",
+    "manifest.renamed",
     "seal.written",
     "state.synced",
     "state.renamed",

@@ -3,18 +3,22 @@
 Layout of ``.handoff/`` (schema 3)::
 
     state.json       the live TinyDB file: ``_meta`` (schema, nextSeq, storeId, the
-                     segment manifest, document-id floors, the journal id), ``scopes``
+                     reference to the segment manifest: its file name, segment count,
+                     size and CRC-32; document-id floors; the journal id), ``scopes``
                      (the heads), the unsealed tail of the log tables and any other table
     state.journal    changes since the live file was last written whole: one line per
                      transaction, ``<crc32> <json>``, applied in order when its journal
                      id is the live file's (see ``apply_journal``)
     segments/        sealed segments ``seg-<storeId>-<n>.json``, written once, never changed:
-                     line 1 a header with the index of its records, line 2 the records
-                     and a directory ``dir-<storeId>-<first>-<last>.json`` per whole group
-                     of 8, 64 and 512 segments (their merged index; derived, checked,
-                     optional): line 1 a header, line 2 the index, in format 2 as
-                     checksummed key buckets read one at a time (format 1, one line
-                     checksummed whole, still reads; the next seal rewrites it)
+                     line 1 a header with the index of its records, line 2 the records;
+                     the segment manifest ``manifest-<storeId>-<count>.json`` (the list of
+                     segments with their sizes, written once by the seal that made it
+                     current, checked whole against the live file's reference, removed
+                     by the commit of the second seal after it); and a directory ``dir-<storeId>-<first>-<last>.json``
+                     per whole group of 8, 64 and 512 segments (their merged index;
+                     derived, checked, optional): line 1 a header, line 2 the index, in
+                     format 2 as checksummed key buckets read one at a time (format 1,
+                     one line checksummed whole, still reads; the next seal rewrites it)
     .seal-mark.tmp-* present only while a seal writes temp files in ``segments/``
     state.lock       the one cross-process lock (never deleted)
 
@@ -22,11 +26,15 @@ Every operation is one transaction: lock, read the live file and its journal, ap
 write once: a journal line appended and fsync'd when the change is records and the
 sequence counter (most operations; the fsync is the commit point), else the live file
 written whole (atomic replace, a new journal id, the journal emptied). When the log tail
-grows past ``seal_bytes`` the transaction first seals it into segments (each written
-atomically and fsync'd) and then writes the live file whose manifest lists them; that
-rename is the commit point, so a crash leaves either the old live file (the new segments
-are unreferenced and get swept) or the new one. The cost of a write therefore depends on
-the tail, not on the history. Schema-1 and schema-2 files migrate forward on their first
+grows past ``seal_bytes`` the transaction first seals it into segments and a new
+manifest (each written atomically and fsync'd) and then writes the live file that
+references that manifest; that rename is the commit point, so a crash leaves either the
+old live file (the new segments and manifest are unreferenced and get swept) or the new
+one. The live file does not grow with the history (the manifest is read and checked once
+per process), so the cost of a write depends on the tail, not on the history. Schema-2
+files (the manifest inline in the live file, no journal) read as they are and move the
+manifest into its file on their first write; schema-1 files (one TinyDB file holding
+everything) migrate forward on their first
 write.
 """
 
@@ -82,8 +90,14 @@ def as_json(rec: Any) -> dict[str, Any]:
     return record_json(rec)
 
 
+#: 3: the segment manifest in a file of its own, named by the live file, and the
+#: journal beside the live file (2: the manifest inline in the live file; 1: one file
+#: held everything). Older handoff versions refuse schema 3 as "written by a newer
+#: handoff" and leave it untouched.
 SCHEMA_VERSION = 3
 SEGMENT_FORMAT = 1
+#: Manifest file formats read (see ``StateStore._read_manifest``).
+MANIFEST_FORMAT = 1
 STATE_FILE = "state.json"
 #: The live file's journal: changes appended (one fsync'd line each) since the live file
 #: was last written whole (see ``apply_journal``).
@@ -147,6 +161,7 @@ SEGMENT_NAME_RE = re.compile(r"^seg-([0-9a-f]{12})-([0-9]{6})\.json$")
 #: in the segments folder, so only its mark makes a transaction list that folder.
 SEAL_MARK_PREFIX = ".seal-mark.tmp-"
 DIRECTORY_NAME_RE = re.compile(r"^dir-([0-9a-f]{12})-([0-9]{6})-([0-9]{6})\.json$")
+MANIFEST_NAME_RE = re.compile(r"^manifest-([0-9a-f]{12})-([0-9]{6})\.json$")
 
 
 def atomic_write(
@@ -212,6 +227,66 @@ def _manifest_names_ok(entries: list[Any]) -> bool:
     )
 
 
+def _manifest_entries_ok(entries: Any) -> bool:
+    """Whether every manifest entry names a segment and its size."""
+    return isinstance(entries, list) and (
+        _manifest_names_ok(entries)
+        or all(
+            isinstance(e, dict)
+            and isinstance(e.get("name"), str)
+            and SEGMENT_NAME_RE.match(e["name"])
+            and type(e.get("bytes")) is int
+            for e in entries
+        )
+    )
+
+
+def manifest_name(store_id: str, count: int) -> str:
+    return f"manifest-{store_id}-{count:06d}.json"
+
+
+def manifest_blob(store_id: str, entries: list[dict[str, Any]]) -> bytes:
+    """The bytes of a manifest file, the same for the same segments (``handoff store
+    repair`` rebuilds a lost one from the segments and checks it against the live
+    file's CRC-32)."""
+    listed = [{"name": e["name"], "bytes": e["bytes"]} for e in entries]
+    body = {
+        "type": "handoff_manifest",
+        "format": MANIFEST_FORMAT,
+        "storeId": store_id,
+        "count": len(listed),
+        "segments": listed,
+    }
+    return orjson.dumps(body)
+
+
+def manifest_reference(store_id: str, blob: bytes, count: int) -> dict[str, Any]:
+    """What the live file keeps of a manifest file: its name, count, size and CRC-32."""
+    name = manifest_name(store_id, count)
+    return {"name": name, "count": count, "bytes": len(blob), "crc32": zlib.crc32(blob)}
+
+
+def _reference_ok(ref: Any) -> bool:
+    """Whether a live file's manifest reference is well formed."""
+    if not isinstance(ref, dict) or not isinstance(ref.get("name"), str):
+        return False
+    m = MANIFEST_NAME_RE.match(ref["name"])
+    return (
+        m is not None
+        and all(type(ref.get(k)) is int for k in ("count", "bytes", "crc32"))
+        and ref["count"] == int(m.group(2)) >= 1
+    )
+
+
+def _reference_key(ref: dict[str, Any]) -> tuple[Any, ...]:
+    return (ref["name"], ref["count"], ref["bytes"], ref["crc32"])
+
+
+def _rising(names: list[str]) -> bool:
+    """Whether the names rise strictly (C-level: a sort and a set of ~800 names)."""
+    return names == sorted(names) and len(set(names)) == len(names)
+
+
 def _pairs(items: list[Any]) -> bool:
     """Whether every item is a list of two (C-level passes: a directory lists ~512)."""
     return not items or (set(map(type, items)) == {list} and set(map(len, items)) == {2})
@@ -275,7 +350,9 @@ def new_store_id() -> str:
 def empty_state() -> dict[str, Any]:
     """The tables of a store that has never been written."""
     state: dict[str, Any] = {name: {} for name in TABLES}
-    state["_meta"] = {"1": {"schema": SCHEMA_VERSION, "nextSeq": 1, "segments": [], "idFloor": {}}}
+    state["_meta"] = {
+        "1": {"schema": SCHEMA_VERSION, "nextSeq": 1, "segments": [], "manifest": None, "idFloor": {}}
+    }
     return state
 
 
@@ -857,6 +934,24 @@ class DirectoryUnusable(Exception):
         self.path = path
 
 
+class ManifestProblem(Exception):
+    """The manifest file a live file names cannot be used (``reason``: a code for the
+    error's data, ``manifest_missing`` or ``manifest_damaged``)."""
+
+    def __init__(self, path: Path, problem: str, reason: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path, self.problem, self.reason = path, problem, reason
+
+
+class _ManifestMoved(Exception):
+    """The live file changed while the manifest it named was being read."""
+
+
+#: Reads of the live file a lock-free reader makes when the manifest it names was
+#: swept meanwhile (by a seal two seals later: a reader that slow reads again).
+MANIFEST_READ_TRIES = 3
+
+
 def bucket_of(key: str, buckets: int) -> int:
     """Which of a format-2 directory section's ``buckets`` holds ``key``."""
     return zlib.crc32(key.encode("utf-8", "surrogatepass")) % buckets
@@ -995,10 +1090,24 @@ class Directory(Segment):
         self._buckets[section, at] = raw
         return raw
 
-    def covers(self, entries: list[dict[str, Any]]) -> bool:
+    def covers(self, entries: list[dict[str, Any]], rising: bool = False) -> bool:
         """Whether this directory lists exactly these manifest entries (names, sizes):
         two C-level comparisons of flat lists (names, then sizes), made per snapshot of
-        a fresh process, so the directory's own lists are built once."""
+        a fresh process, so the directory's own lists are built once.
+
+        ``rising``: the manifest's names rise strictly (``_lookup_units``). Then a
+        format-2 directory compares the first and last names only: segment names
+        have one fixed form, so the names strictly between those two are exactly
+        its store's numbers between them (a fresh process built ~800 names for this,
+        ~0.3 ms at 100,000 Sources; docs/performance.md, "Round six")."""
+        if rising and self.bucketed:
+            sid, first, last = self.header["storeId"], self.header["first"], self.header["last"]
+            return (
+                len(entries) == last - first + 1
+                and entries[0]["name"] == f"seg-{sid}-{first:06d}.json"
+                and entries[-1]["name"] == f"seg-{sid}-{last:06d}.json"
+                and list(map(_BYTES, entries)) == self.header["sizes"]
+            )
         if self._listed is None and self.bucketed:
             # Format 2 lists the sizes only: its segments are its store's numbers
             # ``first``..``last`` (the manifest's names, as every seal writes them).
@@ -1432,6 +1541,8 @@ class StateStore:
         #: The live tail's tables this process indexed last and their index (see
         #: ``tail_index``).
         self._tail_indexed: tuple[dict[str, Any], dict[str, Any], dict[str, Any]] | None = None
+        #: The last manifest file read or written: (its reference's key, its entries).
+        self._manifest_kept: tuple[tuple[Any, ...], list[dict[str, Any]]] | None = None
 
     # -- reading the live file -------------------------------------------------
 
@@ -1637,7 +1748,10 @@ class StateStore:
 
     def _load_live(self, *, checked: bool = False) -> LiveRead:
         """Parse and check the live file (quarantined when it is not a state file) and
-        apply its journal; schema-1 and schema-2 files are upgraded in memory.
+        the manifest it names, and apply its journal; schema-1 and schema-2 files are
+        upgraded in memory. A manifest that went missing while the live file changed
+        (swept by later seals, under a lock-free reader) is looked for again in the new
+        one.
 
         ``checked``: the caller holds the state lock and has just run
         ``_refuse_symlinks``. Without the lock a writer may fold the journal into a new
@@ -1647,6 +1761,19 @@ class StateStore:
         size within one timestamp tick)."""
         if not checked:
             self._refuse_symlinks()
+        for _ in range(MANIFEST_READ_TRIES):
+            try:
+                return self._read_live_files(checked)
+            except _ManifestMoved:
+                continue
+        raise HandoffError(
+            "store_busy",
+            f"The state file {self.path} kept changing while it was read; try again.",
+            stateFile=str(self.path),
+        )
+
+    def _read_live_files(self, checked: bool) -> LiveRead:
+        """One try of ``_load_live``."""
         for _ in range(LIVE_READ_TRIES):
             try:
                 raw, st = read_regular(self.path)
@@ -1737,18 +1864,22 @@ class StateStore:
             )
         for name in TABLES:
             data.setdefault(name, {})
+        if schema >= 3:
+            self._resolve_manifest(data["_meta"]["1"], raw)
         return data
 
     @staticmethod
     def _migrate(data: dict[str, Any]) -> dict[str, Any]:
-        """A schema-1 or schema-2 live file brought to this schema in memory."""
+        """A schema-1 or schema-2 live file brought to this schema in memory: its first
+        write moves the manifest into a file of its own and names a journal."""
         meta = data["_meta"]["1"]
         if meta["schema"] == 1:
-            # Schema 1: one file held everything; it becomes the live file of schema 2
-            # with an empty manifest, and its first write seals the history.
+            # Schema 1: one file held everything; it becomes a live file with no
+            # segments, and its first write seals the history.
             meta["segments"] = []
             meta["idFloor"] = {}
-        # Schema 2 had no journal: its first write names one.
+        # Schema 2 keeps its manifest inline; the first write moves it into a file.
+        meta["manifest"] = None
         meta["schema"] = SCHEMA_VERSION
         return data
 
@@ -1841,12 +1972,19 @@ class StateStore:
         for name in TABLES:
             if name in data and not isinstance(data[name], dict):
                 return f"its table {name!r} is not an object"
-        if schema >= 2:
+        if schema == 2:
             segments = meta.get("segments")
             if not self._manifest_well_formed(segments):
                 return "its segment manifest is malformed"
             if segments and not isinstance(meta.get("storeId"), str):
                 return "it lists segments but has no store id"
+        if schema == 3:
+            ref = meta.get("manifest")
+            if ref is not None and not _reference_ok(ref):
+                return "its segment manifest reference is malformed"
+            if ref is not None and not isinstance(meta.get("storeId"), str):
+                return "it names a segment manifest but has no store id"
+        if schema in (2, 3):
             floor = meta.get("idFloor")
             if not isinstance(floor, dict) or not all(type(v) is int for v in floor.values()):
                 return "its document-id floors are malformed"
@@ -1864,16 +2002,133 @@ class StateStore:
             return False
         known = self._checked_manifest
         start = len(known) if segments[: len(known)] == known else 0
-        if not _manifest_names_ok(segments[start:]) and not all(
-            isinstance(e, dict)
-            and isinstance(e.get("name"), str)
-            and SEGMENT_NAME_RE.match(e["name"])
-            and type(e.get("bytes")) is int
-            for e in segments[start:]
-        ):
+        if not _manifest_entries_ok(segments[start:]):
             return False
         self._checked_manifest = known[:start] + [dict(e) for e in segments[start:]]
         return True
+
+    # -- the segment manifest (a file of its own since schema 3) -------------------
+
+    def _resolve_manifest(self, meta: dict[str, Any], raw: bytes) -> None:
+        """Put the segment list of the manifest file the live file names into
+        ``meta["segments"]`` (``store_corrupt`` when that file cannot be used)."""
+        ref = meta.get("manifest")
+        if ref is None:
+            meta["segments"] = []
+            return
+        try:
+            meta["segments"] = self._manifest_entries(ref, meta["storeId"])
+        except ManifestProblem as exc:
+            if exc.reason == "manifest_missing" and self._live_changed(raw):
+                raise _ManifestMoved() from None
+            raise self._manifest_error(exc) from None
+
+    def _live_changed(self, raw: bytes) -> bool:
+        try:
+            return read_regular(self.path)[0] != raw
+        except OSError:
+            return True
+
+    def _manifest_entries(self, ref: dict[str, Any], store_id: str) -> list[dict[str, Any]]:
+        """The segment list of the manifest file ``ref`` names, read and checked once
+        per process: the file never changes (a seal writes a new one), so a
+        transaction parses a small live file, not a list of ~800 entries. The list is
+        shared: do not mutate it."""
+        key = _reference_key(ref)
+        kept = self._manifest_kept
+        if kept is not None and kept[0] == key:
+            return kept[1]
+        entries = self.read_manifest(ref, store_id)
+        with self._cache_lock:
+            self._manifest_kept = (key, entries)
+        return entries
+
+    def read_manifest(self, ref: dict[str, Any], store_id: str) -> list[dict[str, Any]]:
+        """The entries of a manifest file, checked against the live file's reference
+        (size and CRC-32 of the whole file) and its own header; ``ManifestProblem``."""
+        path = self.segment_dir / ref["name"]
+        try:
+            raw, _ = read_regular(path)
+        except FileNotFoundError:
+            raise ManifestProblem(path, "is missing", "manifest_missing") from None
+        except OSError as exc:
+            raise ManifestProblem(
+                path, f"cannot be read ({exc.strerror})", "manifest_damaged"
+            ) from None
+        if len(raw) != ref["bytes"] or zlib.crc32(raw) != ref["crc32"]:
+            raise ManifestProblem(
+                path,
+                "does not match the size and checksum the live file records for it "
+                "(damaged, or not this store's)",
+                "manifest_damaged",
+            )
+        try:
+            with gc_paused(promote=True):  # ~800 dicts that live as long as the process
+                body = read_json(raw)
+        except orjson.JSONDecodeError:
+            raise ManifestProblem(path, "does not parse", "manifest_damaged") from None
+        if not isinstance(body, dict) or body.get("type") != "handoff_manifest":
+            raise ManifestProblem(path, "is not a handoff segment manifest", "manifest_damaged")
+        if type(body.get("format")) is not int or body["format"] > MANIFEST_FORMAT:
+            raise ManifestProblem(
+                path,
+                f"was written by a newer handoff (manifest format {body.get('format')})",
+                "manifest_damaged",
+            )
+        if body.get("storeId") != store_id:
+            raise ManifestProblem(path, "belongs to another store", "manifest_damaged")
+        entries = body.get("segments")
+        if not _manifest_entries_ok(entries) or not len(entries) == body.get("count") == ref["count"]:
+            raise ManifestProblem(path, "is malformed", "manifest_damaged")
+        return entries
+
+    def _manifest_error(self, exc: ManifestProblem) -> HandoffError:
+        return HandoffError(
+            "store_corrupt",
+            f"The segment manifest {exc.path} named by {self.path} {exc.problem}. Nothing "
+            "was changed; `handoff store repair` rebuilds it from the sealed segments "
+            "(checked against the checksum the state file records).",
+            stateFile=str(self.path),
+            manifestFile=str(exc.path),
+            reason=exc.reason,
+        )
+
+    def _write_manifest(
+        self, store_id: str, entries: list[dict[str, Any]], *, sync_dir: bool = True
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """Write the manifest file of these segments (atomically, fsync'd); returns the
+        live file's reference to it and the entries as the file lists them."""
+        blob = manifest_blob(store_id, entries)
+        ref = manifest_reference(store_id, blob, len(entries))
+        self.segment_dir.mkdir(exist_ok=True)
+        atomic_write(self.segment_dir / ref["name"], blob, sync_dir=sync_dir, point="manifest")
+        listed = orjson.loads(blob)["segments"]
+        with self._cache_lock:
+            self._manifest_kept = (_reference_key(ref), listed)
+        return ref, listed
+
+    def _reference_manifest(self, meta: dict[str, Any]) -> bool:
+        """Make the live file about to be written name a manifest file holding
+        ``meta["segments"]``: written here when the one it names does not (a
+        schema-2 store's first write; a seal writes its own). Whether it wrote one."""
+        entries = meta.get("segments") or []
+        ref = meta.get("manifest")
+        if not entries:
+            meta["manifest"] = None
+            return ref is not None
+        kept = self._manifest_kept
+        if ref is not None and kept is not None and kept[1] is entries and kept[0] == _reference_key(ref):
+            return False
+        with self._seal_marked():  # its temp file is in the segments folder
+            meta["manifest"], meta["segments"] = self._write_manifest(meta["storeId"], entries)
+        return True
+
+    def live_payload(self, data: dict[str, Any]) -> bytes:
+        """The live file's bytes for ``data``: ``_meta`` names the manifest file and
+        never holds the segment list itself."""
+        meta = data["_meta"]["1"]
+        on_disk = {k: v for k, v in meta.items() if k != "segments"}
+        return orjson.dumps({**data, "_meta": {**data["_meta"], "1": on_disk}})
 
     def _quarantine(self, problem: str) -> None:
         """Move a state file that cannot be used aside and fail loudly, naming both files."""
@@ -1946,13 +2201,13 @@ class StateStore:
         if kept is not None and kept[0] == names and kept[1] == sizes:
             return list(kept[2])
         changed = self._directories_changed
-        units = self._lookup_units_of(entries)
+        units = self._lookup_units_of(entries, _rising(names))
         with self._cache_lock:
             if changed == self._directories_changed:
                 self._units_of = (names, sizes, units)
         return list(units)
 
-    def _lookup_units_of(self, entries: list[dict[str, Any]]) -> list[Segment]:
+    def _lookup_units_of(self, entries: list[dict[str, Any]], rising: bool = False) -> list[Segment]:
         spans = sorted(self.directory_spans, reverse=True)
         units: list[Segment] = []
         pos, count = 0, len(entries)
@@ -1961,7 +2216,7 @@ class StateStore:
                 if pos % span or pos + span > count:
                     continue
                 found = self._directory(entries, pos + 1, pos + span)
-                if found is not None and found.covers(entries[pos : pos + span]):
+                if found is not None and found.covers(entries[pos : pos + span], rising):
                     units.append(found)
                     pos += span
                     break
@@ -2328,7 +2583,7 @@ class StateStore:
                 leftovers += [
                     self.segment_dir / n
                     for n in os.listdir(self.segment_dir)
-                    if n.startswith((".seg-", ".dir-")) and ".tmp-" in n
+                    if n.startswith((".seg-", ".dir-", ".manifest-")) and ".tmp-" in n
                 ]
         for leftover in leftovers + marks:  # the marks last: they say what is left
             with contextlib.suppress(OSError):
@@ -2358,9 +2613,9 @@ class StateStore:
                 if new_id:
                     meta["storeId"] = new_store_id()
                 meta["journal"] = new_journal_id()  # earlier journal lines no longer apply
-                listed_before = {e["name"] for e in meta.get("segments") or []}
+                listed_before = (len(meta.get("segments") or []), meta.get("manifest"))
                 try:
-                    payload = orjson.dumps(data)
+                    payload = self.live_payload(data)
                     written = False
                     if len(payload) > self.seal_bytes and self._worth_sealing(data):
                         if new_id:
@@ -2375,7 +2630,9 @@ class StateStore:
                             # completes, so keep the tail in the live file this time.
                             log.warning("Could not seal the log (%s); kept it live.", exc.strerror)
                         else:
-                            payload, written = orjson.dumps(data), False
+                            payload, written = self.live_payload(data), False
+                    if self._reference_manifest(meta):
+                        payload, written = self.live_payload(data), False
                     if not written:
                         atomic_write(self.path, payload, point="state")
                 except OSError as exc:
@@ -2387,6 +2644,9 @@ class StateStore:
                         stateFile=str(self.path),
                         errno=exc.errno,
                     ) from None
+                replaced = listed_before[1]
+                if replaced is not None and meta.get("manifest") != replaced:
+                    self._sweep_superseded(meta["storeId"], replaced["name"])
                 if new_id or not self._marker_ok:
                     self._ensure_marker(meta["storeId"])
                 self._empty_journal(read.journal_size)
@@ -2511,11 +2771,15 @@ class StateStore:
                     number = len(manifest) + 1
                     manifest.append(self._write_segment(store_id, number, group))
                 self._write_directories(manifest)
+                ref, manifest = self._write_manifest(store_id, manifest, sync_dir=False)
                 fsync_dir(self.segment_dir)
             except BaseException:
                 for entry in manifest[listed:]:  # a seal that failed half-way leaves nothing
                     with contextlib.suppress(OSError):
                         (self.segment_dir / entry["name"]).unlink()
+                if len(manifest) > listed:  # never the one the live file names
+                    with contextlib.suppress(OSError):
+                        (self.segment_dir / manifest_name(store_id, len(manifest))).unlink()
                 raise
         pause_point("seal.written")
         for name in SEALED_TABLES:
@@ -2523,7 +2787,7 @@ class StateStore:
             if ids:
                 floors[name] = max(ids + [int(floors.get(name, 0))])
             data[name] = {}
-        meta["segments"] = manifest
+        meta["segments"], meta["manifest"] = manifest, ref
         meta["idFloor"] = floors
 
     @contextlib.contextmanager
@@ -2611,25 +2875,54 @@ class StateStore:
         atomic_write(self.segment_dir / name, blob, sync_dir=False, point="segment")
         return {"name": name, "bytes": len(blob)}
 
-    def _unlink_unlisted(self, data: dict[str, Any], listed_before: set[str]) -> None:
-        """Remove the segments a seal wrote for a live file that was then not written
-        (unless the live file on disk lists them after all: the rename may have landed)."""
+    def _unlink_unlisted(
+        self, data: dict[str, Any], listed_before: tuple[int, dict[str, Any] | None]
+    ) -> None:
+        """Remove the segments and the manifest a seal wrote for a live file that was
+        then not written (unless the live file on disk names them after all: the
+        rename may have landed). ``listed_before``: the segment count and manifest
+        reference of the snapshot the transaction read."""
+        count, named = listed_before[0], {(listed_before[1] or {}).get("name")}
         try:
-            on_disk = orjson.loads(read_regular(self.path)[0])["_meta"]["1"]["segments"]
-            listed_before = listed_before | {e["name"] for e in on_disk}
+            on_disk = orjson.loads(read_regular(self.path)[0])["_meta"]["1"]
+            ref = on_disk.get("manifest")
+            count = max(count, ref["count"] if ref else len(on_disk.get("segments") or []))
+            named.add(ref["name"] if ref else None)
         except FileNotFoundError:
             pass
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return  # cannot tell: leave them for the sweep of the next seal
-        for entry in data["_meta"]["1"].get("segments") or []:
-            if entry["name"] not in listed_before:
+        meta = data["_meta"]["1"]
+        for entry in (meta.get("segments") or [])[count:]:
+            with contextlib.suppress(OSError):
+                (self.segment_dir / entry["name"]).unlink()
+        ref = meta.get("manifest")
+        if ref and ref.get("name") not in named:
+            with contextlib.suppress(OSError):
+                (self.segment_dir / ref["name"]).unlink()
+
+    def _sweep_superseded(self, store_id: str, replaced: str) -> None:
+        """After a seal's live file is in place: remove the manifests older than the
+        one it replaced, which is kept until the next seal so that a lock-free reader
+        of the previous live file still finds its manifest (a failed write sweeps
+        nothing)."""
+        keep_from = int(MANIFEST_NAME_RE.match(replaced).group(2))
+        for path in self.segment_dir.glob(f"manifest-{store_id}-*.json"):
+            m = MANIFEST_NAME_RE.match(path.name)
+            if m is not None and int(m.group(2)) < keep_from:
                 with contextlib.suppress(OSError):
-                    (self.segment_dir / entry["name"]).unlink()
+                    path.unlink()
 
     def _sweep_orphans(self, store_id: str, listed: set[str]) -> None:
-        """Remove this store's segments that no manifest lists: left by a seal whose
-        live-file write never happened (only ever under the lock)."""
-        for pattern in (".seg-*.tmp-*", ".dir-*.tmp-*"):
+        """Remove this store's segments that no manifest lists and the manifests of
+        more segments than are listed: left by a seal whose live-file write never
+        happened (only ever under the lock)."""
+        for path in self.segment_dir.glob(f"manifest-{store_id}-*.json"):
+            m = MANIFEST_NAME_RE.match(path.name)
+            if m is None or int(m.group(2)) > len(listed):
+                with contextlib.suppress(OSError):
+                    path.unlink()
+        for pattern in (".seg-*.tmp-*", ".dir-*.tmp-*", ".manifest-*.tmp-*"):
             for path in self.segment_dir.glob(pattern):
                 with contextlib.suppress(OSError):
                     path.unlink()

@@ -1,11 +1,12 @@
 """``handoff store check`` and ``handoff store repair``: verify a whole store (layout,
-live file, marker, every segment's checksums, every revision's digest, sequence
-numbers) and make the explicit repairs; nothing here runs on its own."""
+live file, segment manifest, marker, every segment's checksums, every revision's digest,
+sequence numbers) and make the explicit repairs; nothing here runs on its own."""
 
 from __future__ import annotations
 
 import os
 import time
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +20,11 @@ from .store import (
     STATE_FILE,
     TABLES,
     JournalDamaged,
+    ManifestProblem,
     StateStore,
     apply_journal,
     atomic_write,
+    manifest_blob,
     read_regular,
 )
 
@@ -89,7 +92,8 @@ def check_store(store: StateStore) -> dict[str, Any]:
                 _problem("marker_mismatch", f"{store.marker_path} names store {marker}, the "
                          f"state file {store_id}")
             )
-        entries = meta.get("segments") or []
+        entries, found = _listed_segments(store, meta)
+        problems += found
         counts["segments"] = len(entries)
         sealed: dict[str, dict[str, Any]] = {name: {} for name in SEALED_TABLES}
         for entry in entries:
@@ -123,6 +127,65 @@ def check_store(store: StateStore) -> dict[str, Any]:
         "counts": counts,
         "problems": problems,
     }
+
+
+def _listed_segments(
+    store: StateStore, meta: dict[str, Any]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The segments the live file lists: inline (schema 2) or in the manifest file it
+    names (schema 3), that file checked against the live file's reference."""
+    if meta["schema"] < 3:
+        return meta.get("segments") or [], []
+    ref = meta.get("manifest")
+    if ref is None:
+        return [], []
+    try:
+        return store.read_manifest(ref, meta["storeId"]), []
+    except ManifestProblem as exc:
+        message = store._manifest_error(exc).message
+        return [], [_problem(exc.reason, message, manifestFile=str(exc.path))]
+
+
+def _rebuild_manifest(store: StateStore) -> str | None:
+    """Write the manifest file the live file names again, from the sealed segments on
+    disk, when it is missing or damaged; kept only when its bytes match the size and
+    CRC-32 the live file records (then it is the file the last seal wrote)."""
+    try:
+        meta = orjson.loads(read_regular(store.path)[0])["_meta"]["1"]
+        ref, store_id = meta["manifest"], meta["storeId"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # no live file of schema 3 that names a manifest: nothing to rebuild
+    if not isinstance(ref, dict) or store._shape_problem({"_meta": {"1": meta}}) is not None:
+        return None
+    try:
+        store.read_manifest(ref, store_id)
+        return None
+    except ManifestProblem:
+        pass
+    entries = []
+    for n in range(1, ref["count"] + 1):
+        name = f"seg-{store_id}-{n:06d}.json"
+        try:
+            entries.append({"name": name, "bytes": os.stat(store.segment_dir / name).st_size})
+        except OSError as exc:
+            raise HandoffError(
+                "store_corrupt",
+                f"The segment manifest {ref['name']} cannot be rebuilt: the sealed segment "
+                f"{name} cannot be read ({exc.strerror}). Restore the segments folder from a "
+                "backup, then run repair again.",
+                reason="manifest_unrebuildable",
+            ) from None
+    blob = manifest_blob(store_id, entries)
+    if len(blob) != ref["bytes"] or zlib.crc32(blob) != ref["crc32"]:
+        raise HandoffError(
+            "store_corrupt",
+            f"The segment manifest {ref['name']} cannot be rebuilt: the sealed segments on "
+            f"disk are not the ones {store.path} recorded (their sizes differ). Restore the "
+            "segments folder from a backup, then run repair again.",
+            reason="manifest_unrebuildable",
+        )
+    atomic_write(store.segment_dir / ref["name"], blob)
+    return f"rebuilt the segment manifest {ref['name']} from its {len(entries)} sealed segments"
 
 
 def _top_seq(tables: dict[str, dict[str, Any]]) -> int:
@@ -199,7 +262,8 @@ def repair_store(
 ) -> dict[str, Any]:
     """The explicit repairs: put a state file back (``restore``), start over on purpose
     (``fresh``: what the lost store left is moved into ``lost-<time>/``, nothing is
-    deleted), raise a rewound ``nextSeq``, write a missing marker."""
+    deleted), rebuild a missing or damaged segment manifest from the segments, raise a
+    rewound ``nextSeq``, write a missing marker."""
     if restore is not None and fresh:
         raise HandoffError("invalid_params", "Give --restore FILE or --fresh, not both.")
     actions: list[str] = []
@@ -210,6 +274,9 @@ def repair_store(
             actions.append(_restore_state_file(store, restore, exists))
         elif not exists and store.lost_signs():
             actions.append(_start_fresh(store, fresh))
+        rebuilt = _rebuild_manifest(store)
+        if rebuilt:
+            actions.append(rebuilt)
     store._live_key = store._live = None
     report = _repair_seq_and_marker(store, check_store(store), actions)
     return {"repaired": bool(actions), "actions": actions, "check": report}

@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from lsp_server import faults
 from lsp_server.errors import HandoffError
 from lsp_server.service import HandoffService
@@ -34,8 +36,9 @@ def forget_kept_views() -> None:
 
 
 def live_state(workspace: Path) -> dict[str, Any]:
-    """The live state as the store reads it: ``state.json`` with its journal applied
-    (a test that reads ``state.json`` alone misses the journal's newest records)."""
+    """The live state as the store reads it: ``state.json`` with its journal applied and
+    ``_meta.1.segments`` the list of the manifest file it names (a test that reads
+    ``state.json`` alone misses the journal's newest records)."""
     return StateStore(workspace / ".handoff").snapshot().live
 
 
@@ -43,6 +46,22 @@ def fold_journal(workspace: Path) -> None:
     """Write ``state.json`` whole with its journal folded in, before a test edits it by
     hand (otherwise the journal's lines would apply over the edit)."""
     StateStore(workspace / ".handoff").fold_journal()
+
+
+def listed_state(workspace: Path) -> dict[str, Any]:
+    """The live file as written (its journal folded in first), with ``_meta.1.segments``
+    the list of the manifest file it names (schema 3; a schema-2 file lists them
+    inline)."""
+    folder = workspace / ".handoff"
+    if (folder / "state.journal").exists():
+        fold_journal(workspace)
+    state = orjson.loads((folder / "state.json").read_bytes())
+    meta = state["_meta"]["1"]
+    if "segments" not in meta:
+        ref = meta.get("manifest")
+        manifest = orjson.loads((folder / "segments" / ref["name"]).read_bytes()) if ref else {}
+        meta["segments"] = manifest.get("segments", [])
+    return state
 
 
 def artifact(path: str = "client/pets_client.py") -> dict[str, Any]:

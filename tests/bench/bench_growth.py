@@ -66,7 +66,7 @@ def grow_store(root: Path, sources: int, revisions: int) -> tuple[Path, str, int
     store.ensure_folder(gitignore=True)
     store_id = new_store_id()
     meta = {"schema": SCHEMA_VERSION, "nextSeq": 1, "storeId": store_id}
-    meta.update(segments=[], idFloor={})
+    meta.update(segments=[], manifest=None, idFloor={})
     data: dict[str, Any] = {"_meta": {"1": meta}, "sources": {}, "revisions": {}}
     data.update(scopes=v1["scopes"], generations={})
     next_id = {"sources": 1, "revisions": 1}
@@ -74,9 +74,9 @@ def grow_store(root: Path, sources: int, revisions: int) -> tuple[Path, str, int
         data[table][str(next_id[table])] = rec
         next_id[table] += 1
         meta["nextSeq"] = rec["seq"] + 1
-        if len(orjson.dumps(data)) > store.seal_bytes and store._worth_sealing(data):
+        if len(store.live_payload(data)) > store.seal_bytes and store._worth_sealing(data):
             store._seal(data)
-    atomic_write(store.path, orjson.dumps(data))
+    atomic_write(store.path, store.live_payload(data))
     store._ensure_marker(store_id)
     return ws, contract, len(meta["segments"])
 

@@ -36,7 +36,7 @@ from .support import REPO
 POINTS = faults.STORE_POINTS
 #: Points reached only by a transaction that seals: the child's first seal.
 SEAL_POINTS = {"seal.begin", "seal.marked", "segment.synced", "segment.renamed", "directory.synced",
-               "directory.renamed", "seal.written"}
+               "directory.renamed", "manifest.synced", "manifest.renamed", "seal.written"}
 
 
 def wait_gone(pid: int, timeout: float = 10.0) -> None:

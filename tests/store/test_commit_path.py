@@ -181,6 +181,8 @@ def test_a_schema_2_store_is_read_as_is_and_its_first_write_names_a_journal(work
     state = orjson.loads(path.read_bytes())
     state["_meta"]["1"]["schema"] = 2
     del state["_meta"]["1"]["journal"]
+    del state["_meta"]["1"]["manifest"]
+    state["_meta"]["1"]["segments"] = []  # schema 2 lists its segments inline
     path.write_bytes(orjson.dumps(state))
     (workspace / ".handoff" / JOURNAL_FILE).unlink()
     fresh = HandoffService(workspace, ServiceConfig())

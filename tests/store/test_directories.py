@@ -7,13 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import orjson
 import pytest
 
 from lsp_server.service import HandoffService, ServiceConfig
 from lsp_server.store import StateStore
 
-from ..helpers import ALL_CHECKS, SCOPE, record_contract
+from ..helpers import ALL_CHECKS, SCOPE, listed_state, record_contract
 
 SPAN = 2
 
@@ -167,7 +166,7 @@ def test_a_store_sealed_before_the_tiers_gets_only_the_directories_lookups_take(
     before = answers(workspace, grown)
     store = StateStore(workspace / ".handoff")
     store.directory_spans = [1, 8, 16]  # as if 16 were the new tier above 8
-    entries = orjson.loads((workspace / ".handoff/state.json").read_bytes())["_meta"]["1"]["segments"]
+    entries = listed_state(workspace)["_meta"]["1"]["segments"]
     written = []
     real = StateStore._write_directory
     monkeypatch.setattr(StateStore, "_write_directory",

@@ -16,7 +16,7 @@ from lsp_server import store as store_module
 from lsp_server.service import HandoffService, ServiceConfig
 from lsp_server.store import Directory, StateStore, index_buckets
 
-from ..helpers import SCOPE
+from ..helpers import SCOPE, listed_state
 from .test_directories import answers, folder, grow
 
 SPAN = 2
@@ -79,7 +79,7 @@ def formats(workspace: Path) -> dict[str, int]:
 
 
 def test_a_fresh_lookup_reads_a_directory_s_header_and_the_buckets_it_needs_not_its_index(workspace, monkeypatch):
-    grown = grow(workspace)
+    grown = grow(workspace, rounds=25)  # 16-18 segments: one directory of the second tier
     assert set(formats(workspace).values()) == {2}
     total = sum(d.stat().st_size for d in folder(workspace).glob("dir-*.json"))
     # Headers read in small chunks: a chunk as big as these tiny files would read them whole.
@@ -204,11 +204,11 @@ def test_a_seal_killed_while_rewriting_a_format_one_directory_loses_nothing(work
 def test_the_same_manifest_reuses_its_lookup_units_until_a_directory_is_dropped(workspace, monkeypatch):
     grow(workspace)
     store = StateStore(workspace / ".handoff")
-    entries = orjson.loads((workspace / ".handoff/state.json").read_bytes())["_meta"]["1"]["segments"]
+    entries = listed_state(workspace)["_meta"]["1"]["segments"]
     first = store._lookup_units(entries)
     checked = []
     real = Directory.covers
-    monkeypatch.setattr(Directory, "covers", lambda self, e: checked.append(self.name) or real(self, e))
+    monkeypatch.setattr(Directory, "covers", lambda self, e, *a: checked.append(self.name) or real(self, e, *a))
     again = store._lookup_units([dict(e) for e in entries])  # a new parse, same manifest
     assert again == first and not checked
     dropped = next(u for u in first if isinstance(u, Directory))
@@ -217,3 +217,25 @@ def test_the_same_manifest_reuses_its_lookup_units_until_a_directory_is_dropped(
     assert dropped not in after and checked
     longer = entries[:-1]
     assert store._lookup_units(longer) != after  # another manifest: units of its own
+
+
+def test_a_directory_checked_by_its_first_and_last_names_still_covers_only_its_own_segments(workspace):
+    """Rising names: the first and last fix the ones between; names that do not rise,
+    or a size that differs between them, and the directory is not used."""
+    grow(workspace)
+    entries = listed_state(workspace)["_meta"]["1"]["segments"]
+    store = StateStore(workspace / ".handoff")
+    directory = next(u for u in store._lookup_units(entries) if isinstance(u, Directory))
+    first, last = directory.header["first"], directory.header["last"]
+    group = [dict(e) for e in entries[first - 1 : last]]
+    assert directory.covers(group, True) and directory.covers(group)
+    swapped = [group[0], *group[1:-1][::-1], group[-1]] if len(group) > 2 else group[::-1]
+    assert not store_module._rising([e["name"] for e in entries[: first - 1] + swapped])
+    assert not directory.covers(swapped)
+    resized = [dict(e) for e in group]
+    resized[len(resized) // 2]["bytes"] += 1
+    assert not directory.covers(resized, True) and not directory.covers(resized)
+    units = StateStore(workspace / ".handoff")._lookup_units(
+        entries[: first - 1] + swapped + entries[last:]
+    )
+    assert directory.name not in [u.name for u in units]

@@ -17,6 +17,7 @@ from lsp_server.store import MERGE_AFTER_SNAPSHOTS, SCHEMA_VERSION, SEAL_MARK_PR
 from ..helpers import (
     ALL_CHECKS,
     SCOPE,
+    listed_state,
     live_state,
     prepare,
     record_contract,
@@ -100,7 +101,9 @@ def test_sealing_moves_the_tail_into_segments_and_keeps_every_record(svc, worksp
     state = live(workspace)
     assert state["_meta"]["1"]["schema"] == SCHEMA_VERSION
     assert len(state["_meta"]["1"]["segments"]) == len(segments(workspace))
-    assert len(orjson.dumps(state)) < 2 * SEAL  # the live file stays small
+    folder = workspace / ".handoff"
+    written = sum(os.path.getsize(folder / n) for n in ("state.json", "state.journal") if (folder / n).exists())
+    assert written < 2 * SEAL  # the live file and its journal stay small
     full = check_full_view(svc)
     assert len(full["revisions"]) == 12 and len(full["sources"]) == 2 + 2 * 12
     # Every lookup reaches into the segments: exact continue of the first (sealed)
@@ -236,7 +239,7 @@ def test_schema_1_file_is_read_as_is_and_migrates_on_the_first_write(workspace):
         r["ref"] for r in sorted(old["revisions"].values(), key=lambda r: -r["number"])
     ]
     assert (workspace / ".handoff/state.json").read_bytes() == raw
-    # The first write migrates: schema 3, every old record kept with its id and seq.
+    # The first write migrates: the current schema, every old record kept with its id and seq.
     contract = next(s for s in old["sources"].values() if s["kind"] == "work_contract")
     rev = svc.call(
         "handoff.commit",
@@ -380,7 +383,11 @@ def test_a_manifest_entry_damaged_after_the_process_checked_it_is_still_refused(
     rounds(svc, contract, 6)
     assert len(live(workspace)["_meta"]["1"]["segments"]) >= 2
     svc.call("handoff.continue", {"scope": SCOPE, "mode": "latest"})  # manifest checked once
-    state = live(workspace)
+    state = listed_state(workspace)  # written back as a schema-2 file: the manifest inline
+    state["_meta"]["1"]["schema"] = 2
+    del state["_meta"]["1"]["manifest"]
+    (workspace / ".handoff/state.json").write_bytes(orjson.dumps(state))
+    svc.call("handoff.continue", {"scope": SCOPE, "mode": "latest"})  # checked inline
     state["_meta"]["1"]["segments"][0]["name"] = "not-a-segment.json"
     (workspace / ".handoff/state.json").write_bytes(orjson.dumps(state))
     err = refused(
@@ -476,7 +483,7 @@ def test_an_older_snapshot_read_after_a_newer_one_shows_only_its_own_records(svc
     svc.store.seal_bytes = SEAL
     contract = record_contract(svc)
     rounds(svc, contract, 4)
-    old_live = orjson.loads(svc.store.path.read_bytes())
+    old_live = StateStore(svc.store.folder)._read_live()  # as a reader then read it
     rounds(svc, contract, 6, start=4)
     svc.store.read()
     old = svc.store.assemble(old_live)
@@ -494,7 +501,7 @@ def test_views_kept_across_writes_equal_views_projected_from_scratch(workspace):
         rounds(svc, contract, 3, start=start)
         for kind in ("continuity", "history", "lineage"):
             svc.call("handoff.report", {"scope": SCOPE, "kind": kind})
-    state = live(workspace)
+    state = listed_state(workspace)
     state["sources"]["99999"] = {"id": "bad id!", "seq": 10**6, "scope": SCOPE, "kind": "x"}
     (workspace / ".handoff/state.json").write_bytes(orjson.dumps(state))
     warm = svc.store.read()

@@ -21,7 +21,7 @@ from lsp_server.service import HandoffService, ServiceConfig
 from lsp_server.store import StateStore
 
 from ..conftest import sizes
-from ..helpers import PausePipe
+from ..helpers import PausePipe, listed_state
 from ..ledger import Ledger
 
 REPO = Path(__file__).resolve().parents[2]
@@ -51,7 +51,7 @@ def on_disk(workspace: Path) -> set[str]:
 def consistent(workspace: Path, scope: str = "crash") -> dict:
     """The store loads in a fresh process's view; every record is there exactly once;
     every commit landed entirely; every listed segment exists."""
-    state = orjson.loads((workspace / ".handoff/state.json").read_bytes())
+    state = listed_state(workspace)
     listed = {e["name"] for e in state["_meta"]["1"]["segments"]}
     assert listed <= on_disk(workspace)
     full = StateStore(workspace / ".handoff").read()
@@ -92,7 +92,7 @@ def test_death_after_the_segments_before_the_live_file_loses_nothing(workspace):
     svc.call("handoff.recordOutcome", {"scope": "crash", "status": "unknown", "summary": "after"})
     full = consistent(workspace)
     assert len(full["sources"]) == 31
-    state = orjson.loads((workspace / ".handoff/state.json").read_bytes())
+    state = listed_state(workspace)
     assert on_disk(workspace) == {e["name"] for e in state["_meta"]["1"]["segments"]}
 
 
@@ -117,7 +117,7 @@ def test_sigkill_while_sealing_never_loses_or_duplicates_a_record(workspace, kil
             landed.add((len(full["sources"]), len(on_disk(workspace))))
     finally:
         pipe.close()
-    state = orjson.loads((workspace / ".handoff/state.json").read_bytes())
+    state = listed_state(workspace)
     assert state["_meta"]["1"]["segments"]  # the kills really hit a sealing store
     assert len(landed) > 1
     # A normal write that seals sweeps what killed seals left behind.
@@ -125,7 +125,7 @@ def test_sigkill_while_sealing_never_loses_or_duplicates_a_record(workspace, kil
     svc.store.seal_bytes = 1
     svc.call("handoff.recordOutcome", {"scope": "crash", "status": "unknown", "summary": "end"})
     consistent(workspace)
-    state = orjson.loads((workspace / ".handoff/state.json").read_bytes())
+    state = listed_state(workspace)
     assert on_disk(workspace) == {e["name"] for e in state["_meta"]["1"]["segments"]}
     leftovers = [p for p in (workspace / ".handoff").rglob("*") if ".tmp-" in p.name]
     assert leftovers == []
@@ -154,6 +154,6 @@ def test_eight_writers_and_a_reader_across_seals(workspace, tmp_path):
     for i in range(8):
         mine = sorted((s for s in sources if s["scope"] == f"writer-{i}"), key=lambda s: s["seq"])
         assert [s["payload"]["summary"] for s in mine] == [f"writer-{i} #{n}" for n in range(60)]
-    state = orjson.loads((workspace / ".handoff/state.json").read_bytes())
+    state = listed_state(workspace)
     assert len(state["_meta"]["1"]["segments"]) >= 5
     assert on_disk(workspace) == {e["name"] for e in state["_meta"]["1"]["segments"]}
