@@ -1774,10 +1774,15 @@ class StateStore:
 
     def _read_live_files(self, checked: bool) -> LiveRead:
         """One try of ``_load_live``."""
-        for _ in range(LIVE_READ_TRIES):
+        for attempt in range(LIVE_READ_TRIES):
             try:
                 raw, st = read_regular(self.path)
             except FileNotFoundError:
+                # A new store's first write (the live file, then its marker) may land
+                # between this read and the look for signs of a lost store: a live file
+                # there now is read, never taken for a lost one.
+                if not checked and attempt < LIVE_READ_TRIES - 1 and os.path.lexists(self.path):
+                    continue
                 return LiveRead(self._missing_state())
             except OSError as exc:
                 raise HandoffError(

@@ -279,3 +279,24 @@ def test_the_live_tails_index_extended_write_by_write_equals_one_built_from_scra
         assert kept == store_module.build_index(tables)
     assert svc.store.snapshot().live["_meta"]["1"]["segments"]  # it did seal
     assert len(extended) > 20  # most indexes were extended, not built again
+
+
+def test_a_reader_that_misses_a_new_stores_first_write_reads_it_instead_of_calling_it_lost(
+    workspace, monkeypatch
+):
+    """The first write puts the live file, then the marker, in place: a reader that
+    found no live file and then the marker (the write landed in between) reads again."""
+    svc = HandoffService(workspace, ServiceConfig())
+    record_contract(svc)
+    real = store_module.read_regular
+    missed = []
+
+    def before_the_first_write(path):
+        if path == svc.store.path and not missed:
+            missed.append(1)
+            raise FileNotFoundError(path)
+        return real(path)
+
+    monkeypatch.setattr(store_module, "read_regular", before_the_first_write)
+    state = StateStore(workspace / ".handoff").snapshot().live
+    assert missed and len(state["sources"]) == 1
