@@ -75,7 +75,10 @@ def grow_store(root: Path, sources: int, revisions: int) -> tuple[Path, str, int
         next_id[table] += 1
         meta["nextSeq"] = rec["seq"] + 1
         if len(store.live_payload(data)) > store.seal_bytes and store._worth_sealing(data):
+            replaced = meta["manifest"]
             store._seal(data)
+            if replaced is not None:  # as a transaction does once the seal is committed
+                store._sweep_superseded(store_id, replaced["name"])
     atomic_write(store.path, store.live_payload(data))
     store._ensure_marker(store_id)
     return ws, contract, len(meta["segments"])
