@@ -694,6 +694,15 @@ class Transaction:
 # ---------------------------------------------------------------------------
 
 
+def _write_at(fd: int, data: memoryview, offset: int) -> int:
+    """``os.pwrite`` where there is one (POSIX), else a seek and a write (the caller
+    holds the state lock, so nothing else moves the offset)."""
+    if hasattr(os, "pwrite"):
+        return os.pwrite(fd, data, offset)
+    os.lseek(fd, offset, os.SEEK_SET)
+    return os.write(fd, data)
+
+
 class JournalDamaged(Exception):
     """A journal line that is not whole is followed by whole ones: not a torn tail."""
 
@@ -2723,7 +2732,7 @@ class StateStore:
                     os.ftruncate(fd, end)
                 view, at = memoryview(line), end
                 while view:
-                    written = os.pwrite(fd, view, at)
+                    written = _write_at(fd, view, at)
                     view, at = view[written:], at + written
                 pause_point("journal.written")
                 os.fsync(fd)
