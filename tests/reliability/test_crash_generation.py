@@ -36,8 +36,13 @@ MODES = {
     "journal": faults.GENERATION_POINTS + ("tx.locked", "tx.applied", *faults.JOURNAL_POINTS, "tx.written"),
     "whole": faults.GENERATION_POINTS + ("tx.locked", "tx.applied", *faults.WHOLE_POINTS, "tx.written"),
 }
-#: Journal bytes per mode: the journal never fills in the run ("journal"), or is off.
-JOURNAL_BYTES = {"journal": str(1 << 30), "whole": "0"}
+#: The store's sizes per mode: in "journal" every write appends (the journal never fills
+#: and the tail is never due to be sealed, so each transaction reaches the journal's
+#: points); in "whole" every write writes the live file whole.
+STORE_ENV = {
+    "journal": {"HANDOFF_JOURNAL_BYTES": str(1 << 30), "HANDOFF_SEAL_BYTES": str(1 << 30)},
+    "whole": {"HANDOFF_JOURNAL_BYTES": "0"},
+}
 
 
 def check_generation_state(workspace: Path, sessions: Path, source: Path) -> dict[str, int]:
@@ -104,7 +109,7 @@ def test_sigkill_during_generation_writes(tmp_path, kills, mode):
         env={
             **{k: v for k, v in os.environ.items() if not k.endswith("_CODING_AGENT_DIR")},
             "HOME": str(tmp_path / "home"),
-            "HANDOFF_JOURNAL_BYTES": JOURNAL_BYTES[mode],
+            **STORE_ENV[mode],
         },
     )
     rng = random.Random("generation")
@@ -127,5 +132,5 @@ def test_sigkill_during_generation_writes(tmp_path, kills, mode):
         zygote.wait()
         pipe.close()
     got = check_generation_state(workspace, sessions, source)
-    print(f"generation: {kills} kills in the write phase; {got['records']} recorded, "
+    print(f"generation ({mode}): {kills} kills in the write phase; {got['records']} recorded, "
           f"{got['sessions']} new session files, {got['documents']} documents on disk")
