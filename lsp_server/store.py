@@ -1822,8 +1822,8 @@ class StateStore:
                 "store_corrupt",
                 f"The journal {self.journal_path} is damaged at line {line}: "
                 "that line is not whole but later ones are. Nothing was written; restore "
-                "the journal from a backup, or move it aside to go back to the state its "
-                "earlier lines make.",
+                f"the journal from a backup, or cut it before line {line} (the changes of "
+                "the earlier lines stay, those of the later ones are lost).",
                 journalFile=str(self.journal_path),
                 reason="journal_damaged",
             ) from None
