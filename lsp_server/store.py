@@ -1664,7 +1664,9 @@ class StateStore:
             return self._live
         if key == self._live_key and self._live is not None:
             return self._live
-        data, _ = self._load()
+        read = self._load_live()
+        # A reader shares the parse (never changed); only a transaction needs a copy.
+        data = read.parsed if read.parsed is not None else read.data
         self._live_key, self._live = key, data
         return data
 
@@ -1748,12 +1750,6 @@ class StateStore:
     def _sealed_prefix(view: SealedTables, count: int) -> SealedTables:
         """The first ``count`` segments of ``view`` (a snapshot older than the view)."""
         return view.prefix(count)
-
-    def _load(self, *, checked: bool = False) -> tuple[dict[str, Any], bool]:
-        """Parse and check the live file and its journal (see ``_load_live``). Returns
-        (data, migrated): a copy the caller may change."""
-        read = self._load_live(checked=checked)
-        return read.data, read.migrated
 
     def _load_live(self, *, checked: bool = False) -> LiveRead:
         """Parse and check the live file (quarantined when it is not a state file) and
