@@ -244,7 +244,7 @@ def test_a_journal_that_is_a_symlink_is_refused(workspace, tmp_path):
 
 
 def test_journal_bytes_zero_writes_the_live_file_whole_every_time(workspace, monkeypatch):
-    monkeypatch.setattr(store_module, "DEFAULT_JOURNAL_BYTES", 0)
+    monkeypatch.setenv("HANDOFF_JOURNAL_BYTES", "0")
     svc = HandoffService(workspace, ServiceConfig())
     record_contract(svc)
     for n in range(3):
