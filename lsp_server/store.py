@@ -204,15 +204,22 @@ def fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-_MANIFEST_NAMES_RE = re.compile(r"(?:seg-[0-9a-f]{12}-[0-9]{6}\.json\n)*")
-_SEGMENT_NAME_LEN = len("seg-0123456789ab-000001.json")
+#: The bytes allowed at each position of a segment name (``seg-<12 hex>-<6
+#: digits>.json``, as ``SEGMENT_NAME_RE`` reads it).
+_SEGMENT_NAME_COLUMNS = (
+    [c.encode() for c in "seg-"] + [b"0123456789abcdef"] * 12 + [b"-"] + [b"0123456789"] * 6
+    + [c.encode() for c in ".json"]
+)
+_SEGMENT_NAME_LEN = len(_SEGMENT_NAME_COLUMNS)
 
 
 def _manifest_names_ok(entries: list[Any]) -> bool:
     """The common case of the manifest check in C-level passes (a fresh process checks
     ~800 entries): every entry a dict, every name a well-formed segment name of the
-    one length (so the joined names align), every size an int. ``False`` only means
-    "check entry by entry"."""
+    one length, every size an int. ``False`` only means "check entry by entry".
+
+    The names are checked column by column (``_names_in_columns``): one regular
+    expression over the ~23 KB of names joined took ~4× as long at 553 segments."""
     if not entries:
         return True
     if set(map(type, entries)) != {dict}:
@@ -223,7 +230,19 @@ def _manifest_names_ok(entries: list[Any]) -> bool:
         set(map(type, names)) == {str}
         and set(map(len, names)) == {_SEGMENT_NAME_LEN}
         and set(map(type, sizes)) == {int}
-        and _MANIFEST_NAMES_RE.fullmatch("\n".join(names) + "\n") is not None
+        and _names_in_columns("".join(names))
+    )
+
+
+def _names_in_columns(joined: str) -> bool:
+    """Whether ``joined`` is well-formed segment names laid end to end: every name's
+    i-th character is one slice of it, and deleting the bytes allowed at that position
+    must leave nothing (C-level passes of ~800 bytes each)."""
+    if not joined.isascii():
+        return False
+    raw, width = joined.encode(), _SEGMENT_NAME_LEN
+    return not any(
+        raw[i::width].translate(None, allowed) for i, allowed in enumerate(_SEGMENT_NAME_COLUMNS)
     )
 
 
@@ -323,18 +342,36 @@ def read_regular(path: Path) -> tuple[bytes, os.stat_result]:
         os.close(fd)
 
 
-def open_regular(path: Path):
-    """A regular file opened for reading, checked as ``read_regular`` checks it."""
+def open_regular_fd(path: Path) -> tuple[int, os.stat_result]:
+    """A regular file's descriptor, opened for reading and checked as ``read_regular``
+    checks it, and its ``fstat``; the caller closes it."""
     fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise OSError(errno.EINVAL, f"not a regular file ({_file_type(st.st_mode)})")
         os.set_blocking(fd, True)
+        return fd, st
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def open_regular(path: Path):
+    """A regular file opened for reading, checked as ``read_regular`` checks it."""
+    fd, _ = open_regular_fd(path)
+    try:
         return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)
         raise
+
+
+def _read_to_end(fd: int) -> bytes:
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def random_hex(digits: int) -> str:
@@ -703,6 +740,15 @@ def _write_at(fd: int, data: memoryview, offset: int) -> int:
     return os.write(fd, data)
 
 
+def _read_at(fd: int, length: int, offset: int) -> bytes:
+    """``os.pread`` where there is one (POSIX), else a seek and a read (the descriptor
+    is the caller's own)."""
+    if hasattr(os, "pread"):
+        return os.pread(fd, length, offset)
+    os.lseek(fd, offset, os.SEEK_SET)
+    return os.read(fd, length)
+
+
 class JournalDamaged(Exception):
     """A journal line that is not whole is followed by whole ones: not a torn tail."""
 
@@ -1009,6 +1055,10 @@ class Directory(Segment):
         self.bucketed = self.header.get("format", 1) >= 2
         #: The format-2 buckets read so far, by (section, bucket number).
         self._buckets: dict[tuple[str, int], bytes] = {}
+        #: The index bytes read with the header line (``DIRECTORY_HEAD_CHUNK``): the
+        #: whole index of a directory of 8 segments (~40 KB), whose buckets are then
+        #: taken from here instead of opening the file again.
+        self.read_ahead = b""
 
     def segment_of(self, section: str, key: str) -> int | None:
         """The number of the newest segment of the group whose index holds ``key``.
@@ -1089,9 +1139,14 @@ class Directory(Segment):
             offset, length, crc = spans[3 * at : 3 * at + 3]
             if not (type(offset) is int and type(length) is int and min(offset, length) >= 0):
                 raise ValueError("a malformed bucket")
-            with open_regular(self.path) as fh:
-                fh.seek(self.records_offset + offset)
-                raw = fh.read(length)
+            if offset + length <= len(self.read_ahead):
+                raw = self.read_ahead[offset : offset + length]
+            else:
+                fd, _ = open_regular_fd(self.path)
+                try:
+                    raw = _read_at(fd, length, self.records_offset + offset)
+                finally:
+                    os.close(fd)
             if len(raw) != length or zlib.crc32(raw) != crc or not raw.startswith(b"{"):
                 raise ValueError("a damaged bucket (checksum mismatch)")
         except (OSError, ValueError, TypeError) as exc:
@@ -1520,7 +1575,7 @@ class StateStore:
         self.directory_spans = [span * DIRECTORY_FANOUT**k for k in range(DIRECTORY_TIERS)]
         self._directories: dict[str, Directory | None] = {}
         #: The last manifest's (names, sizes) and its lookup units (see ``_lookup_units``).
-        self._units_of: tuple[list[str], list[int], list[Segment]] | None = None
+        self._units_of: tuple[list[str], list[int], list[Segment], list[Any]] | None = None
         self._directories_changed = 0
         self._thread_lock = threading.RLock()
         self._lock_made: Any = None
@@ -2204,17 +2259,21 @@ class StateStore:
         Units kept per manifest: every snapshot of a commit asks again for the same
         manifest (new dicts, same names and sizes), so the units are reused when the
         names and sizes match the last ones (two C-level comparisons, not one
-        ``covers`` per directory); a directory dropped or written forgets them."""
+        ``covers`` per directory), or at once when it is the very list they were made
+        for (a manifest file's list is shared by every snapshot that names it and never
+        changed: a seal builds a new one); a directory dropped or written forgets them."""
         self._refuse_symlinks()
-        names, sizes = list(map(_NAME, entries)), list(map(_BYTES, entries))
         kept = self._units_of
+        if kept is not None and kept[3] is entries:
+            return list(kept[2])
+        names, sizes = list(map(_NAME, entries)), list(map(_BYTES, entries))
         if kept is not None and kept[0] == names and kept[1] == sizes:
             return list(kept[2])
         changed = self._directories_changed
         units = self._lookup_units_of(entries, _rising(names))
         with self._cache_lock:
             if changed == self._directories_changed:
-                self._units_of = (names, sizes, units)
+                self._units_of = (names, sizes, units, entries)
         return list(units)
 
     def _lookup_units_of(self, entries: list[dict[str, Any]], rising: bool = False) -> list[Segment]:
@@ -2256,12 +2315,14 @@ class StateStore:
     def _read_directory(self, path: Path, first: int, last: int) -> Directory | None:
         """A directory file checked against its name: format 2 by its header line only
         (each key bucket is checked when a lookup reads it), format 1 read whole and its
-        index line checksummed."""
-        with open_regular(path) as fh:
-            size = os.fstat(fh.fileno()).st_size
-            head = fh.read(DIRECTORY_HEAD_CHUNK)
+        index line checksummed. Read with plain ``os.read`` calls on the descriptor (a
+        buffered file object cost ~a third of a small directory's read)."""
+        fd, st = open_regular_fd(path)
+        try:
+            size = st.st_size
+            head = os.read(fd, DIRECTORY_HEAD_CHUNK)
             while b"\n" not in head and len(head) < size:
-                more = fh.read(DIRECTORY_HEAD_CHUNK)
+                more = os.read(fd, DIRECTORY_HEAD_CHUNK)
                 if not more:
                     break
                 head += more
@@ -2290,12 +2351,18 @@ class StateStore:
                         for k in ("sources", "revisions", "digests")
                     )
                 )
-                return Directory(path, header, None, len(head), size) if ok else None
+                if not ok:
+                    return None
+                found = Directory(path, header, None, len(head), size)
+                found.read_ahead = rest
+                return found
             if not (isinstance(header.get("segments"), list) and _pairs(header["segments"])):
                 return None
             # One read of the rest: ``readline`` grows a line of ~2 MB (a format-1
             # directory of 512 segments) in small chunks, several times slower.
-            blob = rest + fh.read()
+            blob = rest + _read_to_end(fd)
+        finally:
+            os.close(fd)
         stop = blob.find(b"\n") + 1 or len(blob)
         index_raw = blob[:stop]
         del blob, rest

@@ -6,6 +6,7 @@ seal rewrites the directories lookups take in format 2."""
 
 from __future__ import annotations
 
+import os
 import zlib
 from pathlib import Path
 
@@ -30,24 +31,42 @@ def _small(monkeypatch):
 
 
 def directory_bytes_read(monkeypatch) -> list[int]:
-    """Bytes read from directory files from now on (one entry per read)."""
+    """Bytes read from directory files from now on (one entry per read), and one ``0``
+    per opening: the store reads them with ``os.read`` / ``os.pread`` on descriptors
+    from ``open_regular_fd``."""
     sizes: list[int] = []
-    real = store_module.open_regular
+    mine: set[int] = set()
+    real_open, real_read, real_pread = store_module.open_regular_fd, os.read, os.pread
 
-    def counting(path):
-        fh = real(path)
+    def opening(path):
+        fd, st = real_open(path)
         if Path(path).name.startswith("dir-"):
-            read = fh.read
+            mine.add(fd)
+            sizes.append(0)
+        return fd, st
 
-            def counted(*args):
-                data = read(*args)
-                sizes.append(len(data))
-                return data
+    def reading(fd, n):
+        data = real_read(fd, n)
+        if fd in mine:
+            sizes.append(len(data))
+        return data
 
-            fh.read = counted
-        return fh
+    def preading(fd, n, offset):
+        data = real_pread(fd, n, offset)
+        if fd in mine:
+            sizes.append(len(data))
+        return data
 
-    monkeypatch.setattr(store_module, "open_regular", counting)
+    real_close = os.close
+
+    def closing(fd):
+        mine.discard(fd)
+        real_close(fd)
+
+    monkeypatch.setattr(store_module, "open_regular_fd", opening)
+    monkeypatch.setattr(os, "read", reading)
+    monkeypatch.setattr(os, "pread", preading)
+    monkeypatch.setattr(os, "close", closing)
     return sizes
 
 
@@ -93,7 +112,23 @@ def test_a_fresh_lookup_reads_a_directory_s_header_and_the_buckets_it_needs_not_
     assert units and all(u.bucketed for u in units)
     # At most one bucket per section and directory, each a few keys.
     assert all(len(u._buckets) <= 3 for u in units)
-    assert sum(sizes) < total / 2
+    assert sum(sizes) and sum(sizes) < total / 2
+
+
+def test_a_small_directory_read_whole_with_its_header_is_not_opened_again(workspace, monkeypatch):
+    """Read-ahead: a directory no bigger than ``DIRECTORY_HEAD_CHUNK`` is read whole
+    with its header, and its buckets come from those bytes, still checksummed (the
+    damaged-bucket test below damages such bytes)."""
+    grown = grow(workspace, rounds=25)
+    sizes = directory_bytes_read(monkeypatch)
+    snap = StateStore(workspace / ".handoff").snapshot()
+    assert snap.source(grown["contract"].removeprefix("source/"))["kind"] == "work_contract"
+    assert snap.revision_by_digest("sha256:" + "0" * 64) is None  # a miss asks every directory
+    units = [u for u in snap.segments() if isinstance(u, Directory)]
+    assert units and all(u._buckets for u in units)
+    # One opening (the 0) and one read per directory: no second opening for a bucket.
+    assert sizes.count(0) == len(units)
+    assert sum(sizes) == sum(u.path.stat().st_size for u in units)
 
 
 def test_a_damaged_bucket_is_found_by_its_lookup_and_the_group_is_searched_without_it(workspace):

@@ -246,3 +246,27 @@ def test_a_reader_of_schema_2_refuses_a_schema_3_store_and_leaves_it_untouched(w
     assert caught.value.data["reason"] == "newer_schema"
     assert state_file(workspace).read_bytes() == raw
     assert named_manifest(workspace).exists()
+
+
+def test_the_manifest_check_of_names_by_columns_agrees_with_the_segment_name_pattern():
+    """The fast check of a manifest's names (``_names_in_columns``) accepts exactly
+    what ``SEGMENT_NAME_RE`` accepts, for every one-character change at every position
+    of a name in a list of well-formed ones (a name that leaves the segments folder,
+    a non-ASCII digit, an upper-case hex digit, a newline...)."""
+    good = [{"name": f"seg-0123456789ab-{n:06d}.json", "bytes": 10 + n} for n in range(1, 6)]
+    assert store_module._manifest_entries_ok(good)
+    changes = "s/.\\\n -9aAfgz\u0661é"
+    tried = accepted = 0
+    for at in range(len(good[0]["name"])):
+        for ch in changes:
+            name = good[2]["name"]
+            bad = name[:at] + ch + name[at + 1 :]
+            entries = [*good[:2], {"name": bad, "bytes": 12}, *good[3:]]
+            expected = store_module.SEGMENT_NAME_RE.match(bad) is not None
+            assert store_module._manifest_names_ok(entries) is expected, bad
+            assert bool(store_module._manifest_entries_ok(entries)) is expected, bad
+            tried, accepted = tried + 1, accepted + expected
+    assert tried > 300 and 0 < accepted < tried
+    # Longer or shorter names, and names laid out so that the columns shift.
+    for bad in ("seg-0123456789ab-0000001.json", "seg-0123456789ab-00001.json", "../x"):
+        assert not store_module._manifest_entries_ok([*good, {"name": bad, "bytes": 1}])
