@@ -274,3 +274,18 @@ def test_a_directory_checked_by_its_first_and_last_names_still_covers_only_its_o
         entries[: first - 1] + swapped + entries[last:]
     )
     assert directory.name not in [u.name for u in units]
+
+
+@pytest.mark.parametrize("chunk", [1, 5, 16 * 1024])
+def test_a_segment_s_header_and_index_lines_are_read_as_readline_reads_them(tmp_path, monkeypatch, chunk):
+    """``_first_two_lines`` (a segment's header and index, read in chunks on a plain
+    descriptor) gives what two ``readline`` calls give: lines longer than a chunk, a
+    file without a second newline, an empty file, a file of one line."""
+    monkeypatch.setattr(store_module, "SEGMENT_HEAD_CHUNK", chunk)
+    long = b"i" * (3 * 16 * 1024 + 7)
+    for blob in (b"", b"h", b"h\n", b"h\n" + long, b"h\n" + long + b"\nrecords\n", b"\n\n\n", long + b"\nx\ny"):
+        path = tmp_path / "seg"
+        path.write_bytes(blob)
+        with path.open("rb") as fh:
+            expected = (len(blob), fh.readline(), fh.readline())
+        assert store_module._first_two_lines(path) == expected
