@@ -352,7 +352,8 @@ def open_regular_fd(path: Path) -> tuple[int, os.stat_result]:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise OSError(errno.EINVAL, f"not a regular file ({_file_type(st.st_mode)})")
-        os.set_blocking(fd, True)
+        # O_NONBLOCK only kept a FIFO's open from blocking; reads of a regular file
+        # ignore it, so it is left on (one system call less per segment or directory).
         return fd, st
     except BaseException:
         os.close(fd)
@@ -1450,7 +1451,9 @@ class History:
                 number = unit.segment_of(section, key)
                 if number is None:
                     continue
-                seg = self.store._segment(entries[number - 1])
+                # The folders were checked by this command's read of the live file
+                # (``_stat_key`` / ``_load_live``), as for the units themselves.
+                seg = self.store._segment(entries[number - 1], folders_checked=True)
             if section == "sources":
                 value = self.store._guard(seg, seg.source_entry, key)
             elif section == "revisions":
@@ -2285,14 +2288,16 @@ class StateStore:
         names and sizes match the last ones (two C-level comparisons, not one
         ``covers`` per directory), or at once when it is the very list they were made
         for (a manifest file's list is shared by every snapshot that names it and never
-        changed: a seal builds a new one); a directory dropped or written forgets them."""
-        self._refuse_symlinks()
+        changed: a seal builds a new one); a directory dropped or written forgets them.
+        The folders are checked (``_refuse_symlinks``) before files are opened, not when
+        the kept units answer."""
         kept = self._units_of
         if kept is not None and kept[3] is entries:
             return list(kept[2])
         names, sizes = list(map(_NAME, entries)), list(map(_BYTES, entries))
         if kept is not None and kept[0] == names and kept[1] == sizes:
             return list(kept[2])
+        self._refuse_symlinks()
         changed = self._directories_changed
         units = self._lookup_units_of(entries, _rising(names))
         with self._cache_lock:

@@ -12,6 +12,10 @@ written and fsync'd as a seal writes them).
 
 Every ratio is taken within one run, both sides interleaved; the run is repeated three
 times and the table shows min / median / max of each ratio, with the load average.
+
+A fresh service's commit (what one CLI call pays) is timed in a worker process of its
+own (``store_worker fresh``), each commit by a new service: this process holds the
+long-lived services of every store, whose objects a CLI process never has.
 """
 
 from __future__ import annotations
@@ -216,17 +220,11 @@ def one_run(stores: list[dict[str, Any]], tmp: Path, args: argparse.Namespace, n
         if i >= args.warmup:
             samples.setdefault(("fsync floor", 0), []).append(fsync_append(floor_log, parts[0]))
             samples.setdefault(("sqlite", 0), []).append(sql.commit([parts[0][:400], parts[0][400:]]))
-    for _ in range(args.fresh):
-        for st in stores:
-            n += 1
-            fresh = HandoffService(st["ws"], ServiceConfig())
-            samples.setdefault(("fresh commit", st["size"]), []).append(
-                timed(commit_once, fresh, SCOPE, st["contract"], n)
-            )
-    for _ in range(args.fresh):
-        for st in stores:
-            n += 1
-            samples.setdefault(("fresh commit CPU", st["size"]), []).append(fresh_cpu(st, n))
+    fresh = fresh_in_a_process(stores, n, args.fresh, tmp)
+    n = fresh["next"]
+    for st, wall, cpu in zip(stores, fresh["wall"], fresh["cpu"], strict=True):
+        samples[("fresh commit", st["size"])] = wall
+        samples[("fresh commit CPU", st["size"])] = cpu
     cached = cached_bytecode_env(tmp / "pycache")
     for argv in (IMPORT_TINYDB, cold_continue(stores[0]["ws"])):  # fills the cache
         run_cold(argv, cached)
@@ -274,17 +272,16 @@ def one_run(stores: list[dict[str, Any]], tmp: Path, args: argparse.Namespace, n
     return out, n
 
 
-def fresh_cpu(st: dict[str, Any], n: int) -> float:
-    """CPU seconds of a fresh service's commit with ``os.fsync`` a no-op: what the
-    process pays for the history, without the shared disk's swings."""
-    real = os.fsync
-    os.fsync = lambda fd: None
-    try:
-        started = time.process_time()
-        commit_once(HandoffService(st["ws"], ServiceConfig()), SCOPE, st["contract"], n)
-        return time.process_time() - started
-    finally:
-        os.fsync = real
+def fresh_in_a_process(stores: list[dict[str, Any]], n: int, count: int, tmp: Path) -> dict[str, Any]:
+    """Commits by fresh services, in a process of their own (``store_worker fresh``):
+    wall-clock seconds with real fsyncs, and CPU seconds with ``os.fsync`` a no-op
+    (what the process pays for the history, without the shared disk's swings)."""
+    out = tmp / f"fresh-{n}.json"
+    argv = [sys.executable, "-m", "tests.bench.store_worker", "fresh", str(out), SCOPE, str(n), str(count)]
+    for st in stores:
+        argv += [str(st["ws"]), st["contract"]]
+    subprocess.run(argv, check=True, cwd=REPO)
+    return orjson.loads(out.read_bytes())
 
 
 def ratios(run: dict[str, dict[int, float]], small: int, large: int) -> dict[str, float]:
@@ -422,8 +419,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=3, help="repetitions of the whole run")
     args = ap.parse_args(argv)
     sizes = [100, 10_000] if args.quick else [100, 10_000, 100_000]
-    args.warmup, args.commits = 3, (8 if args.quick else 15)
-    args.fresh, args.reads, args.views, args.cold = 25, (50 if args.quick else 200), 7, 5
+    args.warmup, args.commits = 3, (8 if args.quick else 25)
+    args.fresh, args.reads, args.views, args.cold = 25, (50 if args.quick else 200), 7, 9
     result = BenchResult("Stores grown one record at a time (issue 22)")
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="handoff-bench-growth-") as tmp:

@@ -6,6 +6,13 @@ python -m tests.bench.store_worker commits WORKSPACE SCOPE COUNT GO_FILE OUT_FIL
     process's CPU seconds over the commits) to OUT_FILE.
 python -m tests.bench.store_worker once WORKSPACE SCOPE CONTRACT_REF
     one prepare + commit + Task Outcome in a fresh process (what a CLI call pays).
+python -m tests.bench.store_worker fresh OUT_FILE SCOPE FIRST_N COUNT WORKSPACE CONTRACT_REF...
+    COUNT rounds over the stores, each commit by a new service (empty caches, as a CLI
+    call's), timed by the wall clock; then COUNT more with ``os.fsync`` a no-op, timed
+    by ``time.process_time``; write {"wall": [[seconds per round] per store], "cpu":
+    [...]} to OUT_FILE. A process of its own: the benchmark's process holds long-lived
+    services of every store, whose objects a CLI call never has (their garbage
+    collections would be counted).
 """
 
 from __future__ import annotations
@@ -63,8 +70,38 @@ def record_contract(svc: HandoffService, scope: str) -> str:
     )["source"]
 
 
+def fresh_commits(scope: str, first: int, count: int, stores: list[tuple[Path, str]]) -> dict[str, Any]:
+    """Commits by fresh services, interleaved over the stores (see the module's doc)."""
+    import os
+
+    wall: list[list[float]] = [[] for _ in stores]
+    cpu: list[list[float]] = [[] for _ in stores]
+    n = first
+    for clock, out in ((time.perf_counter, wall), (time.process_time, cpu)):
+        real = os.fsync
+        if out is cpu:
+            os.fsync = lambda fd: None
+        try:
+            for _ in range(count):
+                for (ws, contract), times in zip(stores, out, strict=True):
+                    n += 1
+                    started = clock()
+                    commit_once(HandoffService(ws, ServiceConfig()), scope, contract, n)
+                    times.append(clock() - started)
+        finally:
+            os.fsync = real
+    return {"wall": wall, "cpu": cpu, "next": n}
+
+
 def main(argv: list[str]) -> int:
-    verb, workspace = argv[0], Path(argv[1])
+    verb = argv[0]
+    if verb == "fresh":
+        out, scope, first, count = Path(argv[1]), argv[2], int(argv[3]), int(argv[4])
+        pairs = argv[5:]
+        stores = [(Path(pairs[i]), pairs[i + 1]) for i in range(0, len(pairs), 2)]
+        out.write_bytes(orjson.dumps(fresh_commits(scope, first, count, stores)))
+        return 0
+    workspace = Path(argv[1])
     svc = HandoffService(workspace, ServiceConfig())
     if verb == "commits":
         scope, count, go, out = argv[2], int(argv[3]), Path(argv[4]), Path(argv[5])
