@@ -175,8 +175,10 @@ def _rebuild_manifest(store: StateStore) -> str | None:
                 "backup, then run repair again.",
                 reason="manifest_unrebuildable",
             ) from None
-    blob = manifest_blob(store_id, entries)
-    if len(blob) != ref["bytes"] or zlib.crc32(blob) != ref["crc32"]:
+    # The format the last seal wrote: 2 (sizes only), or 1 for a store sealed before.
+    blobs = [manifest_blob(store_id, entries, fmt) for fmt in (2, 1)]
+    blob = next((b for b in blobs if len(b) == ref["bytes"] and zlib.crc32(b) == ref["crc32"]), None)
+    if blob is None:
         raise HandoffError(
             "store_corrupt",
             f"The segment manifest {ref['name']} cannot be rebuilt: the sealed segments on "

@@ -59,9 +59,21 @@ def listed_state(workspace: Path) -> dict[str, Any]:
     meta = state["_meta"]["1"]
     if "segments" not in meta:
         ref = meta.get("manifest")
-        manifest = orjson.loads((folder / "segments" / ref["name"]).read_bytes()) if ref else {}
-        meta["segments"] = manifest.get("segments", [])
+        meta["segments"] = manifest_entries(folder / "segments" / ref["name"]) if ref else []
     return state
+
+
+def manifest_entries(path: Path) -> list[dict[str, Any]]:
+    """The ``{name, bytes}`` entries a manifest file lists: format 1 names them, format
+    2 lists the sizes of the store's segments 1..count."""
+    manifest = orjson.loads(path.read_bytes())
+    if manifest["format"] >= 2:
+        sid = manifest["storeId"]
+        return [
+            {"name": f"seg-{sid}-{n:06d}.json", "bytes": size}
+            for n, size in enumerate(manifest["sizes"], 1)
+        ]
+    return manifest["segments"]
 
 
 def artifact(path: str = "client/pets_client.py") -> dict[str, Any]:

@@ -18,7 +18,15 @@ from lsp_server.errors import HandoffError
 from lsp_server.service import HandoffService
 from lsp_server.store import SCHEMA_VERSION, StateStore
 
-from ..helpers import SCOPE, PausePipe, listed_state, record_contract, refused
+from ..helpers import (
+    SCOPE,
+    PausePipe,
+    fold_journal,
+    listed_state,
+    manifest_entries,
+    record_contract,
+    refused,
+)
 from .test_integrity import cli
 from .test_layout import rounds, service
 from .test_layout_crash import consistent, spawn
@@ -71,7 +79,7 @@ def test_superseded_manifests_are_swept_and_the_named_one_is_kept(workspace):
     # The one the live file names, and at most the one it replaced (swept by the next
     # seal, so that a lock-free reader of the previous live file still finds it).
     assert named_manifest(workspace) in left and len(left) <= 2
-    entries = orjson.loads(named_manifest(workspace).read_bytes())["segments"]
+    entries = manifest_entries(named_manifest(workspace))
     on_disk = sorted(p.name for p in (workspace / ".handoff/segments").glob("seg-*.json"))
     assert [e["name"] for e in entries] == on_disk
 
@@ -182,7 +190,8 @@ def test_a_schema_2_store_reads_as_is_and_moves_its_manifest_into_a_file_on_the_
     writer.call("handoff.recordOutcome", {"scope": SCOPE, "status": "unknown", "summary": "s"})
     meta = orjson.loads(state_file(workspace).read_bytes())["_meta"]["1"]
     assert meta["schema"] == SCHEMA_VERSION and "segments" not in meta
-    listed = orjson.loads(named_manifest(workspace).read_bytes())["segments"]
+    assert orjson.loads(named_manifest(workspace).read_bytes())["format"] == 2  # sizes only
+    listed = manifest_entries(named_manifest(workspace))
     assert listed == orjson.loads(raw)["_meta"]["1"]["segments"]
     after = StateStore(workspace / ".handoff").read()
     assert before["sources"].items() <= after["sources"].items()
@@ -270,3 +279,79 @@ def test_the_manifest_check_of_names_by_columns_agrees_with_the_segment_name_pat
     # Longer or shorter names, and names laid out so that the columns shift.
     for bad in ("seg-0123456789ab-0000001.json", "seg-0123456789ab-00001.json", "../x"):
         assert not store_module._manifest_entries_ok([*good, {"name": bad, "bytes": 1}])
+
+
+def _as_format_1(workspace: Path) -> bytes:
+    """Rewrite the named manifest in format 1 (every name and size, as written before
+    format 2) and point the live file at it: a store sealed by an earlier handoff."""
+    fold_journal(workspace)
+    state = orjson.loads(state_file(workspace).read_bytes())
+    meta = state["_meta"]["1"]
+    entries = manifest_entries(named_manifest(workspace))
+    blob = store_module.manifest_blob(meta["storeId"], entries, 1)
+    named_manifest(workspace).write_bytes(blob)
+    meta["manifest"] = store_module.manifest_reference(meta["storeId"], blob, len(entries))
+    state_file(workspace).write_bytes(orjson.dumps(state))
+    return blob
+
+
+def test_a_manifest_in_format_2_lists_sizes_only_and_reads_like_format_1(workspace):
+    """Format 2: the names are the store's numbers 1..count, so the file lists the sizes;
+    a store whose manifest is in format 1 reads the same answers, and its next seal
+    writes format 2."""
+    svc = sealed(workspace)
+    body = orjson.loads(named_manifest(workspace).read_bytes())
+    assert body["format"] == 2 and "segments" not in body and len(body["sizes"]) == body["count"]
+    answer = service(workspace).call("handoff.continue", {"scope": SCOPE, "mode": "latest"})
+    full = StateStore(workspace / ".handoff").read()
+    _as_format_1(workspace)
+    assert orjson.loads(named_manifest(workspace).read_bytes())["format"] == 1
+    assert service(workspace).call("handoff.continue", {"scope": SCOPE, "mode": "latest"}) == answer
+    again = StateStore(workspace / ".handoff").read()
+    assert again["_meta"]["1"]["segments"] == full["_meta"]["1"]["segments"]
+    assert {k: v for k, v in again.items() if k != "_meta"} == {k: v for k, v in full.items() if k != "_meta"}
+    rounds(svc, record_contract(svc), 6, start=50)
+    assert orjson.loads(named_manifest(workspace).read_bytes())["format"] == 2
+
+
+def test_repair_rebuilds_a_lost_manifest_in_the_format_its_seal_wrote(workspace):
+    sealed(workspace)
+    blob = _as_format_1(workspace)
+    named_manifest(workspace).unlink()
+    code, repaired = cli(workspace, "store", "repair")
+    assert code == 0 and repaired["check"]["ok"], repaired
+    assert named_manifest(workspace).read_bytes() == blob  # format 1, byte for byte
+
+
+@pytest.mark.parametrize(
+    "sizes", [["12"], [1.5], None, "many", [True]], ids=["string", "float", "null", "text", "bool"]
+)
+def test_a_format_2_manifest_with_malformed_sizes_is_refused(workspace, sizes):
+    sealed(workspace)
+    fold_journal(workspace)
+    state = orjson.loads(state_file(workspace).read_bytes())
+    meta = state["_meta"]["1"]
+    body = orjson.loads(named_manifest(workspace).read_bytes())
+    body["sizes"] = sizes if not isinstance(sizes, list) else sizes * body["count"]
+    blob = orjson.dumps(body)
+    named_manifest(workspace).write_bytes(blob)
+    meta["manifest"] = store_module.manifest_reference(meta["storeId"], blob, body["count"])
+    state_file(workspace).write_bytes(orjson.dumps(state))
+    err = refused(service(workspace).call, "handoff.continue", {"scope": SCOPE, "mode": "latest"})
+    assert err.code == "store_corrupt" and err.data["reason"] == "manifest_damaged"
+    assert "is malformed" in err.message
+
+
+def test_a_segment_list_is_the_list_it_stands_for():
+    sizes = [10, 20, 30, 40]
+    lazy = store_module.SegmentList("0123456789ab", sizes)
+    plain = [{"name": f"seg-0123456789ab-{n:06d}.json", "bytes": s} for n, s in enumerate(sizes, 1)]
+    assert lazy[0] == plain[0] and lazy[-1] == plain[-1] and lazy[2] == plain[2]
+    assert lazy[1:3] == plain[1:3] and lazy[::-1] == plain[::-1]
+    assert list(lazy) == plain and lazy == plain and plain == lazy and len(lazy) == 4
+    assert lazy == store_module.SegmentList("0123456789ab", list(sizes))
+    assert lazy != store_module.SegmentList("0123456789ac", list(sizes))
+    assert lazy != plain[:-1]
+    with pytest.raises(IndexError):
+        lazy[4]
+    assert lazy[3] == plain[3]  # after the list was built, from it
