@@ -2362,7 +2362,10 @@ class StateStore:
     # -- segment directories (what a fresh process reads instead of every header) --
 
     def _directory_name(self, entries: list[dict[str, Any]], first: int, last: int) -> str:
-        store_id = SEGMENT_NAME_RE.match(entries[0]["name"]).group(1)
+        if isinstance(entries, SegmentList):
+            store_id = entries.store_id
+        else:
+            store_id = SEGMENT_NAME_RE.match(entries[0]["name"]).group(1)
         return f"dir-{store_id}-{first:06d}-{last:06d}.json"
 
     def _lookup_units(self, entries: list[dict[str, Any]]) -> list[Segment]:
