@@ -1100,6 +1100,20 @@ class _ManifestMoved(Exception):
 MANIFEST_READ_TRIES = 3
 
 
+def _partial_end(pos: int, count: int, lower: int) -> int:
+    """The last segment of the partial directory of a tier whose group starting at
+    ``pos`` is not whole yet: the whole groups of the tier below (``lower`` segments
+    each) that lie in it, when there are at least two of them, else 0.
+
+    Partial directories: at 553 segments a lookup reads a directory of 512, one partial
+    directory of the five groups of 8 after it, and one segment (3 files, not 7); the
+    worst place in the cycle (511 segments) reads 9, not 21."""
+    if not lower:
+        return 0
+    groups = (count - pos) // lower
+    return pos + groups * lower if groups >= 2 else 0
+
+
 def bucket_of(key: str, buckets: int) -> int:
     """Which of a format-2 directory section's ``buckets`` holds ``key``."""
     return zlib.crc32(key.encode("utf-8", "surrogatepass")) % buckets
@@ -2402,26 +2416,62 @@ class StateStore:
         return list(units)
 
     def _lookup_units_of(self, entries: list[dict[str, Any]], rising: bool = False) -> list[Segment]:
-        spans = sorted(self.directory_spans, reverse=True)
         units: list[Segment] = []
         pos, count = 0, len(entries)
         while pos < count:
-            for span in spans:
-                if pos % span or pos + span > count:
-                    continue
-                found = self._directory(entries, pos + 1, pos + span)
+            for end in self._unit_ends(pos, count):
+                found = self._directory(entries, pos + 1, end)
                 if found is not None and (
-                    found.covers_sizes(entries.store_id, entries.sizes[pos : pos + span])
+                    found.covers_sizes(entries.store_id, entries.sizes[pos:end])
                     if isinstance(entries, SegmentList) and found.bucketed
-                    else found.covers(entries[pos : pos + span], rising)
+                    else found.covers(entries[pos:end], rising)
                 ):
                     units.append(found)
-                    pos += span
+                    pos = end
                     break
             else:
                 units.append(self._segment(entries[pos], folders_checked=True))
                 pos += 1
         return units
+
+    def _unit_ends(self, pos: int, count: int) -> list[int]:
+        """The directories a lookup tries at position ``pos`` of ``count`` segments, as
+        their last segment numbers, best first: per tier from the largest, the whole
+        group that starts here, or else the tier's partial directory (``_partial_end``)."""
+        ends = []
+        spans = sorted(self.directory_spans, reverse=True)
+        for i, span in enumerate(spans):
+            if pos % span:
+                continue
+            if pos + span <= count:
+                ends.append(pos + span)
+            else:
+                end = _partial_end(pos, count, spans[i + 1] if i + 1 < len(spans) else 0)
+                if end:
+                    ends.append(end)
+        return ends
+
+    def _partial_ranges(self, count: int) -> list[tuple[int, int]]:
+        """The partial directories (``_partial_end``) a lookup over ``count`` segments
+        takes, as ``(pos, end)``: what a seal writes after the whole groups."""
+        out = []
+        pos = 0
+        spans = sorted(self.directory_spans, reverse=True)
+        while pos < count:
+            for i, span in enumerate(spans):
+                if pos % span:
+                    continue
+                if pos + span <= count:
+                    pos += span
+                    break
+                end = _partial_end(pos, count, spans[i + 1] if i + 1 < len(spans) else 0)
+                if end:
+                    out.append((pos, end))
+                    pos = end
+                    break
+            else:
+                pos += 1
+        return out
 
     def _directory(self, entries: list[dict[str, Any]], first: int, last: int) -> Directory | None:
         """The directory of segments ``first``..``last`` (its header read once per
@@ -2527,6 +2577,36 @@ class StateStore:
                 if self._write_directory(manifest, first, span):
                     present.append((first, first + span))
             larger += present
+
+    def _write_partials(self, manifest: list[dict[str, Any]]) -> None:
+        """Write the partial directories lookups over this manifest take (built from
+        their segments: a partial one of the smallest tier above the segments every
+        8 seals, of the next tier every 64), and remove the ones they supersede (same
+        first segment, fewer segments, not a whole group). Derived data: a lock-free
+        reader of an older manifest that finds its partial gone searches the tier
+        below, and one that cannot be written is left out."""
+        count = len(manifest)
+        wanted = self._partial_ranges(count)
+        for pos, end in wanted:
+            self._write_directory(manifest, pos, end - pos)
+        spans = self.directory_spans
+        store_id = SEGMENT_NAME_RE.match(manifest[0]["name"]).group(1) if manifest else ""
+        tops = {pos + 1: end for pos, end in wanted}
+        for pos in range(0, count):
+            for end in self._unit_ends(pos, count)[:1]:
+                tops.setdefault(pos + 1, end)
+        for path in self.segment_dir.glob(f"dir-{store_id}-*.json"):
+            m = DIRECTORY_NAME_RE.match(path.name)
+            if m is None:
+                continue
+            first, last = int(m.group(2)), int(m.group(3))
+            whole = any((first - 1) % span == 0 and last - first + 1 == span for span in spans)
+            if not whole and first in tops and last < tops[first]:
+                with self._cache_lock:
+                    self._directories.pop(path.name, None)
+                    self._units_of, self._directories_changed = None, self._directories_changed + 1
+                with contextlib.suppress(OSError):
+                    path.unlink()
 
     def _write_directory(self, manifest: list[dict[str, Any]], first: int, span: int) -> bool:
         """Write the directory of segments ``first + 1``..``first + span`` unless it
@@ -2974,6 +3054,7 @@ class StateStore:
                     number = len(manifest) + 1
                     manifest.append(self._write_segment(store_id, number, group))
                 self._write_directories(manifest)
+                self._write_partials(manifest)
                 ref, manifest = self._write_manifest(store_id, manifest, sync_dir=False)
                 fsync_dir(self.segment_dir)
             except BaseException:

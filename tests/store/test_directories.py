@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from lsp_server.service import HandoffService, ServiceConfig
-from lsp_server.store import StateStore
+from lsp_server.store import Directory, StateStore
 
 from ..helpers import ALL_CHECKS, SCOPE, listed_state, record_contract
 
@@ -127,32 +127,67 @@ def test_a_directory_naming_segments_no_manifest_lists_is_swept_by_the_next_seal
     assert existing[0].exists()
 
 
+def expected_units(count: int) -> list[tuple[int, int]]:
+    """The (first, last) segments of each unit a lookup takes over ``count`` segments
+    with tiers of 1, 8 and 64: whole groups of 64; then the partial directory of the
+    64-tier when at least two whole groups of 8 follow (else the one whole group of
+    8); then the partial directory of the 8-tier when at least two segments are left
+    (else the directory of the one)."""
+    units, pos = [], 0
+    for _ in range(count // 64):
+        units.append((pos + 1, pos + 64))
+        pos += 64
+    eights = (count - pos) // 8
+    if eights:
+        units.append((pos + 1, pos + 8 * eights))
+        pos += 8 * eights
+    if count - pos:
+        units.append((pos + 1, count))
+    return units
+
+
 def test_tiered_directories_cover_whole_groups_of_directories_below(workspace, monkeypatch):
-    """Tiers of 1, 8 and 64 segments: a fresh process searches the largest directory
-    that is whole and usable at each position, and answers the same without them; a
-    seal that completes a larger group writes its directory, not the smaller one."""
+    """Tiers of 1, 8 and 64 segments: a fresh process searches, at each position, the
+    whole group of the largest tier, or else that tier's partial directory (the whole
+    groups of the tier below, when there are two or more), and answers the same
+    without them; a damaged one is searched by the tier below."""
     monkeypatch.setenv("HANDOFF_DIRECTORY_SPAN", "1")
     grown = grow(workspace, rounds=40)
     segments = sorted(folder(workspace).glob("seg-*.json"))
-    assert len(segments) >= 17
-    spans = sorted({span_of(d) for d in folder(workspace).glob("dir-*.json")})
-    assert spans == [1, 8]
+    count = len(segments)
+    assert 17 <= count < 64
     store_id = segments[0].name.split("-")[1]
     assert not (folder(workspace) / f"dir-{store_id}-000008-000008.json").exists()
-    assert (folder(workspace) / f"dir-{store_id}-000007-000007.json").exists()
+    assert (folder(workspace) / f"dir-{store_id}-000001-000008.json").exists()  # whole groups kept
     units = StateStore(workspace / ".handoff").snapshot().segments()
-    whole = len(segments) - len(segments) % 8
-    assert [u.header["first"] for u in units[: whole // 8]] == list(range(1, whole, 8))
-    assert len(units) == whole // 8 + len(segments) % 8
+    assert [(u.header["first"], u.header["last"]) for u in units] == expected_units(count)
+    assert all(isinstance(u, Directory) for u in units)
     before = answers(workspace, grown)
-    eight = [d for d in folder(workspace).glob("dir-*.json") if span_of(d) == 8]
-    eight[0].write_bytes(b"{")  # that group is searched by its directories of one
+    partial = folder(workspace) / f"dir-{store_id}-000001-{8 * (count // 8):06d}.json"
+    partial.write_bytes(b"{")  # its groups are searched by their directories of 8
     units = StateStore(workspace / ".handoff").snapshot().segments()
-    assert len(units) == whole // 8 + len(segments) % 8 + 7
+    assert [(u.header["first"], u.header["last"]) for u in units][: count // 8] == [
+        (1 + 8 * g, 8 + 8 * g) for g in range(count // 8)
+    ]
     assert answers(workspace, grown) == before
     for d in folder(workspace).glob("dir-*.json"):
         d.unlink()
     assert answers(workspace, grown) == before
+
+
+def test_a_seal_sweeps_the_partial_directories_it_supersedes(workspace, monkeypatch):
+    """Each seal writes the partial directories of its manifest and removes the ones
+    they replace (same first segment, fewer segments); whole groups stay."""
+    monkeypatch.setenv("HANDOFF_DIRECTORY_SPAN", "1")
+    grow(workspace, rounds=40)
+    count = len(list(folder(workspace).glob("seg-*.json")))
+    names = {d.name.split("-", 2)[2] for d in folder(workspace).glob("dir-*.json")}
+    ranges = {(int(n[:6]), int(n[7:13])) for n in names}
+    partials = {(a, b) for a, b in ranges if b - a + 1 not in (1, 8, 64) or (a - 1) % (b - a + 1)}
+    assert partials == {u for u in expected_units(count) if u[1] - u[0] + 1 not in (1, 8, 64)}
+    for first in {a for a, _ in ranges}:
+        mine = sorted(b for a, b in partials if a == first)
+        assert len(mine) <= 1  # never a superseded one beside the current
 
 
 def test_a_store_sealed_before_the_tiers_gets_only_the_directories_lookups_take(workspace, monkeypatch):
