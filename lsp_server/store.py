@@ -1030,6 +1030,15 @@ class Segment:
         return index[section].get(key)
 
     def _parse(self) -> dict[str, Any]:
+        index = self.parsed_once()
+        self._index, self._raw = index, None
+        return index
+
+    def parsed_once(self) -> dict[str, Any]:
+        """The index, parsed without keeping the parse (a seal that builds a directory
+        from up to ~450 segments would otherwise hold tens of MB of parsed indexes)."""
+        if self._index is not None:
+            return self._index
         try:
             index = read_json(self._raw or b"")
         except orjson.JSONDecodeError:
@@ -1038,7 +1047,6 @@ class Segment:
             isinstance(index.get(k), dict) for k in ("sources", "revisions", "digests")
         ):
             raise SegmentError(self.path, "has an index that does not parse")
-        self._index, self._raw = index, None
         return index
 
     @property
@@ -2651,7 +2659,7 @@ class StateStore:
         index: dict[str, dict[str, int]] = {"sources": {}, "revisions": {}, "digests": {}}
         latest: dict[str, dict[str, list[Any]]] = {}
         for number, seg in enumerate(self._segments_of(group), start=first):
-            parsed = self._guard(seg, lambda _key, seg=seg: seg.parsed(), "")
+            parsed = self._guard(seg, lambda _key, seg=seg: seg.parsed_once(), "")
             for section, keys in index.items():
                 keys.update(dict.fromkeys(parsed[section], number))
             for scope, kinds in seg.latest.items():
