@@ -1685,6 +1685,9 @@ class StateStore:
             (str(self.folder / ".gitignore"), "state folder's .gitignore", False),
             (str(self.segment_dir), "segment folder", True),
         )
+        #: What must be checked before the lock file is opened (the rest is checked
+        #: again under the lock, where a transaction reads and writes).
+        self._lock_checks = tuple(c for c in self._layout_checks if c[1] in ("state folder", "lock file"))
         if lock_timeout is None:
             lock_timeout = float(os.environ.get("HANDOFF_LOCK_TIMEOUT", DEFAULT_LOCK_TIMEOUT))
         if seal_bytes is None:
@@ -1733,13 +1736,13 @@ class StateStore:
 
     # -- reading the live file -------------------------------------------------
 
-    def _refuse_symlinks(self) -> bool:
+    def _refuse_symlinks(self, checks: tuple[tuple[str, str, bool], ...] | None = None) -> bool:
         """State is read and written only in real folders and files of the workspace:
         a state folder, state file, lock file, ``.gitignore`` or segment folder that is a
         symbolic link (pointing elsewhere), or of the wrong type (``.handoff`` a file,
         ``state.json`` a FIFO or a device), is refused before anything opens it.
         Returns whether the state folder exists."""
-        for path, what, folder in self._layout_checks:
+        for path, what, folder in self._layout_checks if checks is None else checks:
             try:
                 st = os.lstat(path)
             except FileNotFoundError:
@@ -2377,7 +2380,10 @@ class StateStore:
 
     def _segments_of(self, entries: list[dict[str, Any]]) -> list[Segment]:
         """The segments of a manifest, the folders checked once for the whole listing
-        (not once per segment: a fresh process opens every header of a long history)."""
+        (not once per segment: a fresh process opens every header of a long history),
+        and not at all for none."""
+        if not entries:
+            return []
         self._refuse_symlinks()
         return [self._segment(entry, folders_checked=True) for entry in entries]
 
@@ -2783,13 +2789,15 @@ class StateStore:
 
     # -- writing ---------------------------------------------------------------
 
-    def ensure_folder(self, *, gitignore: bool = False) -> None:
+    def ensure_folder(self, *, gitignore: bool = False, before_lock: bool = False) -> None:
         """Create ``.handoff/`` (idempotent); with ``gitignore``, its ``.gitignore`` too.
 
         The ``.gitignore`` is written only under the state lock, so that the sweep of a
-        killed writer's temp files never races a live writer's.
+        killed writer's temp files never races a live writer's. ``before_lock``: only
+        the folder and the lock file are checked (a transaction checks every path again
+        once it holds the lock).
         """
-        exists = self._refuse_symlinks()
+        exists = self._refuse_symlinks(self._lock_checks if before_lock else None)
         try:
             if not exists:
                 self.folder.mkdir(parents=True, exist_ok=True)
@@ -2883,11 +2891,12 @@ class StateStore:
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Transaction]:
         """Lock, read a fresh snapshot, apply the operation, write once, unlock."""
-        self.ensure_folder()
+        self.ensure_folder(before_lock=True)
         with self._locked():
             pause_point("tx.locked")
+            # Every path checked under the lock, before the sweep lists any folder.
+            self.ensure_folder(gitignore=True)
             self._sweep_temp_files()
-            self.ensure_folder(gitignore=True)  # checks the folder again, under the lock
             read = self._load_live(checked=True)
             tx = Transaction(self, read.data, read.migrated, read.parsed)
             yield tx
