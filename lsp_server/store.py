@@ -2467,24 +2467,19 @@ class StateStore:
 
     def _partial_ranges(self, count: int) -> list[tuple[int, int]]:
         """The partial directories (``_partial_end``) a lookup over ``count`` segments
-        takes, as ``(pos, end)``: what a seal writes after the whole groups."""
+        takes, as ``(pos, end)``: the walk of ``_lookup_units_of`` with every directory
+        there, keeping the ranges that are not a whole group (a partial one is never as
+        long as a tier: 2 to fanout - 1 groups of the tier below)."""
         out = []
         pos = 0
-        spans = sorted(self.directory_spans, reverse=True)
         while pos < count:
-            for i, span in enumerate(spans):
-                if pos % span:
-                    continue
-                if pos + span <= count:
-                    pos += span
-                    break
-                end = _partial_end(pos, count, spans[i + 1] if i + 1 < len(spans) else 0)
-                if end:
-                    out.append((pos, end))
-                    pos = end
-                    break
-            else:
+            ends = self._unit_ends(pos, count)
+            if not ends:
                 pos += 1
+                continue
+            if ends[0] - pos not in self.directory_spans:
+                out.append((pos, ends[0]))
+            pos = ends[0]
         return out
 
     def _directory(self, entries: list[dict[str, Any]], first: int, last: int) -> Directory | None:
@@ -2606,9 +2601,10 @@ class StateStore:
         spans = self.directory_spans
         store_id = SEGMENT_NAME_RE.match(manifest[0]["name"]).group(1) if manifest else ""
         tops = {pos + 1: end for pos, end in wanted}
-        for pos in range(0, count):
-            for end in self._unit_ends(pos, count)[:1]:
-                tops.setdefault(pos + 1, end)
+        for pos in range(count):  # every start, also ones a larger whole group now covers
+            ends = self._unit_ends(pos, count)
+            if ends:
+                tops.setdefault(pos + 1, ends[0])
         for path in self.segment_dir.glob(f"dir-{store_id}-*.json"):
             m = DIRECTORY_NAME_RE.match(path.name)
             if m is None:
