@@ -23,10 +23,9 @@ from .store import (
     ManifestProblem,
     StateStore,
     apply_journal,
-    atomic_write,
-    manifest_blob,
     read_regular,
 )
+from .storewrite import atomic_write, manifest_blob
 
 
 def _problem(kind: str, message: str, **data: Any) -> dict[str, Any]:
@@ -270,7 +269,7 @@ def repair_store(
         raise HandoffError("invalid_params", "Give --restore FILE or --fresh, not both.")
     actions: list[str] = []
     store.ensure_folder()
-    with store._locked():
+    with store.writer._locked():
         exists = os.path.lexists(store.path)
         if restore is not None:
             actions.append(_restore_state_file(store, restore, exists))

@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from ..faults import pause_point
-from ..store import fsync_dir
+from ..storewrite import fsync_dir
 
 SESSION_VERSION = 3
 

@@ -5,7 +5,7 @@ measured at 100, 10,000 and 100,000 Sources against the fastest honest baselines
 
 How the stores are grown: the records a service writes (the ones of ``bench_store``) are
 appended to the live file one at a time, in log order, and after each one the rule of a
-transaction decides whether to seal (``StateStore._worth_sealing`` / ``_seal``, the
+transaction decides whether to seal (``StoreWriter._worth_sealing`` / ``_seal``, the
 store's own code). That gives the segment layout of one record per transaction without
 paying one fsync'd live-file write per record to build it (the segments themselves are
 written and fsync'd as a seal writes them).
@@ -38,7 +38,8 @@ import orjson
 
 from lsp_server import projections
 from lsp_server.service import HandoffService, ServiceConfig
-from lsp_server.store import SCHEMA_VERSION, StateStore, atomic_write, new_store_id
+from lsp_server.store import SCHEMA_VERSION, StateStore
+from lsp_server.storewrite import atomic_write, new_store_id
 
 from .bench_store import SCOPE, fsync_append, make_workspace, new_records_bytes, write_v1_history
 from .common import BenchResult, Table, emit
@@ -78,13 +79,13 @@ def grow_store(root: Path, sources: int, revisions: int) -> tuple[Path, str, int
         data[table][str(next_id[table])] = rec
         next_id[table] += 1
         meta["nextSeq"] = rec["seq"] + 1
-        if len(store.live_payload(data)) > store.seal_bytes and store._worth_sealing(data):
+        if len(store.writer.live_payload(data)) > store.seal_bytes and store.writer._worth_sealing(data):
             replaced = meta["manifest"]
-            store._seal(data)
+            store.writer._seal(data)
             if replaced is not None:  # as a transaction does once the seal is committed
-                store._sweep_superseded(store_id, replaced["name"])
-    atomic_write(store.path, store.live_payload(data))
-    store._ensure_marker(store_id)
+                store.writer._sweep_superseded(store_id, replaced["name"])
+    atomic_write(store.path, store.writer.live_payload(data))
+    store.writer._ensure_marker(store_id)
     return ws, contract, len(meta["segments"])
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 import orjson
 
 from lsp_server import store as store_mod
+from lsp_server import storewrite
 from lsp_server.errors import HandoffError
 from lsp_server.service import HandoffService, ServiceConfig
 
@@ -88,7 +89,7 @@ def main(argv: list[str]) -> int:
         out.write_bytes(orjson.dumps({"reads": reads, "errors": errors}))
         return 0
     if verb == "die-before-live":
-        real = store_mod.atomic_write
+        real = storewrite.atomic_write
         sealed: list[Path] = []
 
         def dying(path: Path, data: bytes, *, sync_dir: bool = True, point=None) -> None:
@@ -98,7 +99,7 @@ def main(argv: list[str]) -> int:
             if path.parent == svc.store.segment_dir:
                 sealed.append(path)
 
-        store_mod.atomic_write = dying
+        storewrite.atomic_write = dying
         svc.call(
             "handoff.recordOutcome",
             {"scope": "crash", "status": "unknown", "summary": "the write that seals"},

@@ -80,7 +80,7 @@ def test_lock_held_elsewhere_gives_store_busy_within_bounded_wait(workspace, tmp
     try:
         assert holder.stdout.readline().strip() == b"held"
         svc.store.lock_timeout = 0.5
-        svc.store._file_lock.timeout = 0.5
+        svc.store.writer._file_lock.timeout = 0.5
         started = time.monotonic()
         err = refused(record_contract, svc)
         assert err.code == "store_busy"

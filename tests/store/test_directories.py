@@ -11,6 +11,7 @@ import pytest
 
 from lsp_server.service import HandoffService, ServiceConfig
 from lsp_server.store import Directory, StateStore
+from lsp_server.storewrite import StoreWriter
 
 from ..helpers import ALL_CHECKS, SCOPE, listed_state, record_contract
 
@@ -203,10 +204,10 @@ def test_a_store_sealed_before_the_tiers_gets_only_the_directories_lookups_take(
     store.directory_spans = [1, 8, 16]  # as if 16 were the new tier above 8
     entries = listed_state(workspace)["_meta"]["1"]["segments"]
     written = []
-    real = StateStore._write_directory
-    monkeypatch.setattr(StateStore, "_write_directory",
+    real = StoreWriter._write_directory
+    monkeypatch.setattr(StoreWriter, "_write_directory",
                         lambda self, m, first, span: written.append((first, span)) or real(self, m, first, span))
-    store._write_directories(entries)
+    store.writer._write_directories(entries)
     whole16 = len(entries) - len(entries) % 16
     assert (0, 16) in written
     assert all(first >= whole16 for first, span in written if span < 16 and first >= 16)

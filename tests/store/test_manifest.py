@@ -14,6 +14,7 @@ import orjson
 import pytest
 
 from lsp_server import store as store_module
+from lsp_server import storewrite
 from lsp_server.errors import HandoffError
 from lsp_server.service import HandoffService
 from lsp_server.store import SCHEMA_VERSION, StateStore
@@ -288,7 +289,7 @@ def _as_format_1(workspace: Path) -> bytes:
     state = orjson.loads(state_file(workspace).read_bytes())
     meta = state["_meta"]["1"]
     entries = manifest_entries(named_manifest(workspace))
-    blob = store_module.manifest_blob(meta["storeId"], entries, 1)
+    blob = storewrite.manifest_blob(meta["storeId"], entries, 1)
     named_manifest(workspace).write_bytes(blob)
     meta["manifest"] = store_module.manifest_reference(meta["storeId"], blob, len(entries))
     state_file(workspace).write_bytes(orjson.dumps(state))

@@ -1,4 +1,4 @@
-"""The cross-process state lock (``store.StateLock``): a waiter sleeps in a blocking
+"""The cross-process state lock (``storewrite.StateLock``): a waiter sleeps in a blocking
 ``flock`` and is woken at release; a waiter that gives up hands the lock back when it
 gets it; the lock excludes ``filelock`` holders (older handoff versions) and is
 re-entrant within its thread."""
@@ -70,7 +70,7 @@ def test_waiter_sleeps_in_flock_and_is_woken_when_the_holder_releases(workspace)
     record_contract(svc)
     lock_path = workspace / ".handoff/state.lock"
     holder = hold(lock_path)
-    svc.store._file_lock.timeout = 60
+    svc.store.writer._file_lock.timeout = 60
     writer = threading.Thread(target=record_contract, args=(svc,))
     try:
         writer.start()
@@ -91,7 +91,7 @@ def test_waiter_that_timed_out_hands_the_lock_back_when_it_gets_it(workspace):
     lock_path = workspace / ".handoff/state.lock"
     holder = hold(lock_path)
     try:
-        svc.store._file_lock.timeout = 0.2
+        svc.store.writer._file_lock.timeout = 0.2
         err = refused(record_contract, svc)
         assert err.code == "store_busy" and "state.lock" in err.message
         assert lock_waiters()  # still blocked in flock after the caller gave up
@@ -106,8 +106,8 @@ def test_waiter_that_timed_out_hands_the_lock_back_when_it_gets_it(workspace):
 def test_lock_is_reentrant_in_its_thread_and_released_at_the_outermost_exit(workspace):
     store = StateStore(workspace / ".handoff")
     store.ensure_folder()
-    with store._locked():
-        with store._locked():
+    with store.writer._locked():
+        with store.writer._locked():
             assert not free_for_others(store.lock_path)
         assert not free_for_others(store.lock_path)
     assert free_for_others(store.lock_path)
@@ -121,7 +121,7 @@ def test_lock_held_by_this_store_excludes_a_filelock_in_another_process(workspac
         "try:\n    FileLock(sys.argv[1], timeout=0.2).acquire()\nexcept Timeout:\n"
         "    sys.exit(3)\n"
     )
-    with store._locked():
+    with store.writer._locked():
         assert subprocess.run([sys.executable, "-c", script, str(store.lock_path)]).returncode == 3
     assert subprocess.run([sys.executable, "-c", script, str(store.lock_path)]).returncode == 0
 
@@ -130,7 +130,7 @@ FORKER = """
 import os, signal, sys, time
 from lsp_server.store import StateStore
 store = StateStore(sys.argv[1])
-with store._locked():
+with store.writer._locked():
     child = os.fork()
     if child == 0:  # the child outlives its parent and never touches the store
         time.sleep(60)
