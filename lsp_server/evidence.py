@@ -14,7 +14,6 @@ than ``RACY_WINDOW_NS`` before its hash was taken is not read again).
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import posixpath
 import stat
@@ -238,6 +237,8 @@ def hash_artifact(
             raise WouldRead(rel)
         _, deadline = _limits()
         until = time.monotonic() + deadline
+        import hashlib  # OpenSSL's SHA-256, loaded only when a file is read
+
         digest = hashlib.sha256()
         os.set_blocking(fd, True)
         while chunk := os.read(fd, CHUNK):
@@ -257,6 +258,8 @@ def hash_artifact(
 
 def sha256_file(path: Path) -> str:
     """Hex sha256 of a file's bytes, streamed (a path handoff itself chose)."""
+    import hashlib
+
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
         while chunk := fh.read(CHUNK):

@@ -25,7 +25,7 @@ from .store import (
     apply_journal,
     read_regular,
 )
-from .storewrite import atomic_write, manifest_blob
+from .store.writing import atomic_write, manifest_blob
 
 
 def _problem(kind: str, message: str, **data: Any) -> dict[str, Any]:

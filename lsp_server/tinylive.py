@@ -1,4 +1,4 @@
-"""The TinyDB plumbing of a store transaction (``storewrite.Transaction``): imported by the
+"""The TinyDB plumbing of a store transaction (``store.writing.Transaction``): imported by the
 first transaction, so a read-only process (a cold ``handoff call handoff.continue``)
 never loads TinyDB."""
 

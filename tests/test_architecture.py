@@ -45,6 +45,19 @@ def test_the_check_finds_a_circle_and_an_upward_import():
     assert graph_tool.upward(edges) == [("lsp_server.lifecycle", "lsp_server.server")]
 
 
+def test_a_package_loading_its_own_part_is_not_a_circle_but_a_way_back_through_another_module_is():
+    edges = {
+        "lsp_server.store": {"lsp_server.store.writing"},
+        "lsp_server.store.writing": {"lsp_server.store"},
+    }
+    assert graph_tool.circles(edges) == []
+    edges["lsp_server.store.writing"].add("lsp_server.lifecycle")
+    edges["lsp_server.lifecycle"] = {"lsp_server.store"}  # back to the package: a circle
+    assert graph_tool.circles(edges) == [
+        ["lsp_server.lifecycle", "lsp_server.store", "lsp_server.store.writing"]
+    ]
+
+
 def test_the_registry_and_the_domain_do_not_import_pygls_or_the_adapters():
     edges = graph_tool.graph()
     adapters = {m for m in edges if graph_tool.layer_of(m) == len(graph_tool.LAYERS) - 1}

@@ -6,7 +6,10 @@ counts: top-level, inside a function, or under ``TYPE_CHECKING``).
     uv run python tools/import_graph.py --check    # exit 1 on a circle or an upward import
 
 The layers (lowest first) are :data:`LAYERS`; a module may import its own layer or
-lower ones only. ``tests/test_architecture.py`` runs the check.
+lower ones only. There is no circle: a package that loads one of its own submodules
+(``lsp_server.store`` its write side, on the first write) is not one, since Python
+imports a submodule's package first in any case; any other way back is.
+``tests/test_architecture.py`` runs the check.
 """
 
 from __future__ import annotations
@@ -137,8 +140,16 @@ def layer_of(module: str) -> int:
     return best
 
 
+def one_package(group: list[str]) -> bool:
+    """Whether a group is a package and its own submodules only (see the module's
+    docstring)."""
+    top = min(group, key=len)
+    return all(m == top or m.startswith(top + ".") for m in group)
+
+
 def circles(edges: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected groups of more than one module (Tarjan)."""
+    """The strongly connected groups of more than one module (Tarjan), but for a
+    package and its own submodules alone (``one_package``)."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -165,7 +176,7 @@ def circles(edges: dict[str, set[str]]) -> list[list[str]]:
                 group.append(w)
                 if w == v:
                     break
-            if len(group) > 1:
+            if len(group) > 1 and not one_package(group):
                 out.append(sorted(group))
 
     sys.setrecursionlimit(10_000)
@@ -188,7 +199,7 @@ def mermaid(edges: dict[str, set[str]]) -> str:
     def box(module: str) -> str:
         for _name, members in LAYERS:
             for m in members:
-                folded = m in ("lsp_server.generation", "lsp_server.commands")
+                folded = m in ("lsp_server.generation", "lsp_server.commands", "lsp_server.store")
                 if folded and (module == m or module.startswith(m + ".")):
                     return m
         return module

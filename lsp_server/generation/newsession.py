@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from ..faults import pause_point
-from ..storewrite import fsync_dir
+from ..store.writing import fsync_dir
 
 SESSION_VERSION = 3
 

@@ -39,7 +39,7 @@ import orjson
 from lsp_server import projections
 from lsp_server.service import HandoffService, ServiceConfig
 from lsp_server.store import SCHEMA_VERSION, StateStore
-from lsp_server.storewrite import atomic_write, new_store_id
+from lsp_server.store.writing import atomic_write, new_store_id
 
 from .bench_store import SCOPE, fsync_append, make_workspace, new_records_bytes, write_v1_history
 from .common import BenchResult, Table, emit

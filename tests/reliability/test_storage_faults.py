@@ -275,7 +275,7 @@ def test_disk_full_while_sealing_never_reports_failure_for_a_write_that_landed(
     'nothing was changed' when the seal hit ENOSPC; a retry would have doubled it.)"""
     import errno
 
-    from lsp_server import storewrite
+    from lsp_server.store import writing
 
     monkeypatch.setenv("HANDOFF_SEAL_BYTES", "8192")
     svc = HandoffService(workspace, ServiceConfig())
@@ -285,7 +285,7 @@ def test_disk_full_while_sealing_never_reports_failure_for_a_write_that_landed(
     def no_space(*args, **kwargs):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(storewrite.StoreWriter, "_write_segment", no_space)
+    monkeypatch.setattr(writing.StoreWriter, "_write_segment", no_space)
     before = fingerprint(svc.store.folder)
     params = {"scope": SCOPE, "objective": "x" * 100_000, "inScope": ["a"], "acceptance": ["b"]}
     try:

@@ -22,9 +22,9 @@ from pathlib import Path
 import orjson
 
 from lsp_server import store as store_mod
-from lsp_server import storewrite
 from lsp_server.errors import HandoffError
 from lsp_server.service import HandoffService, ServiceConfig
+from lsp_server.store import writing
 
 
 def contract(svc: HandoffService, scope: str) -> str:
@@ -89,7 +89,7 @@ def main(argv: list[str]) -> int:
         out.write_bytes(orjson.dumps({"reads": reads, "errors": errors}))
         return 0
     if verb == "die-before-live":
-        real = storewrite.atomic_write
+        real = writing.atomic_write
         sealed: list[Path] = []
 
         def dying(path: Path, data: bytes, *, sync_dir: bool = True, point=None) -> None:
@@ -99,7 +99,7 @@ def main(argv: list[str]) -> int:
             if path.parent == svc.store.segment_dir:
                 sealed.append(path)
 
-        storewrite.atomic_write = dying
+        writing.atomic_write = dying
         svc.call(
             "handoff.recordOutcome",
             {"scope": "crash", "status": "unknown", "summary": "the write that seals"},

@@ -19,7 +19,7 @@ from lsp_server import store as store_module
 from lsp_server.errors import HandoffError
 from lsp_server.service import HandoffService, ServiceConfig
 from lsp_server.store import JOURNAL_FILE, SCHEMA_VERSION, StateStore
-from lsp_server.storewrite import journal_line
+from lsp_server.store.writing import journal_line
 
 from ..helpers import SCOPE, fold_journal, live_state, record_contract, refused
 

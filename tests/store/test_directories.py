@@ -11,7 +11,7 @@ import pytest
 
 from lsp_server.service import HandoffService, ServiceConfig
 from lsp_server.store import Directory, StateStore
-from lsp_server.storewrite import StoreWriter
+from lsp_server.store.writing import StoreWriter
 
 from ..helpers import ALL_CHECKS, SCOPE, listed_state, record_contract
 

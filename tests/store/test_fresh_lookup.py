@@ -14,10 +14,9 @@ import orjson
 import pytest
 
 from lsp_server import store as store_module
-from lsp_server import storewrite
 from lsp_server.service import HandoffService, ServiceConfig
-from lsp_server.store import Directory, StateStore
-from lsp_server.storewrite import index_buckets
+from lsp_server.store import Directory, StateStore, writing
+from lsp_server.store.writing import index_buckets
 
 from ..helpers import SCOPE, listed_state
 from .test_directories import answers, folder, grow
@@ -212,21 +211,21 @@ def test_a_seal_killed_while_rewriting_a_format_one_directory_loses_nothing(work
     for path in folder(workspace).glob("dir-*.json"):
         as_format_one(path)
     before = answers(workspace, grown)
-    real = storewrite.pause_point
+    real = writing.pause_point
 
     def die_at_the_point(name):
         if name == point:
             raise Killed
         real(name)
 
-    monkeypatch.setattr(storewrite, "pause_point", die_at_the_point)
+    monkeypatch.setattr(writing, "pause_point", die_at_the_point)
     svc = HandoffService(workspace, ServiceConfig())
     work = {"scope": SCOPE, "state": {"text": "x" * 500, "citations": [{"kind": "source", "ref": grown["contract"]}]},
             "disposition": "continuable", "nextActions": []}
     with pytest.raises(Killed):
         for _ in range(50):
             svc.call("handoff.recordWork", work)
-    monkeypatch.setattr(storewrite, "pause_point", real)
+    monkeypatch.setattr(writing, "pause_point", real)
     # The old directory or the new one is on disk, both whole: the same answers.
     assert answers(workspace, grown)[3:] == before[3:]
     sealed = len(list(folder(workspace).glob("seg-*.json")))

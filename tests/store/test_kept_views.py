@@ -15,7 +15,8 @@ import pytest
 
 from lsp_server import projections, rendering, reports
 from lsp_server.service import HandoffService, ServiceConfig
-from lsp_server.store import StateStore, StoreLog
+from lsp_server.store import StateStore
+from lsp_server.store.wholelog import StoreLog
 
 from ..helpers import (
     ALL_CHECKS,

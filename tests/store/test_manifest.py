@@ -14,10 +14,9 @@ import orjson
 import pytest
 
 from lsp_server import store as store_module
-from lsp_server import storewrite
 from lsp_server.errors import HandoffError
 from lsp_server.service import HandoffService
-from lsp_server.store import SCHEMA_VERSION, StateStore
+from lsp_server.store import SCHEMA_VERSION, StateStore, writing
 
 from ..helpers import (
     SCOPE,
@@ -289,7 +288,7 @@ def _as_format_1(workspace: Path) -> bytes:
     state = orjson.loads(state_file(workspace).read_bytes())
     meta = state["_meta"]["1"]
     entries = manifest_entries(named_manifest(workspace))
-    blob = storewrite.manifest_blob(meta["storeId"], entries, 1)
+    blob = writing.manifest_blob(meta["storeId"], entries, 1)
     named_manifest(workspace).write_bytes(blob)
     meta["manifest"] = store_module.manifest_reference(meta["storeId"], blob, len(entries))
     state_file(workspace).write_bytes(orjson.dumps(state))

@@ -1,4 +1,4 @@
-"""The cross-process state lock (``storewrite.StateLock``): a waiter sleeps in a blocking
+"""The cross-process state lock (``store.writing.StateLock``): a waiter sleeps in a blocking
 ``flock`` and is woken at release; a waiter that gives up hands the lock back when it
 gets it; the lock excludes ``filelock`` holders (older handoff versions) and is
 re-entrant within its thread."""

@@ -19,10 +19,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import HandoffError
-from .faults import pause_point
-from .plainjson import orjson
-from .store import (
+from ..errors import HandoffError
+from ..faults import pause_point
+from ..plainjson import orjson
+from . import (
     _NOFOLLOW,
     _NONBLOCK,
     DIRECTORY_BUCKET_KEYS,
@@ -62,8 +62,8 @@ except ImportError:  # no flock (Windows): the store locks with ``filelock``
     fcntl = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
-    from .records import Generation, Revision, ScopeHead, SessionStart, Source
-    from .store import LiveRead, StateStore
+    from ..records import Generation, Revision, ScopeHead, SessionStart, Source
+    from . import LiveRead, StateStore
 
 
 def atomic_write(
@@ -269,7 +269,7 @@ class Transaction:
         self.store = store
         #: The state ``data`` was copied from (see ``StateStore._load_live``).
         self.parsed = parsed
-        from .tinylive import LiveTable, SnapshotStorage, TinyDB  # only a transaction loads TinyDB
+        from ..tinylive import LiveTable, SnapshotStorage, TinyDB  # only a transaction loads TinyDB
 
         self.db = TinyDB(data, storage=SnapshotStorage)
         self.db.table_class = LiveTable
