@@ -913,7 +913,7 @@ def service_config(args: argparse.Namespace) -> ServiceConfig:
     """``--scope``/``--state-folder`` over the ``--settings`` section (JSON text or a JSON
     file, the shape of the language server's ``handoff`` settings); a bad value costs a
     warning on stderr and its default, as in the language server."""
-    from .config import describe_problems, parse_settings, section_of
+    from .settings import describe_problems, parse_settings, section_of
 
     raw: Any = {}
     text = getattr(args, "settings", None)

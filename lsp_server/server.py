@@ -35,16 +35,15 @@ from pygls.uris import to_fs_path, uri_scheme
 
 from . import __version__, logmessage
 from .commands import BY_NAME, Command
-from .config import (
-    DEFAULT_LOG_LEVEL,
+from .config import DEFAULT_LOG_LEVEL, SECTION
+from .errors import JSONRPC_INVALID_PARAMS, JSONRPC_REQUEST_FAILED, HandoffError
+from .settings import (
     LOG_LEVELS,
-    SECTION,
     HandoffSettings,
     describe_problems,
     looks_like_section,
     parse_settings,
 )
-from .errors import JSONRPC_INVALID_PARAMS, JSONRPC_REQUEST_FAILED, HandoffError
 
 if TYPE_CHECKING:
     from .context import CallContext, CancelToken

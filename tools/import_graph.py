@@ -37,6 +37,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "lsp_server.params",
             "lsp_server.records",
             "lsp_server.config",
+            "lsp_server.settings",
         ),
     ),
     (

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from lsp_server import lifecycle as lc
-from lsp_server.config import HandoffSettings, looks_like_section, parse_settings
+from lsp_server.settings import HandoffSettings, looks_like_section, parse_settings
 
 
 def test_defaults_when_nothing_is_sent():
@@ -95,7 +95,7 @@ def test_scope_rule_matches_the_lifecycle(scope):
 def test_log_levels_are_loggings_levels():
     import logging
 
-    from lsp_server.config import LOG_LEVELS
+    from lsp_server.settings import LOG_LEVELS
 
     assert {k: logging.getLevelName(v) for k, v in LOG_LEVELS.items()} == {
         "error": "ERROR",

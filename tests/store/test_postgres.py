@@ -353,7 +353,7 @@ def test_the_application_role_cannot_migrate_and_is_told_who_can(pg_cluster, wor
 
 
 def test_the_store_and_project_settings_are_parsed_and_bad_ones_cost_a_warning():
-    from lsp_server.config import parse_settings
+    from lsp_server.settings import parse_settings
 
     good, problems = parse_settings(
         {"handoff": {"store": "postgresql://app@db/handoff", "project": "example.com/t/r"}}
