@@ -26,7 +26,8 @@ from .pgstore import (
     safe_target,
     schema_version,
 )
-from .storage import is_postgres, project_id, store_target
+from .project import project_id
+from .storage import is_postgres, store_target
 from .store import StateStore
 
 

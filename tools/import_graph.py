@@ -48,6 +48,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "lsp_server.tinylive",
             "lsp_server.store",
             "lsp_server.storage",
+            "lsp_server.project",
             "lsp_server.plainread",
             "lsp_server.pgstore",
             "lsp_server.storecheck",

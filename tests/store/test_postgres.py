@@ -20,8 +20,8 @@ import pytest
 from lsp_server import lifecycle as lc
 from lsp_server.errors import HandoffError
 from lsp_server.pgstore import SCHEMA_VERSION, PgStore, PgTransaction, migrate
+from lsp_server.project import normalise_remote, project_id
 from lsp_server.service import HandoffService, ServiceConfig
-from lsp_server.storage import normalise_remote, project_id
 
 from ..conftest import sizes
 from ..helpers import SCOPE, prepare, record_contract, refused
