@@ -1494,22 +1494,6 @@ class StateStore:
         meta["schema"] = SCHEMA_VERSION
         return data
 
-    def seq_floor(self, live: dict[str, Any]) -> int:
-        """One above the highest sequence number in the live tail and the newest segment
-        (segments are sealed in log order, so the newest one holds the highest)."""
-        top = 0
-        for name in SEALED_TABLES:
-            for rec in (live.get(name) or {}).values():
-                seq = rec.get("seq") if isinstance(rec, dict) else None
-                if type(seq) is int and seq > top:
-                    top = seq
-        entries = live["_meta"]["1"].get("segments") or []
-        if entries:
-            span = self._segment(entries[-1]).header.get("seqRange")
-            if isinstance(span, list) and len(span) == 2 and type(span[1]) is int:
-                top = max(top, span[1])
-        return top + 1
-
     # -- new store or lost store -------------------------------------------------
 
     @property

@@ -252,6 +252,23 @@ def _unlock_and_close(fd: int) -> None:
         os.close(fd)
 
 
+def seq_floor(store: StateStore, live: dict[str, Any]) -> int:
+    """One above the highest sequence number in the live tail and the newest segment
+    (segments are sealed in log order, so the newest one holds the highest)."""
+    top = 0
+    for name in SEALED_TABLES:
+        for rec in (live.get(name) or {}).values():
+            seq = rec.get("seq") if isinstance(rec, dict) else None
+            if type(seq) is int and seq > top:
+                top = seq
+    entries = live["_meta"]["1"].get("segments") or []
+    if entries:
+        span = store._segment(entries[-1]).header.get("seqRange")
+        if isinstance(span, list) and len(span) == 2 and type(span[1]) is int:
+            top = max(top, span[1])
+    return top + 1
+
+
 class Transaction:
     """A fresh snapshot of the live file under the lock; one atomic write at the end.
 
@@ -331,7 +348,7 @@ class Transaction:
             # A state this process wrote has its counter above its log already (see
             # ``StateStore._seq_sound``): the floor is looked for only in one it read.
             sound = self.parsed is not None and self.parsed is self.store._seq_sound
-            floor = 0 if sound else self.store.seq_floor(self.data)
+            floor = 0 if sound else seq_floor(self.store, self.data)
             if seq < floor:
                 log.warning(
                     "nextSeq %d of %s is at or below a number in the log; using %d",
