@@ -17,11 +17,13 @@ import functools
 import os
 import posixpath
 import stat
+import sys
 import threading
 import time
 from collections import OrderedDict, namedtuple
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 CHUNK = 1 << 20
 #: The largest artifact hashed (bytes); ``HANDOFF_MAX_ARTIFACT_BYTES`` overrides it.
@@ -35,6 +37,31 @@ READ_DEADLINE = 10.0
 RACY_WINDOW_NS = 2_000_000_000
 #: The files whose hashes ``ARTIFACT_HASHES`` keeps (least recently used dropped).
 KEPT_HASHES = 4096
+
+#: Below this size a file is hashed with CPython's own SHA-256 while OpenSSL's is not
+#: loaded: loading OpenSSL (~5 ms) costs more than the own one's slower hashing of up
+#: to ~0.9 MB (165 vs 1,390 MB/s here; docs/performance.md, "Round eight").
+OWN_SHA256_BELOW = 512 * 1024
+
+try:  # CPython's own SHA-256 (``hashlib`` imports OpenSSL's first, ~5 ms)
+    from _sha2 import sha256 as own_sha256  # Python 3.12+
+except ImportError:
+    try:
+        from _sha256 import sha256 as own_sha256  # Python 3.11
+    except ImportError:
+        from hashlib import sha256 as own_sha256
+
+
+def sha256_for(size: int) -> Any:
+    """A SHA-256 hash object for ``size`` bytes: CPython's own below
+    ``OWN_SHA256_BELOW`` while OpenSSL's is not loaded, else ``hashlib``'s (the same
+    digest either way)."""
+    if size < OWN_SHA256_BELOW and "hashlib" not in sys.modules:
+        return own_sha256()
+    import hashlib
+
+    return hashlib.sha256()
+
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
@@ -237,9 +264,7 @@ def hash_artifact(
             raise WouldRead(rel)
         _, deadline = _limits()
         until = time.monotonic() + deadline
-        import hashlib  # OpenSSL's SHA-256, loaded only when a file is read
-
-        digest = hashlib.sha256()
+        digest = sha256_for(st.st_size)
         os.set_blocking(fd, True)
         while chunk := os.read(fd, CHUNK):
             digest.update(chunk)
@@ -258,9 +283,7 @@ def hash_artifact(
 
 def sha256_file(path: Path) -> str:
     """Hex sha256 of a file's bytes, streamed (a path handoff itself chose)."""
-    import hashlib
-
-    digest = hashlib.sha256()
+    digest = sha256_for(path.stat().st_size)
     with open(path, "rb") as fh:
         while chunk := fh.read(CHUNK):
             digest.update(chunk)

@@ -19,7 +19,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import plainjson
-from .evidence import OutsideWorkspace, UnusableArtifact, WorkspaceFiles, WouldRead, as_files
+from .evidence import (
+    OutsideWorkspace,
+    UnusableArtifact,
+    WorkspaceFiles,
+    WouldRead,
+    as_files,
+    sha256_for,
+)
 from .store import revision_shape
 from .vocabulary import (
     DISPOSITIONS,
@@ -30,14 +37,6 @@ from .vocabulary import (
     SOURCE_KINDS,
     SOURCE_RE,
 )
-
-try:  # CPython's own SHA-256: a record's digest without loading OpenSSL (~5 ms of a cold call)
-    from _sha2 import sha256  # Python 3.12+
-except ImportError:
-    try:
-        from _sha256 import sha256  # Python 3.11
-    except ImportError:
-        from hashlib import sha256
 
 if TYPE_CHECKING:
     from .context import CallContext
@@ -51,8 +50,10 @@ def canonical_json(value: Any) -> bytes:
 
 def digest_of(prepared: dict[str, Any]) -> str:
     """``sha256:<hex>`` over the canonical JSON of everything but the digest."""
-    body = {k: v for k, v in prepared.items() if k != "digest"}
-    return "sha256:" + sha256(canonical_json(body)).hexdigest()
+    body = canonical_json({k: v for k, v in prepared.items() if k != "digest"})
+    digest = sha256_for(len(body))
+    digest.update(body)
+    return "sha256:" + digest.hexdigest()
 
 
 #: Revisions already verified, by the identity of their parsed ``prepared`` object (held

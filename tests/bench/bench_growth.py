@@ -128,10 +128,17 @@ def gc_paused_parse(raw: bytes) -> float:
 IMPORT_TINYDB = [sys.executable, "-c", "import tinydb"]
 
 
+#: The ``handoff`` console script the project installs beside the interpreter: what a
+#: user (or an agent) runs (``python -m lsp_server.cli`` also loads ``runpy``).
+HANDOFF_SCRIPT = Path(sys.executable).parent / "handoff"
+
+
 def cold_continue(ws: Path) -> list[str]:
     """One ``handoff call handoff.continue`` command line (a fresh interpreter)."""
+    if not HANDOFF_SCRIPT.is_file():
+        raise SystemExit(f"{HANDOFF_SCRIPT} is missing: run `uv sync` to install the console script")
     params = orjson.dumps({"scope": SCOPE, "mode": "latest"}).decode()
-    return [sys.executable, "-m", "lsp_server.cli", "call", "-w", str(ws), "handoff.continue", params]
+    return [str(HANDOFF_SCRIPT), "call", "-w", str(ws), "handoff.continue", params]
 
 
 def run_cold(argv: list[str], env: dict[str, str] | None = None) -> None:

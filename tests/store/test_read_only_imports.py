@@ -84,3 +84,45 @@ def test_a_report_in_a_fresh_process_loads_the_whole_log_side(workspace, sealed)
     assert ran["code"] == 0
     assert "lsp_server.store.wholelog" in ran["modules"]
     assert "lsp_server.store.writing" not in ran["modules"]
+
+
+@pytest.mark.parametrize("size, openssl", [(4096, False), (600 * 1024, True)])
+def test_an_artifact_is_hashed_without_openssl_below_the_threshold(workspace, size, openssl):
+    """A cited file below ``OWN_SHA256_BELOW`` is hashed with CPython's own SHA-256 in a
+    fresh process; a bigger one loads OpenSSL's. Either way the digest is the one the
+    commit recorded, so the evidence reads as intact."""
+    from lsp_server.evidence import OWN_SHA256_BELOW
+    from lsp_server.service import HandoffService, ServiceConfig
+
+    from ..helpers import prepare, record_contract
+
+    assert (size < OWN_SHA256_BELOW) != openssl
+    target = workspace / "client" / "pets_client.py"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(os.urandom(size // 2).hex().encode())
+    svc = HandoffService(workspace, ServiceConfig())
+    prepared = prepare(svc, record_contract(svc))
+    svc.call("handoff.commit", {"scope": SCOPE, "prepared": prepared})
+    ran = cli(workspace, "handoff.continue", {"scope": SCOPE, "mode": "latest"})
+    answer = orjson.loads(ran["answer"])
+    assert answer["found"] is True and answer["unreadableEvidence"] == []
+    assert ("hashlib" in ran["modules"]) is openssl
+    target.write_bytes(b"changed")  # the check reads the file: a change is seen
+    answer = orjson.loads(cli(workspace, "handoff.continue", {"scope": SCOPE, "mode": "latest"})["answer"])
+    assert [(e["citation"]["path"], e["reason"]) for e in answer["unreadableEvidence"]] == [
+        ("client/pets_client.py", "changed")
+    ]
+
+
+@pytest.mark.parametrize("size", [0, 1, 64, 511 * 1024, 513 * 1024])
+def test_own_and_openssl_sha256_agree(size):
+    import hashlib
+
+    from lsp_server.evidence import own_sha256, sha256_for
+
+    data = os.urandom(size)
+    expected = hashlib.sha256(data).hexdigest()
+    assert own_sha256(data).hexdigest() == expected
+    digest = sha256_for(size)
+    digest.update(data)
+    assert digest.hexdigest() == expected
