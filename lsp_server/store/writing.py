@@ -555,13 +555,14 @@ class StoreWriter:
                     present.append((first, first + span))
             larger += present
 
-    def _write_partials(self, manifest: list[dict[str, Any]]) -> None:
+    def _write_partials(self, manifest: list[dict[str, Any]], names: list[str]) -> None:
         """Write the partial directories lookups over this manifest take (built from
         their segments: a partial one of the smallest tier above the segments every
         8 seals, of the next tier every 64), and remove the ones they supersede (same
-        first segment, fewer segments, not a whole group). Derived data: a lock-free
-        reader of an older manifest that finds its partial gone searches the tier
-        below, and one that cannot be written is left out."""
+        first segment, fewer segments, not a whole group) among ``names`` (the segment
+        folder before this seal: a directory it writes is never superseded).
+        Derived data: a lock-free reader of an older manifest that finds its partial
+        gone searches the tier below, and one that cannot be written is left out."""
         count = len(manifest)
         wanted = self._partial_ranges(count)
         for pos, end in wanted:
@@ -573,18 +574,18 @@ class StoreWriter:
             ends = self.store._unit_ends(pos, count)
             if ends:
                 tops.setdefault(pos + 1, ends[0])
-        for path in self.store.segment_dir.glob(f"dir-{store_id}-*.json"):
-            m = DIRECTORY_NAME_RE.match(path.name)
-            if m is None:
+        for name in names:
+            m = DIRECTORY_NAME_RE.match(name) if name.startswith("dir-") else None
+            if m is None or m.group(1) != store_id:
                 continue
             first, last = int(m.group(2)), int(m.group(3))
             whole = any((first - 1) % span == 0 and last - first + 1 == span for span in spans)
             if not whole and first in tops and last < tops[first]:
                 with self.store._cache_lock:
-                    self.store._directories.pop(path.name, None)
+                    self.store._directories.pop(name, None)
                     self.store._units_of, self.store._directories_changed = None, self.store._directories_changed + 1
                 with contextlib.suppress(OSError):
-                    path.unlink()
+                    (self.store.segment_dir / name).unlink()
 
     def _write_directory(self, manifest: list[dict[str, Any]], first: int, span: int) -> bool:
         """Write the directory of segments ``first + 1``..``first + span`` unless it
@@ -776,6 +777,7 @@ class StoreWriter:
                     meta["storeId"] = new_store_id()
                 meta["journal"] = new_journal_id()  # earlier journal lines no longer apply
                 listed_before = (len(meta.get("segments") or []), meta.get("manifest"))
+                left: list[str] | None = None  # the segment folder's names, when a seal listed it
                 try:
                     payload = self.live_payload(data)
                     written = False
@@ -786,7 +788,7 @@ class StoreWriter:
                             atomic_write(self.store.path, payload, point="state")
                             written = True
                         try:
-                            self._seal(data)
+                            left = self._seal(data)
                         except OSError as exc:
                             # Sealing is an optimisation: ``data`` is untouched until a seal
                             # completes, so keep the tail in the live file this time.
@@ -808,7 +810,7 @@ class StoreWriter:
                     ) from None
                 replaced = listed_before[1]
                 if replaced is not None and meta.get("manifest") != replaced:
-                    self._sweep_superseded(meta["storeId"], replaced["name"])
+                    self._sweep_superseded(meta["storeId"], replaced["name"], left)
                 if new_id or not self.store._marker_ok:
                     self._ensure_marker(meta["storeId"])
                 self._empty_journal(read.journal_size)
@@ -910,15 +912,16 @@ class StoreWriter:
         tail = {name: data.get(name) or {} for name in SEALED_TABLES}
         return len(orjson.dumps(tail)) * 2 >= self.store.seal_bytes
 
-    def _seal(self, data: dict[str, Any]) -> None:
+    def _seal(self, data: dict[str, Any]) -> list[str]:
         """Move the log tail of ``data`` into new segment files (written and fsync'd
-        here); the caller's write of the live file then commits the seal."""
+        here); the caller's write of the live file then commits the seal. Returns the
+        names the segment folder held before (less what ``_sweep_orphans`` removed)."""
         tail = {name: data.get(name) or {} for name in SEALED_TABLES}
         meta = data["_meta"]["1"]
         store_id = meta["storeId"]
         manifest = list(meta["segments"])
         self.store.segment_dir.mkdir(exist_ok=True)
-        self._sweep_orphans(store_id, {e["name"] for e in manifest})
+        left = self._sweep_orphans(store_id, {e["name"] for e in manifest})
         pause_point("seal.begin")
         floors = dict(meta.get("idFloor") or {})
         groups = self._chunk(tail)
@@ -929,7 +932,7 @@ class StoreWriter:
                     number = len(manifest) + 1
                     manifest.append(self._write_segment(store_id, number, group))
                 self._write_directories(manifest)
-                self._write_partials(manifest)
+                self._write_partials(manifest, left)
                 ref, manifest = self._write_manifest(store_id, manifest, sync_dir=False)
                 fsync_dir(self.store.segment_dir)
             except BaseException:
@@ -948,6 +951,7 @@ class StoreWriter:
             data[name] = {}
         meta["segments"], meta["manifest"] = manifest, ref
         meta["idFloor"] = floors
+        return left
 
     @contextlib.contextmanager
     def _seal_marked(self) -> Iterator[None]:
@@ -1060,42 +1064,54 @@ class StoreWriter:
             with contextlib.suppress(OSError):
                 (self.store.segment_dir / ref["name"]).unlink()
 
-    def _sweep_superseded(self, store_id: str, replaced: str) -> None:
+    def _sweep_superseded(self, store_id: str, replaced: str, names: list[str] | None) -> None:
         """After a seal's live file is in place: remove the manifests older than the
         one it replaced, which is kept until the next seal so that a lock-free reader
         of the previous live file still finds its manifest (a failed write sweeps
-        nothing)."""
+        nothing). ``names``: the folder as the seal listed it (every manifest older than
+        the replaced one was there already), or ``None`` to list it here."""
         keep_from = int(MANIFEST_NAME_RE.match(replaced).group(2))
-        for path in self.store.segment_dir.glob(f"manifest-{store_id}-*.json"):
-            m = MANIFEST_NAME_RE.match(path.name)
+        prefix = f"manifest-{store_id}-"
+        for name in os.listdir(self.store.segment_dir) if names is None else names:
+            m = MANIFEST_NAME_RE.match(name) if name.startswith(prefix) else None
             if m is not None and int(m.group(2)) < keep_from:
                 with contextlib.suppress(OSError):
-                    path.unlink()
+                    (self.store.segment_dir / name).unlink()
 
-    def _sweep_orphans(self, store_id: str, listed: set[str]) -> None:
-        """Remove this store's segments that no manifest lists and the manifests of
-        more segments than are listed: left by a seal whose live-file write never
-        happened (only ever under the lock)."""
-        for path in self.store.segment_dir.glob(f"manifest-{store_id}-*.json"):
-            m = MANIFEST_NAME_RE.match(path.name)
-            if m is None or int(m.group(2)) > len(listed):
+    def _sweep_orphans(self, store_id: str, listed: set[str]) -> list[str]:
+        """Remove this store's segments that no manifest lists, the manifests of more
+        segments than are listed and the directories that cover unlisted segments (left
+        by a seal whose live-file write never happened), and the temp files of a killed
+        seal (only ever under the lock). One listing of the folder (~620 names at 553
+        segments: 0.4 ms, where a glob per kind took 6.5 ms). Returns the names left."""
+        folder = self.store.segment_dir
+        manifest, directory, segment = f"manifest-{store_id}-", f"dir-{store_id}-", f"seg-{store_id}-"
+        left: list[str] = []
+        for name in os.listdir(folder):
+            if name.startswith((".seg-", ".dir-", ".manifest-")):
+                gone = ".tmp-" in name[name.index("-") + 1 :]  # a killed seal's temp file
+            elif not name.endswith(".json"):
+                gone = False
+            elif name.startswith(manifest):
+                m = MANIFEST_NAME_RE.match(name)
+                gone = m is None or int(m.group(2)) > len(listed)
+            elif name.startswith(directory):
+                m = DIRECTORY_NAME_RE.match(name)
+                gone = m is None or int(m.group(3)) > len(listed)  # covers unlisted segments
+                if gone:
+                    with self.store._cache_lock:
+                        self.store._directories.pop(name, None)
+            elif name.startswith(segment):
+                gone = name not in listed
+                if gone:
+                    with self.store._cache_lock:
+                        self.store._segments.pop(name, None)
+                        self.store._records.pop(name, None)
+            else:
+                gone = False
+            if gone:
                 with contextlib.suppress(OSError):
-                    path.unlink()
-        for pattern in (".seg-*.tmp-*", ".dir-*.tmp-*", ".manifest-*.tmp-*"):
-            for path in self.store.segment_dir.glob(pattern):
-                with contextlib.suppress(OSError):
-                    path.unlink()
-        for path in self.store.segment_dir.glob(f"dir-{store_id}-*.json"):
-            m = DIRECTORY_NAME_RE.match(path.name)
-            if m is None or int(m.group(3)) > len(listed):  # covers unlisted segments
-                with self.store._cache_lock:
-                    self.store._directories.pop(path.name, None)
-                with contextlib.suppress(OSError):
-                    path.unlink()
-        for path in self.store.segment_dir.glob(f"seg-{store_id}-*.json"):
-            if path.name not in listed:
-                with self.store._cache_lock:
-                    self.store._segments.pop(path.name, None)
-                    self.store._records.pop(path.name, None)
-                with contextlib.suppress(OSError):
-                    path.unlink()
+                    (folder / name).unlink()
+            else:
+                left.append(name)
+        return left

@@ -81,9 +81,9 @@ def grow_store(root: Path, sources: int, revisions: int) -> tuple[Path, str, int
         meta["nextSeq"] = rec["seq"] + 1
         if len(store.writer.live_payload(data)) > store.seal_bytes and store.writer._worth_sealing(data):
             replaced = meta["manifest"]
-            store.writer._seal(data)
+            left = store.writer._seal(data)
             if replaced is not None:  # as a transaction does once the seal is committed
-                store.writer._sweep_superseded(store_id, replaced["name"])
+                store.writer._sweep_superseded(store_id, replaced["name"], left)
     atomic_write(store.path, store.writer.live_payload(data))
     store.writer._ensure_marker(store_id)
     return ws, contract, len(meta["segments"])

@@ -512,3 +512,48 @@ def test_views_kept_across_writes_equal_views_projected_from_scratch(workspace):
         assert kept == project(cold, SCOPE)
     assert projections.continuity(warm, SCOPE)["invalidRecordCount"] == 1
     assert projections.continuity(warm, SCOPE)["invalidRecordCount"] == 1
+
+
+def test_a_seal_sweeps_what_a_failed_seal_left_with_one_listing_of_the_segments_folder(
+    workspace, monkeypatch
+):
+    """Unlisted segments, directories that cover them, manifests of more segments than
+    are listed and a killed seal's temp files go; listed segments, their directories,
+    another store's files and names that are not the store's stay. The folder is listed
+    once by the seal (not once per kind of file, then again for the partial directories
+    and the superseded manifests)."""
+    svc = service(workspace)
+    contract = record_contract(svc)
+    rounds(svc, contract, 4)
+    meta = live(workspace)["_meta"]["1"]
+    sid, count = meta["storeId"], meta["manifest"]["count"]
+    folder = workspace / ".handoff" / "segments"
+    orphans = [
+        f"seg-{sid}-{count + 5:06d}.json",
+        f"dir-{sid}-{count + 1:06d}-{count + 8:06d}.json",
+        f"manifest-{sid}-{count + 5:06d}.json",
+        f".seg-{sid}-{count + 6:06d}.json.tmp-1-dead",
+        f".dir-{sid}-000001-000008.json.tmp-1-dead",
+        f".manifest-{sid}-{count + 6:06d}.json.tmp-1-dead",
+    ]
+    strangers = ["seg-0123456789ab-000001.json", "notes.txt", f"seg-{sid}-x.txt"]
+    for name in orphans + strangers:
+        (folder / name).write_bytes(b"{}")
+    before = {p.name for p in folder.iterdir()} - set(orphans) - set(strangers)
+    listed = []  # listings of the segments folder, by os.listdir or os.scandir (glob)
+    for name in ("listdir", "scandir"):
+        real = getattr(os, name)
+        monkeypatch.setattr(os, name, lambda path=".", real=real: listed.append(Path(path).name) or real(path))
+    for n in range(100, 200):  # until the next seal
+        rounds(svc, contract, 1, start=n)
+        if live(workspace)["_meta"]["1"]["manifest"]["count"] > count:
+            break
+    assert listed.count("segments") == 1
+    after = {p.name for p in folder.iterdir()}
+    assert not after & set(orphans)
+    assert set(strangers) <= after
+    gone = before - after  # only manifests older than the one the seal replaced
+    assert all(n.startswith(f"manifest-{sid}-") and int(n[-11:-5]) < count for n in gone)
+    assert all(n in after for n in before if not n.startswith("manifest-"))
+    ours = [p for p in segments(workspace) if p.name.startswith(f"seg-{sid}-")]
+    assert len(ours) == len(live(workspace)["_meta"]["1"]["segments"])
