@@ -34,8 +34,12 @@ one. The live file does not grow with the history (the manifest is read and chec
 per process), so the cost of a write depends on the tail, not on the history. Schema-2
 files (the manifest inline in the live file, no journal) read as they are and move the
 manifest into its file on their first write; schema-1 files (one TinyDB file holding
-everything) migrate forward on their first
-write.
+everything) migrate forward on their first write.
+
+This module is the read side, all a lookup needs. The write side (``writing``: the
+lock, transactions, journal appends, seals) is loaded on the first write, and the whole
+log (``wholelog``: sealed tables folded in order, the full view, the merged index) on
+the first full read or view, so a read-only process never compiles either.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A ``StateStore`` (``store``) reads on its own; its ``writer``, a ``StoreWriter`` made on
 the first write, holds everything that writes. A process that only reads (``handoff
 call handoff.continue``, a report) never imports this module: without a bytecode cache,
-compiling it was a fifth of such a call (docs/performance.md, "Round eight").
+compiling it was a sixth of such a call (docs/performance.md, "Round eight").
 """
 
 from __future__ import annotations
