@@ -544,16 +544,20 @@ def test_a_seal_sweeps_what_a_failed_seal_left_with_one_listing_of_the_segments_
     for name in ("listdir", "scandir"):
         real = getattr(os, name)
         monkeypatch.setattr(os, name, lambda path=".", real=real: listed.append(Path(path).name) or real(path))
-    for n in range(100, 200):  # until the next seal
+    seals = []
+    real_seal = svc.store.writer._seal
+    monkeypatch.setattr(svc.store.writer, "_seal", lambda data: seals.append(1) or real_seal(data))
+    for n in range(100, 200):  # until the next seal (a round may seal more than once)
         rounds(svc, contract, 1, start=n)
-        if live(workspace)["_meta"]["1"]["manifest"]["count"] > count:
+        if seals:
             break
-    assert listed.count("segments") == 1
+    assert listed.count("segments") == len(seals)
     after = {p.name for p in folder.iterdir()}
     assert not after & set(orphans)
     assert set(strangers) <= after
-    gone = before - after  # only manifests older than the one the seal replaced
-    assert all(n.startswith(f"manifest-{sid}-") and int(n[-11:-5]) < count for n in gone)
+    now = live(workspace)["_meta"]["1"]["manifest"]["count"]
+    gone = before - after  # only manifests older than the current one
+    assert all(n.startswith(f"manifest-{sid}-") and int(n[-11:-5]) < now for n in gone)
     assert all(n in after for n in before if not n.startswith("manifest-"))
     ours = [p for p in segments(workspace) if p.name.startswith(f"seg-{sid}-")]
     assert len(ours) == len(live(workspace)["_meta"]["1"]["segments"])
