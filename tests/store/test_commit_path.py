@@ -123,6 +123,68 @@ def test_a_change_to_the_manifest_or_store_id_writes_the_live_file_whole(workspa
     assert summaries(svc.store.read()) == [f"round {n} " + "x" * 200 for n in range(12)]
 
 
+def floor_looks(monkeypatch) -> list[int]:
+    """Count the transactions that look for the highest sequence number in the log."""
+    from lsp_server.store import writing
+
+    calls: list[int] = []
+    real = writing.seq_floor
+
+    def counted(store, live):
+        calls.append(1)
+        return real(store, live)
+
+    monkeypatch.setattr(writing, "seq_floor", counted)
+    return calls
+
+
+def seqs_of(state: dict) -> list[int]:
+    return [rec["seq"] for table in ("sources", "revisions", "generations") for rec in state[table].values()]
+
+
+def test_another_writers_journal_lines_keep_the_counter_checked_without_a_scan(workspace, monkeypatch):
+    first = HandoffService(workspace, ServiceConfig())
+    other = HandoffService(workspace, ServiceConfig())
+    record_contract(first)
+    looks = floor_looks(monkeypatch)
+    outcome(other, "other's first")  # a state this process did not write: looked for once
+    assert len(looks) == 1
+    for n in range(3):
+        outcome(first, f"first {n}")  # journal lines of another writer...
+        outcome(other, f"other {n}")  # ...checked line by line, not by a scan
+    assert len(looks) == 1  # ``first`` wrote the state it started from: no look at all
+    state = live_state(workspace)
+    assert len(set(seqs_of(state))) == len(seqs_of(state)) and state["_meta"]["1"]["nextSeq"] > max(seqs_of(state))
+
+
+@pytest.mark.parametrize("line", ["rewound", "above"])
+def test_a_journal_line_that_leaves_the_counter_below_the_log_makes_the_next_transaction_look(
+    workspace, monkeypatch, line
+):
+    svc = HandoffService(workspace, ServiceConfig())
+    record_contract(svc)
+    outcome(svc, "checked")
+    folder = workspace / ".handoff"
+    live = orjson.loads((folder / "state.json").read_bytes())
+    journal_id = live["_meta"]["1"]["journal"]
+    state = svc.store.read()
+    counter = state["_meta"]["1"]["nextSeq"]
+    rec = {**next(iter(state["sources"].values())), "id": "by hand", "seq": counter + 5}
+    change = (
+        {"ops": [], "meta": {"nextSeq": 1}}
+        if line == "rewound"
+        else {"ops": [["sources", "990", rec]], "meta": {"nextSeq": counter}}
+    )
+    with open(folder / JOURNAL_FILE, "ab") as fh:  # a whole line no handoff writer wrote
+        fh.write(journal_line(journal_id, change))
+    looks = floor_looks(monkeypatch)
+    outcome(svc, "after")
+    assert len(looks) == 1
+    state = live_state(workspace)
+    seqs = seqs_of(state)
+    assert len(set(seqs)) == len(seqs) and state["_meta"]["1"]["nextSeq"] > max(seqs)
+
+
 def test_journal_lines_of_an_earlier_live_file_are_not_applied(workspace):
     svc = HandoffService(workspace, ServiceConfig())
     record_contract(svc)

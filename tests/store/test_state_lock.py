@@ -1,17 +1,21 @@
 """The cross-process state lock (``store.writing.StateLock``): a waiter sleeps in a blocking
-``flock`` and is woken at release; a waiter that gives up hands the lock back when it
-gets it; the lock excludes ``filelock`` holders (older handoff versions) and is
-re-entrant within its thread."""
+``flock`` and is woken at release; the main thread waits in the call itself, ended at
+the deadline by an interval timer, unless the process has a SIGALRM handler of its own;
+any other waiter waits in a helper thread, which hands the lock back when it gets it
+after the caller gave up; the lock excludes ``filelock`` holders (older handoff
+versions) and is re-entrant within its thread."""
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 
+from lsp_server.errors import HandoffError
 from lsp_server.service import HandoffService, ServiceConfig
 from lsp_server.store import StateStore
 
@@ -85,6 +89,23 @@ def test_waiter_sleeps_in_flock_and_is_woken_when_the_holder_releases(workspace)
     assert free_for_others(lock_path)
 
 
+def in_a_thread(fn, *args):
+    """``fn(*args)`` in another thread (not the main one): its return or its error."""
+    out: dict = {}
+
+    def run() -> None:
+        try:
+            out["value"] = fn(*args)
+        except BaseException as exc:  # handed back to the test
+            out["error"] = exc
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    worker.join(timeout=60)
+    assert not worker.is_alive()
+    return out
+
+
 def test_waiter_that_timed_out_hands_the_lock_back_when_it_gets_it(workspace):
     svc = HandoffService(workspace, ServiceConfig())
     record_contract(svc)
@@ -92,8 +113,9 @@ def test_waiter_that_timed_out_hands_the_lock_back_when_it_gets_it(workspace):
     holder = hold(lock_path)
     try:
         svc.store.writer._file_lock.timeout = 0.2
-        err = refused(record_contract, svc)
-        assert err.code == "store_busy" and "state.lock" in err.message
+        out = in_a_thread(record_contract, svc)  # not the main thread: a helper waits
+        err = out["error"]
+        assert isinstance(err, HandoffError) and err.code == "store_busy" and "state.lock" in err.message
         assert lock_waiters()  # still blocked in flock after the caller gave up
     finally:
         let_go(holder)
@@ -101,6 +123,54 @@ def test_waiter_that_timed_out_hands_the_lock_back_when_it_gets_it(workspace):
     assert free_for_others(lock_path)
     record_contract(svc)  # and this process can take it again
     assert sources_in(workspace) == 2
+
+
+def test_main_thread_waits_in_flock_itself_and_an_interval_timer_ends_the_wait(workspace):
+    svc = HandoffService(workspace, ServiceConfig())
+    record_contract(svc)
+    lock_path = workspace / ".handoff/state.lock"
+    holder = hold(lock_path)
+    try:
+        svc.store.writer._file_lock.timeout = 0.2
+        started = time.monotonic()
+        err = refused(record_contract, svc)
+        assert err.code == "store_busy" and "state.lock" in err.message
+        assert time.monotonic() - started >= 0.2  # the whole bounded wait
+        assert lock_waiters() == []  # no helper thread: the wait ended with the call
+        assert signal.getsignal(signal.SIGALRM) is signal.SIG_DFL
+        assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    finally:
+        let_go(holder)
+    assert free_for_others(lock_path)  # nothing of the timed-out wait holds it
+    svc.store.writer._file_lock.timeout = 60
+    holder = hold(lock_path)
+    threading.Timer(0.3, let_go, args=(holder,)).start()
+    record_contract(svc)  # woken at release, in this thread
+    assert sources_in(workspace) == 2 and lock_waiters() == []
+    assert signal.getsignal(signal.SIGALRM) is signal.SIG_DFL
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+def test_a_process_with_its_own_sigalrm_handler_keeps_it_and_waits_in_a_helper(workspace):
+    svc = HandoffService(workspace, ServiceConfig())
+    record_contract(svc)
+    lock_path = workspace / ".handoff/state.lock"
+    fired: list[int] = []
+    previous = signal.signal(signal.SIGALRM, lambda signum, frame: fired.append(signum))
+    try:
+        holder = hold(lock_path)
+        try:
+            svc.store.writer._file_lock.timeout = 0.2
+            err = refused(record_contract, svc)
+            assert err.code == "store_busy"
+            assert lock_waiters()  # the helper thread waited, not an alarm
+            assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0) and fired == []
+        finally:
+            let_go(holder)
+        until(lambda: not lock_waiters(), "the abandoned waiter never let go")
+        assert signal.getsignal(signal.SIGALRM) is not signal.SIG_DFL  # left as it was
+    finally:
+        signal.signal(signal.SIGALRM, previous)
 
 
 def test_lock_is_reentrant_in_its_thread_and_released_at_the_outermost_exit(workspace):
