@@ -435,7 +435,10 @@ class SessionsParams:
 def check_limits(value: Any, command: str, key: str = "params") -> None:
     """Refuse a string or a list of a structured params object that is over its limit,
     naming the key (``draft.nextActions[3].text``) and the limit."""
-    _check_limits(value, command, key, re.sub(r"\[\d+\]$", "", key).rsplit(".", 1)[-1])
+    over = _first_over(value, re.sub(r"\[\d+\]$", "", key).rsplit(".", 1)[-1])
+    if over is not None:
+        steps, what, limit = over
+        raise _too_big(command, key + "".join(reversed(steps)), what, limit)
 
 
 @functools.cache
@@ -449,28 +452,37 @@ def _limited_fields(cls: type) -> tuple[tuple[str, str], ...] | None:
     return tuple((a.name, camel(a.name)) for a in attrs.fields(cls))
 
 
-def _check_limits(value: Any, command: str, key: str, name: str) -> None:
-    """``check_limits`` of ``value`` at ``key``, whose limits are those of ``name``
-    (the last key without its list index)."""
+def _first_over(value: Any, name: str) -> tuple[list[str], str, int] | None:
+    """The first string or list in ``value`` over its limit (those of ``name``, the
+    last key without its list index): the steps of its key from ``value``, innermost
+    first, what is too big and the limit; ``None`` when all are within. The key is
+    spelled only for a value that is over: the walk of a commit's params no longer
+    formats one per value (it was a seventh of a commit's CPU, docs/performance.md,
+    "Round nine")."""
     if isinstance(value, str):
         limit = TEXT_LIMITS.get(name, MAX_NAME)
-        if len(value) > limit:
-            raise _too_big(command, key, f"is {len(value):,} characters long", limit)
-        return
+        return ([], f"is {len(value):,} characters long", limit) if len(value) > limit else None
     if isinstance(value, list):
         limit = LIST_LIMITS.get(name, MAX_ITEMS)
         if len(value) > limit:
-            raise _too_big(command, key, f"has {len(value):,} items", limit)
+            return [], f"has {len(value):,} items", limit
         for i, item in enumerate(value):
-            _check_limits(item, command, f"{key}[{i}]", name)
-        return
+            over = _first_over(item, name)
+            if over is not None:
+                over[0].append(f"[{i}]")
+                return over
+        return None
     fields = _limited_fields(type(value))
     if fields is None:
-        return
+        return None
     for attr, cam in fields:
         item = getattr(value, attr)
         if item is not None and type(item) not in _UNLIMITED:
-            _check_limits(item, command, f"{key}.{cam}", cam)
+            over = _first_over(item, cam)
+            if over is not None:
+                over[0].append(f".{cam}")
+                return over
+    return None
 
 
 #: Value types that have no size limit (skipped by the walk without a lookup).

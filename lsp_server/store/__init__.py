@@ -335,16 +335,15 @@ def _file_type(mode: int) -> str:
 def read_regular(path: Path) -> tuple[bytes, os.stat_result]:
     """A regular file's bytes, never following a final symlink nor blocking on a FIFO
     or a device swapped in (``OSError`` ``EINVAL`` for those)."""
-    fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK)
+    fd, st = open_regular_fd(path)
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise OSError(errno.EINVAL, f"not a regular file ({_file_type(st.st_mode)})")
-        os.set_blocking(fd, True)
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        return b"".join(chunks), st
+        # One read of one byte more than ``fstat`` said: a regular file reads short only
+        # at its end, so a file that did not grow meanwhile takes one system call (the
+        # live file and the journal are read in every transaction).
+        first = os.read(fd, st.st_size + 1)
+        if len(first) <= st.st_size:
+            return first, st
+        return first + _read_to_end(fd), st
     finally:
         os.close(fd)
 
@@ -1168,6 +1167,9 @@ class StateStore:
         #: What must be checked before the lock file is opened (the rest is checked
         #: again under the lock, where a transaction reads and writes).
         self._lock_checks = tuple(c for c in self._layout_checks if c[1] in ("state folder", "lock file"))
+        #: The state folder's own check, and the others by the name listed in it.
+        self._folder_checks = self._layout_checks[:1]
+        self._listed_checks = {os.path.basename(c[0]): c for c in self._layout_checks[1:]}
         if lock_timeout is None:
             lock_timeout = float(os.environ.get("HANDOFF_LOCK_TIMEOUT", DEFAULT_LOCK_TIMEOUT))
         if seal_bytes is None:

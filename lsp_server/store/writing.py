@@ -309,6 +309,13 @@ class _Alarm:
             os.kill(os.getpid(), signal.SIGALRM)
 
 
+def _is_expected(entry: os.DirEntry, folder: bool) -> bool:
+    """Whether a listed path is a real folder (``folder``) or a real file."""
+    if entry.is_symlink():
+        return False
+    return entry.is_dir(follow_symlinks=False) if folder else entry.is_file(follow_symlinks=False)
+
+
 def _alarm_free() -> bool:
     """Whether this thread may bound a blocking call with SIGALRM: the main thread of
     the main interpreter, in a process with no SIGALRM handler or timer of its own."""
@@ -815,15 +822,53 @@ class StoreWriter:
             finally:
                 lock.release()
 
-    def _sweep_temp_files(self) -> None:
+    def _settle_folder(self) -> None:
+        """Under the lock, before a transaction reads: every path of the layout checked
+        (``ensure_folder(gitignore=True)``) and the temp files of writers that died
+        mid-write swept, from one listing of the state folder.
+
+        The listing's file types (no system call per name on Linux) stand in for an
+        ``lstat`` of each path; a path whose type is not the expected one is looked at
+        by ``_refuse_symlinks``, which says what is wrong. One ``lstat`` of the folder
+        and one listing instead of six ``lstat``, a ``stat`` and a listing
+        (docs/performance.md, "Round nine")."""
+        store = self.store
+        store._refuse_symlinks(store._folder_checks)
+        try:
+            names = []
+            with os.scandir(store.folder) as listing:
+                for entry in listing:
+                    names.append(entry.name)
+                    check = store._listed_checks.get(entry.name)
+                    if check is not None and not _is_expected(entry, check[2]):
+                        store._refuse_symlinks((check,))  # raises, saying what it is
+        except FileNotFoundError:  # the folder went away: made again as at first
+            self.ensure_folder(gitignore=True)
+            self._sweep_temp_files()
+            return
+        except OSError as exc:
+            raise HandoffError(
+                "store_busy",
+                f"The state folder {store.folder} cannot be listed ({exc.strerror}); nothing "
+                "was changed. Fix the folder's permissions and retry.",
+                stateFolder=str(store.folder),
+                errno=exc.errno,
+            ) from None
+        if ".gitignore" not in names:
+            self.ensure_folder(gitignore=True)
+        self._sweep_temp_files(names)
+
+    def _sweep_temp_files(self, names: list[str] | None = None) -> None:
         """Remove temp files of writers that died mid-write (only ever under the lock).
 
-        One ``os.listdir`` of the state folder with a prefix test. The segments folder
-        (~800 names in a long history) is listed only when a seal mark says a seal was
-        killed there (``_seal_marked``): no other writer leaves temp files in it.
+        A prefix test over the state folder's names (``names``, or one ``os.listdir``).
+        The segments folder (~800 names in a long history) is listed only when a seal
+        mark says a seal was killed there (``_seal_marked``): no other writer leaves
+        temp files in it.
         """
         prefixes = (f".{STATE_FILE}.tmp-", "..gitignore.tmp-", f".{MARKER_FILE}.tmp-")
-        names = os.listdir(self.store.folder)
+        if names is None:
+            names = os.listdir(self.store.folder)
         leftovers = [self.store.folder / n for n in names if n.startswith(prefixes)]
         marks = [self.store.folder / n for n in names if n.startswith(SEAL_MARK_PREFIX)]
         if marks:
@@ -845,8 +890,7 @@ class StoreWriter:
         with self._locked():
             pause_point("tx.locked")
             # Every path checked under the lock, before the sweep lists any folder.
-            self.ensure_folder(gitignore=True)
-            self._sweep_temp_files()
+            self._settle_folder()
             read = self.store._load_live(checked=True)
             tx = Transaction(self.store, read.data, read.migrated, read.parsed)
             yield tx

@@ -422,9 +422,12 @@ def test_a_transaction_lists_the_segments_folder_only_after_a_killed_seal(worksp
     assert segments(workspace)
     svc.store.seal_bytes = 10**9  # these writes do not seal
     listed = []
-    real = os.listdir
+    real, real_scan = os.listdir, os.scandir
     monkeypatch.setattr(
         os, "listdir", lambda path=".": listed.append(Path(path).name) or real(path)
+    )
+    monkeypatch.setattr(
+        os, "scandir", lambda path=".": listed.append(Path(path).name) or real_scan(path)
     )
     svc.call("handoff.recordOutcome", {"scope": SCOPE, "status": "unknown", "summary": "s"})
     assert "segments" not in listed and ".handoff" in listed
