@@ -115,7 +115,8 @@ def test_waiter_that_timed_out_hands_the_lock_back_when_it_gets_it(workspace):
         svc.store.writer._file_lock.timeout = 0.2
         out = in_a_thread(record_contract, svc)  # not the main thread: a helper waits
         err = out["error"]
-        assert isinstance(err, HandoffError) and err.code == "store_busy" and "state.lock" in err.message
+        assert isinstance(err, HandoffError) and err.code == "store_busy"
+        assert "state.lock" in err.message
         assert lock_waiters()  # still blocked in flock after the caller gave up
     finally:
         let_go(holder)
