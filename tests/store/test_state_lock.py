@@ -224,3 +224,40 @@ def test_child_forked_while_the_lock_is_held_does_not_keep_it_after_the_parent_d
         assert free_for_others(store.lock_path)  # the child's copy was closed at the fork
     finally:
         os.kill(child, 9)
+
+
+FOREIGN_ALARM = """
+import os, signal, sys, time
+from lsp_server.store import StateStore
+store = StateStore(sys.argv[1])
+lock = store.writer._file_lock
+print("ready", flush=True)
+lock.acquire()  # waited for in this thread: the timer's handler stays until the release
+assert signal.getsignal(signal.SIGALRM) is not signal.SIG_DFL
+os.kill(os.getpid(), signal.SIGALRM)  # not the timer's
+time.sleep(0.05)  # taken by the handler, which only notes it
+print("holding", flush=True)
+lock.release()  # the lock let go, the default back: the signal is sent again
+time.sleep(5)
+print("survived", flush=True)
+"""
+
+
+def test_a_foreign_sigalrm_taken_while_the_lock_is_held_ends_the_process_after_the_release(
+    workspace,
+):
+    store = StateStore(workspace / ".handoff")
+    store.ensure_folder()
+    holder = hold(store.lock_path)
+    child = subprocess.Popen(
+        [sys.executable, "-c", FOREIGN_ALARM, str(store.folder)], stdout=subprocess.PIPE
+    )
+    try:
+        assert child.stdout.readline().strip() == b"ready"
+        time.sleep(0.2)  # the child is waiting in flock
+    finally:
+        let_go(holder)
+    out, _ = child.communicate(timeout=60)
+    assert out.split() == [b"holding"]  # it held the lock, then SIGALRM ended it
+    assert child.returncode == -signal.SIGALRM
+    assert free_for_others(store.lock_path)
