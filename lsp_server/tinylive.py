@@ -4,6 +4,7 @@ never loads TinyDB."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from tinydb import TinyDB
@@ -30,6 +31,26 @@ class SnapshotStorage(Storage):
 
 class LiveTable(Table):
     """A table of the live file whose new document ids never reuse a sealed one."""
+
+    def insert(self, document: Mapping) -> int:
+        """TinyDB's ``insert`` of a new document, without its conversion of every key
+        of the table to ``int`` and back to ``str`` around the change (two passes over
+        the live tail in each transaction that appends a record). The table is copied,
+        as TinyDB's own update copies it, and the snapshot's dict is never changed. A
+        ``Document`` (which brings its own id) goes through TinyDB's path."""
+        if isinstance(document, self.document_class) or not isinstance(document, Mapping):
+            return super().insert(document)
+        doc_id = self._get_next_id()
+        tables = self._storage.read()
+        table = dict(tables.get(self.name) or {})
+        key = str(doc_id)
+        if key in table:
+            raise ValueError(f"Document with ID {key} already exists")
+        table[key] = dict(document)
+        tables[self.name] = table
+        self._storage.write(tables)
+        self.clear_cache()
+        return doc_id
 
     def _get_next_id(self) -> int:
         if self._next_id is None:

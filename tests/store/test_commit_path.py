@@ -363,3 +363,24 @@ def test_a_reader_that_misses_a_new_stores_first_write_reads_it_instead_of_calli
     monkeypatch.setattr(store_module, "read_regular", before_the_first_write)
     state = StateStore(workspace / ".handoff").snapshot().live
     assert missed and len(state["sources"]) == 1
+
+
+def test_a_live_table_insert_copies_the_table_and_keeps_tinydbs_ids():
+    from tinydb.table import Document
+
+    from lsp_server.tinylive import LiveTable, SnapshotStorage, TinyDB
+
+    parsed = {"_meta": {"1": {"idFloor": {"sources": 7}}}, "sources": {"2": {"id": "a"}, "5": {"id": "b"}}}
+    table_before = parsed["sources"]
+    db = TinyDB(dict(parsed), storage=SnapshotStorage)
+    db.table_class = LiveTable
+    sources = db.table("sources", cache_size=0)
+    assert sources.insert({"id": "c"}) == 8  # above the sealed floor and the live ids
+    assert sources.insert({"id": "d"}) == 9
+    assert parsed["sources"] is table_before and list(table_before) == ["2", "5"]  # unchanged
+    assert list(db.storage.data["sources"]) == ["2", "5", "8", "9"]
+    assert db.storage.dirty
+    assert sources.insert(Document({"id": "e"}, doc_id=20)) == 20  # TinyDB's own path
+    with pytest.raises(ValueError):
+        sources.insert(Document({"id": "f"}, doc_id=20))
+    assert [d["id"] for d in sources.all()] == ["a", "b", "c", "d", "e"]
