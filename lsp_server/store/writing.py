@@ -149,6 +149,11 @@ def _close_inherited_lock_fds() -> None:
         with contextlib.suppress(OSError):
             os.close(fd)
     _LOCK_FDS.clear()
+    # A child forked while the parent held a lock it waited for in its main thread
+    # holds no lock: SIGALRM's default comes back with it (see ``_Alarm``).
+    handler = signal.getsignal(signal.SIGALRM)
+    if isinstance(getattr(handler, "__self__", None), _Alarm):
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
 
 
 if hasattr(os, "register_at_fork"):

@@ -261,3 +261,38 @@ def test_a_foreign_sigalrm_taken_while_the_lock_is_held_ends_the_process_after_t
     assert out.split() == [b"holding"]  # it held the lock, then SIGALRM ended it
     assert child.returncode == -signal.SIGALRM
     assert free_for_others(store.lock_path)
+
+
+FORK_AFTER_WAIT = """
+import os, signal, sys
+from lsp_server.store import StateStore
+store = StateStore(sys.argv[1])
+lock = store.writer._file_lock
+print("ready", flush=True)
+lock.acquire()  # waited for in this thread: the timer's handler stays until the release
+child = os.fork()
+if child == 0:
+    default = signal.getsignal(signal.SIGALRM) is signal.SIG_DFL
+    os.write(1, b"child default\\n" if default else b"child kept the handler\\n")
+    os._exit(0)
+os.waitpid(child, 0)
+lock.release()
+print("parent", signal.getsignal(signal.SIGALRM) is signal.SIG_DFL, flush=True)
+"""
+
+
+def test_a_child_forked_after_a_wait_in_the_main_thread_has_sigalrms_default(workspace):
+    store = StateStore(workspace / ".handoff")
+    store.ensure_folder()
+    holder = hold(store.lock_path)
+    child = subprocess.Popen(
+        [sys.executable, "-c", FORK_AFTER_WAIT, str(store.folder)], stdout=subprocess.PIPE
+    )
+    try:
+        assert child.stdout.readline().strip() == b"ready"
+        time.sleep(0.2)  # the process is waiting in flock
+    finally:
+        let_go(holder)
+    out, _ = child.communicate(timeout=60)
+    assert out.decode().splitlines() == ["child default", "parent True"]
+    assert child.returncode == 0
