@@ -1236,13 +1236,7 @@ class StateStore:
             except NotADirectoryError:
                 continue  # reported for the folder itself, which is checked first
             except OSError as exc:
-                raise HandoffError(
-                    "store_busy",
-                    f"The {what} {path} cannot be looked at ({exc.strerror}); nothing was "
-                    "changed. Fix the folder's permissions and retry.",
-                    stateFolder=str(self.folder),
-                    errno=exc.errno,
-                ) from None
+                raise self.unusable(what, path, exc) from None
             kind = "folder" if folder else "file"
             if stat.S_ISLNK(st.st_mode):
                 raise HandoffError(
@@ -1264,6 +1258,16 @@ class StateStore:
                     reason="not_a_folder" if folder else "not_a_file",
                 )
         return True
+
+    def unusable(self, what: str, path: str | Path, exc: OSError) -> HandoffError:
+        """The error for a path of the layout that cannot be looked at (or listed)."""
+        return HandoffError(
+            "store_busy",
+            f"The {what} {path} cannot be looked at ({exc.strerror}); nothing was "
+            "changed. Fix the folder's permissions and retry.",
+            stateFolder=str(self.folder),
+            errno=exc.errno,
+        )
 
     def tail_index(self, sources: dict[str, Any], revisions: dict[str, Any]) -> dict[str, Any]:
         """``build_index`` of the live tail's tables, extended from the tail this process

@@ -852,13 +852,7 @@ class StoreWriter:
             self._sweep_temp_files()
             return
         except OSError as exc:
-            raise HandoffError(
-                "store_busy",
-                f"The state folder {store.folder} cannot be listed ({exc.strerror}); nothing "
-                "was changed. Fix the folder's permissions and retry.",
-                stateFolder=str(store.folder),
-                errno=exc.errno,
-            ) from None
+            raise store.unusable("state folder", store.folder, exc) from None
         if ".gitignore" not in names:
             self.ensure_folder(gitignore=True)
         self._sweep_temp_files(names)

@@ -69,11 +69,17 @@ def sources_in(workspace: Path) -> int:
     return len(live_state(workspace)["sources"])
 
 
-def test_waiter_sleeps_in_flock_and_is_woken_when_the_holder_releases(workspace):
+def held_after_a_contract(workspace: Path) -> tuple[HandoffService, Path, subprocess.Popen]:
+    """A service that recorded a Work Contract, its lock file, and another process
+    holding that lock until told to let go."""
     svc = HandoffService(workspace, ServiceConfig())
     record_contract(svc)
     lock_path = workspace / ".handoff/state.lock"
-    holder = hold(lock_path)
+    return svc, lock_path, hold(lock_path)
+
+
+def test_waiter_sleeps_in_flock_and_is_woken_when_the_holder_releases(workspace):
+    svc, lock_path, holder = held_after_a_contract(workspace)
     svc.store.writer._file_lock.timeout = 60
     writer = threading.Thread(target=record_contract, args=(svc,))
     try:
@@ -107,10 +113,7 @@ def in_a_thread(fn, *args):
 
 
 def test_waiter_that_timed_out_hands_the_lock_back_when_it_gets_it(workspace):
-    svc = HandoffService(workspace, ServiceConfig())
-    record_contract(svc)
-    lock_path = workspace / ".handoff/state.lock"
-    holder = hold(lock_path)
+    svc, lock_path, holder = held_after_a_contract(workspace)
     try:
         svc.store.writer._file_lock.timeout = 0.2
         out = in_a_thread(record_contract, svc)  # not the main thread: a helper waits
@@ -127,10 +130,7 @@ def test_waiter_that_timed_out_hands_the_lock_back_when_it_gets_it(workspace):
 
 
 def test_main_thread_waits_in_flock_itself_and_an_interval_timer_ends_the_wait(workspace):
-    svc = HandoffService(workspace, ServiceConfig())
-    record_contract(svc)
-    lock_path = workspace / ".handoff/state.lock"
-    holder = hold(lock_path)
+    svc, lock_path, holder = held_after_a_contract(workspace)
     try:
         svc.store.writer._file_lock.timeout = 0.2
         started = time.monotonic()
@@ -226,6 +226,24 @@ def test_child_forked_while_the_lock_is_held_does_not_keep_it_after_the_parent_d
         os.kill(child, 9)
 
 
+def after_a_wait(store: StateStore, script: str) -> tuple[bytes, int]:
+    """Run ``script`` (which prints ``ready`` and then takes the lock in its main thread)
+    while another process holds the lock, let go once it waits; its output after
+    ``ready`` and its exit status."""
+    store.ensure_folder()
+    holder = hold(store.lock_path)
+    child = subprocess.Popen(
+        [sys.executable, "-c", script, str(store.folder)], stdout=subprocess.PIPE
+    )
+    try:
+        assert child.stdout.readline().strip() == b"ready"
+        time.sleep(0.2)  # the process is waiting in flock
+    finally:
+        let_go(holder)
+    out, _ = child.communicate(timeout=60)
+    return out, child.returncode
+
+
 FOREIGN_ALARM = """
 import os, signal, sys, time
 from lsp_server.store import StateStore
@@ -247,19 +265,9 @@ def test_a_foreign_sigalrm_taken_while_the_lock_is_held_ends_the_process_after_t
     workspace,
 ):
     store = StateStore(workspace / ".handoff")
-    store.ensure_folder()
-    holder = hold(store.lock_path)
-    child = subprocess.Popen(
-        [sys.executable, "-c", FOREIGN_ALARM, str(store.folder)], stdout=subprocess.PIPE
-    )
-    try:
-        assert child.stdout.readline().strip() == b"ready"
-        time.sleep(0.2)  # the child is waiting in flock
-    finally:
-        let_go(holder)
-    out, _ = child.communicate(timeout=60)
+    out, returncode = after_a_wait(store, FOREIGN_ALARM)
     assert out.split() == [b"holding"]  # it held the lock, then SIGALRM ended it
-    assert child.returncode == -signal.SIGALRM
+    assert returncode == -signal.SIGALRM
     assert free_for_others(store.lock_path)
 
 
@@ -282,17 +290,6 @@ print("parent", signal.getsignal(signal.SIGALRM) is signal.SIG_DFL, flush=True)
 
 
 def test_a_child_forked_after_a_wait_in_the_main_thread_has_sigalrms_default(workspace):
-    store = StateStore(workspace / ".handoff")
-    store.ensure_folder()
-    holder = hold(store.lock_path)
-    child = subprocess.Popen(
-        [sys.executable, "-c", FORK_AFTER_WAIT, str(store.folder)], stdout=subprocess.PIPE
-    )
-    try:
-        assert child.stdout.readline().strip() == b"ready"
-        time.sleep(0.2)  # the process is waiting in flock
-    finally:
-        let_go(holder)
-    out, _ = child.communicate(timeout=60)
+    out, returncode = after_a_wait(StateStore(workspace / ".handoff"), FORK_AFTER_WAIT)
     assert out.decode().splitlines() == ["child default", "parent True"]
-    assert child.returncode == 0
+    assert returncode == 0
