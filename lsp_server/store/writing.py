@@ -173,10 +173,12 @@ class StateLock:
 
     The wait is bounded (``timeout``). The main thread of a process that leaves SIGALRM
     alone blocks in ``flock`` itself, an interval timer ending the wait at the deadline
-    (``_Alarm``, as util-linux's ``flock -w`` does): ~0.05 ms of CPU per wait. Any other
-    thread blocks in a helper thread, one that outlives the wait handing the lock
-    straight back when it gets it: ~0.5–0.8 ms of CPU per wait (a thread's start, four
-    wake-ups) and a later hand-over (docs/performance.md, "Round nine").
+    (``_Alarm``, as util-linux's ``flock -w`` does): from the holder's unlock to holding
+    the lock ~0.1 ms, as with a bare ``flock``, and ~0.3 ms of CPU per wait, a third of
+    it after the lock is let go. Any other thread blocks in a helper thread, one that
+    outlives the wait handing the lock straight back when it gets it: ~1 ms of CPU per
+    wait (a thread's start, four wake-ups) and a hand-over of ~0.25 ms
+    (docs/performance.md, "Round nine").
     """
 
     def __init__(self, path: Path, timeout: float) -> None:
