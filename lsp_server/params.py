@@ -456,9 +456,8 @@ def _first_over(value: Any, name: str) -> tuple[list[str], str, int] | None:
     """The first string or list in ``value`` over its limit (those of ``name``, the
     last key without its list index): the steps of its key from ``value``, innermost
     first, what is too big and the limit; ``None`` when all are within. The key is
-    spelled only for a value that is over: the walk of a commit's params no longer
-    formats one per value (it was a seventh of a commit's CPU, docs/performance.md,
-    "Round nine")."""
+    spelled only for the value reported: the walk over a commit's params (~50 values)
+    no longer formats one per value (docs/performance.md, "Round nine")."""
     if isinstance(value, str):
         limit = TEXT_LIMITS.get(name, MAX_NAME)
         return ([], f"is {len(value):,} characters long", limit) if len(value) > limit else None
