@@ -233,8 +233,9 @@ class StateLock:
     def _wait(self, fd: int) -> None:
         """Block in ``flock`` for at most ``timeout`` seconds (for ever below 0)."""
         if self.timeout > 0 and _alarm_free():
-            self._alarm = _Alarm(self.path)
-            self._alarm.wait(fd, self.timeout)
+            alarm = _Alarm(self.path)
+            alarm.wait(fd, self.timeout)  # when it raises, SIGALRM's default is back
+            self._alarm = alarm
         else:
             self._wait_in_helper(fd)
 
