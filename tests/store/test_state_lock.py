@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from lsp_server.errors import HandoffError
@@ -67,6 +68,39 @@ def until(condition, what: str) -> None:
 
 def sources_in(workspace: Path) -> int:
     return len(live_state(workspace)["sources"])
+
+
+def asleep(thread: threading.Thread) -> bool:
+    """Whether ``thread`` is asleep in a system call now (Linux: its ``/proc`` state)."""
+    stat = Path(f"/proc/self/task/{thread.native_id}/stat").read_text()
+    return stat.rsplit(")", 1)[1].split()[0] == "S"
+
+
+def let_go_once_blocked(holder: subprocess.Popen, waiter: threading.Thread) -> Callable[[], bool]:
+    """Let go of the lock from another thread once ``waiter`` is blocked in ``flock``
+    under the alarm (the timer is armed and the thread asleep), so the release is the
+    wake-up that ends its wait, not something it finds on arrival. Returns a call that
+    joins that thread and says whether it saw the waiter blocked (after 30 s it lets
+    go anyway, so the test ends)."""
+    seen: list[bool] = []
+
+    def run() -> None:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if signal.getitimer(signal.ITIMER_REAL)[0] > 0 and asleep(waiter):
+                seen.append(True)
+                break
+            time.sleep(0.005)
+        let_go(holder)
+
+    releaser = threading.Thread(target=run)
+    releaser.start()
+
+    def saw_it_blocked() -> bool:
+        releaser.join(timeout=60)
+        return seen == [True]
+
+    return saw_it_blocked
 
 
 def held_after_a_contract(workspace: Path) -> tuple[HandoffService, Path, subprocess.Popen]:
@@ -145,8 +179,9 @@ def test_main_thread_waits_in_flock_itself_and_an_interval_timer_ends_the_wait(w
     assert free_for_others(lock_path)  # nothing of the timed-out wait holds it
     svc.store.writer._file_lock.timeout = 60
     holder = hold(lock_path)
-    threading.Timer(0.3, let_go, args=(holder,)).start()
+    saw_it_blocked = let_go_once_blocked(holder, threading.main_thread())
     record_contract(svc)  # woken at release, in this thread
+    assert saw_it_blocked()  # the release woke a wait in flock under the alarm
     assert sources_in(workspace) == 2 and lock_waiters() == []
     assert signal.getsignal(signal.SIGALRM) is signal.SIG_DFL
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
