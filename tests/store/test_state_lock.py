@@ -70,15 +70,17 @@ def sources_in(workspace: Path) -> int:
     return len(live_state(workspace)["sources"])
 
 
-def asleep(thread: threading.Thread) -> bool:
-    """Whether ``thread`` is asleep in a system call now (Linux: its ``/proc`` state)."""
-    stat = Path(f"/proc/self/task/{thread.native_id}/stat").read_text()
-    return stat.rsplit(")", 1)[1].split()[0] == "S"
+def blocked_in_flock(thread: threading.Thread) -> bool:
+    """Whether ``thread`` sleeps in ``flock`` now: Linux names where a task waits in
+    ``/proc``, ``locks_lock_inode_wait`` (``flock_lock_inode_wait`` before 4.5). A
+    thread waiting for the GIL sleeps too, but in a futex."""
+    wchan = Path(f"/proc/self/task/{thread.native_id}/wchan").read_text()
+    return "lock_inode_wait" in wchan
 
 
 def let_go_once_blocked(holder: subprocess.Popen, waiter: threading.Thread) -> Callable[[], bool]:
     """Let go of the lock from another thread once ``waiter`` is blocked in ``flock``
-    under the alarm (the timer is armed and the thread asleep), so the release is the
+    under the alarm (the timer armed, the thread asleep in the call), so the release is the
     wake-up that ends its wait, not something it finds on arrival. Returns a call that
     joins that thread and says whether it saw the waiter blocked (after 30 s it lets
     go anyway, so the test ends)."""
@@ -87,7 +89,7 @@ def let_go_once_blocked(holder: subprocess.Popen, waiter: threading.Thread) -> C
     def run() -> None:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            if signal.getitimer(signal.ITIMER_REAL)[0] > 0 and asleep(waiter):
+            if signal.getitimer(signal.ITIMER_REAL)[0] > 0 and blocked_in_flock(waiter):
                 seen.append(True)
                 break
             time.sleep(0.005)
