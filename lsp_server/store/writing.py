@@ -317,13 +317,6 @@ class _Alarm:
             os.kill(os.getpid(), signal.SIGALRM)
 
 
-def _is_expected(entry: os.DirEntry, folder: bool) -> bool:
-    """Whether a listed path is a real folder (``folder``) or a real file."""
-    if entry.is_symlink():
-        return False
-    return entry.is_dir(follow_symlinks=False) if folder else entry.is_file(follow_symlinks=False)
-
-
 def _alarm_free() -> bool:
     """Whether this thread may bound a blocking call with SIGALRM: the main thread of
     the main interpreter, in a process with no SIGALRM handler or timer of its own."""
@@ -540,6 +533,13 @@ def index_buckets(index: dict[str, dict[str, int]]) -> tuple[bytes, dict[str, li
             offset += len(raw)
     return b"".join(parts) + b"\n", spans
 
+
+
+def _is_expected(entry: os.DirEntry, folder: bool) -> bool:
+    """Whether a listed path is a real folder (``folder``) or a real file."""
+    if entry.is_symlink():
+        return False
+    return entry.is_dir(follow_symlinks=False) if folder else entry.is_file(follow_symlinks=False)
 
 
 class StoreWriter:
