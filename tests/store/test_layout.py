@@ -415,20 +415,22 @@ def test_a_killed_seals_temp_segment_is_swept_by_the_next_write_even_without_a_s
     assert len(segments(workspace)) == len(live(workspace)["_meta"]["1"]["segments"])
 
 
+def folder_listings(monkeypatch) -> list[str]:
+    """The names of the folders listed from now on (``os.listdir`` or ``os.scandir``)."""
+    listed: list[str] = []
+    for name in ("listdir", "scandir"):
+        real = getattr(os, name)
+        monkeypatch.setattr(os, name, lambda path=".", real=real: listed.append(Path(path).name) or real(path))
+    return listed
+
+
 def test_a_transaction_lists_the_segments_folder_only_after_a_killed_seal(workspace, monkeypatch):
     svc = service(workspace)
     contract = record_contract(svc)
     rounds(svc, contract, 4)
     assert segments(workspace)
     svc.store.seal_bytes = 10**9  # these writes do not seal
-    listed = []
-    real, real_scan = os.listdir, os.scandir
-    monkeypatch.setattr(
-        os, "listdir", lambda path=".": listed.append(Path(path).name) or real(path)
-    )
-    monkeypatch.setattr(
-        os, "scandir", lambda path=".": listed.append(Path(path).name) or real_scan(path)
-    )
+    listed = folder_listings(monkeypatch)
     svc.call("handoff.recordOutcome", {"scope": SCOPE, "status": "unknown", "summary": "s"})
     assert "segments" not in listed and ".handoff" in listed
     (workspace / ".handoff" / f"{SEAL_MARK_PREFIX}1-dead").write_bytes(b"")
@@ -543,10 +545,7 @@ def test_a_seal_sweeps_what_a_failed_seal_left_with_one_listing_of_the_segments_
     for name in orphans + strangers:
         (folder / name).write_bytes(b"{}")
     before = {p.name for p in folder.iterdir()} - set(orphans) - set(strangers)
-    listed = []  # listings of the segments folder, by os.listdir or os.scandir (glob)
-    for name in ("listdir", "scandir"):
-        real = getattr(os, name)
-        monkeypatch.setattr(os, name, lambda path=".", real=real: listed.append(Path(path).name) or real(path))
+    listed = folder_listings(monkeypatch)  # by os.listdir or os.scandir (glob)
     seals = []
     real_seal = svc.store.writer._seal
     monkeypatch.setattr(svc.store.writer, "_seal", lambda data: seals.append(1) or real_seal(data))
