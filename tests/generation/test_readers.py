@@ -587,16 +587,23 @@ def test_pi_repeated_id_keeps_the_last_link_and_message_and_counts_once(tmp_path
     assert t.message_count == 2
 
 
+#: The size the linear-session tests build their one-chain copy up to.
+LINEAR_BYTES = 64_000
+
+
 def test_pi_linear_session_reads_like_its_walked_branch(sessions: Path, tmp_path: Path) -> None:
     """A never-branched session takes its branch in file order without walking it; the
     same entries with one abandoned side entry are walked and give the same branch."""
     from tests.bench.bench_sessions import build_pi  # the fixture as a v3 tree, one chain
 
+    # At least 64 KB: one copy of the 2.3 MB fixture, several of a small session (the
+    # project's own, on a clone with nothing beside it).
     source = tmp_path / "linear.jsonl"
-    build_pi(sessions / "pi/badlogic__pi-mono__before-compaction.jsonl", source, 1)
+    build_pi(sessions / "pi/badlogic__pi-mono__before-compaction.jsonl", source, LINEAR_BYTES)
     rows = [json.loads(x) for x in source.read_text(encoding="utf-8").splitlines()]
     linear = read_session(source)
-    assert len(linear.history) > 20 and linear.compactions
+    assert len(linear.history) > 20
+    assert linear.compactions == sum(r.get("type") == "compaction" for r in rows)
     side = dict(rows[5], id="side-entry", parentId=rows[4]["id"])
     side["message"] = {"role": "user", "content": [{"type": "text", "text": "abandoned"}]}
     walked_path = tmp_path / "walked.jsonl"
@@ -652,7 +659,7 @@ def test_claude_linear_session_reads_like_its_walked_branch(
     build_claude(
         sessions / "claude/iansherr__claude-code-log__37f83ec9-f2ea-42a9-925e-0d5c105cb6e8.jsonl",
         source,
-        1,
+        LINEAR_BYTES,
     )
     rows = [json.loads(x) for x in source.read_text(encoding="utf-8").splitlines()]
     chained = [r for r in rows if "uuid" in r]
