@@ -17,6 +17,7 @@ class Message(Protocol):
     kind: str | None
     text: str
 
+
 #: Text that opens an injected message (environment, instructions, notifications,
 #: hook output, compaction prompts): never the user's request.
 _INJECTED = re.compile(
@@ -33,6 +34,53 @@ _INJECTED = re.compile(
     r"Base directory for this skill:)",
     re.IGNORECASE,
 )
+#: Wrappers that agents, IDE extensions and harnesses inject INTO a user message around
+#: or beside the user's words (Claude Code's IDE notes and reminders, Codex's
+#: environment and instructions, Cursor-style attachments, Cline's environment
+#: details): removed with their contents wherever they stand, before any user text is
+#: used. A message that is nothing but these is no request.
+SCAFFOLDING = (
+    "ide_opened_file",
+    "ide_selection",
+    "ide_diagnostics",
+    "system-reminder",
+    "system_reminder",
+    "environment_context",
+    "environment_details",
+    "user_instructions",
+    "user_info",
+    "additional_data",
+    "attached_files",
+    "open_and_recently_viewed_files",
+    "project_layout",
+    "local-command-caveat",
+    "local-command-stdout",
+    "local-command-stderr",
+    "command-message",
+    "workspace-tree",
+    "git_status",
+)
+#: Wrappers whose contents ARE the user's words (the tags alone are scaffolding).
+SPEECH_WRAPPERS = ("user_query", "user_request", "user_message", "task", "feedback")
+_SCAFFOLD_NAMES = "|".join(map(re.escape, SCAFFOLDING))
+_SCAFFOLD = re.compile(
+    rf"<({_SCAFFOLD_NAMES})\b[^>]*>.*?</\1\s*>|<(?:{_SCAFFOLD_NAMES})\b[^>]*/>",
+    re.DOTALL | re.IGNORECASE,
+)
+_SPEECH = re.compile(
+    r"</?(?:{})\b[^>]*>".format("|".join(map(re.escape, SPEECH_WRAPPERS))), re.IGNORECASE
+)
+
+
+def without_scaffolding(text: str) -> str:
+    """``text`` without the injected wrappers of :data:`SCAFFOLDING` (contents and all)
+    and without the tags of :data:`SPEECH_WRAPPERS` (their contents kept)."""
+    if "<" not in text:
+        return text
+    out = _SPEECH.sub("", _SCAFFOLD.sub("", text))
+    return re.sub(r"\n{3,}", "\n\n", out).strip()
+
+
 _SLASH = re.compile(r"^/[A-Za-z][\w:.-]*(?:\s|$)")
 _COMMAND_NAME = re.compile(r"<command-name>\s*(/?[^<\s]+)\s*</command-name>")
 _COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
@@ -44,7 +92,6 @@ FILE_MENTION = re.compile(r"(?:^|\s)@([\w./~-]+\.\w+)")
 QUESTION_END = re.compile(
     r"[?？]\s*$|(?:어디임|뭐임|뭐야|어때|알려줘|있어|맞아|됐어|했어|인가요|나요|니|까)\s*[?？]?\s*$"
 )
-
 
 
 def request_text(m: Message) -> tuple[str, str | None] | None:
@@ -61,10 +108,12 @@ def request_text(m: Message) -> tuple[str, str | None] | None:
         return (body, command if command.startswith("/") else "/" + command) if body else None
     if text.startswith("!") or _SLASH.match(text) or _INJECTED.match(text):
         return None
+    text = without_scaffolding(text)
+    if not text or _INJECTED.match(text):
+        return None
     if "hink" in text or "HINK" in text:  # a cheap look before the regex
         text = re.sub(r"[ \t]{2,}", " ", _THINK_WORDS.sub(" ", text)).strip()
     return (text, None) if text else None
-
 
 
 def title_of(messages: list[Message], limit: int = 120) -> str | None:

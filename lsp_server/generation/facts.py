@@ -16,6 +16,15 @@ from typing import Any
 
 from . import shell
 from .asks import FILE_MENTION, QUESTION_END, request_text
+from .ledger import (
+    Task,
+    closing_question,
+    grouped,
+    is_offer,
+    ledger,
+    names_work_left,
+    user_action,
+)
 from .transcript import SHELL_TOOLS, Message, ToolCall, Transcript, call_command, call_path
 
 # -- the user's words --------------------------------------------------------------
@@ -159,14 +168,30 @@ _GIT_EVENT_KEYS = ("git commit", "git push", "git pull", "git merge")
 _GH_URL = re.compile(r"https://github\.com/[\w.-]+/[\w.-]+/(?:pull|issues)/\d+")
 _FAILURE_MARK = re.compile(
     r"(?:^|\s)(?:error(?:\[\w+\])?:|ERR!|Error:|FAILED|FAIL\b|fatal:|Traceback \(most recent call last\)|"
-    r"failed to compile|Build failed|exited with code [1-9]|\d+ errors?\b(?! in)|✗|✘)",
+    r"failed to compile|Build failed|exited with code [1-9]|\d+ errors?\b(?! in)|✗|✘|"
+    r"exit (?:code|status):? [1-9]|error TS\d+|Found [1-9]\d* errors?)",
+)
+#: A verdict of success a build, compile or type check prints (read when a filter hid
+#: the step's own status: ``npm run build | grep -i built``).
+_SUCCESS_MARK = re.compile(
+    r"\b(?:build (?:complete|completed|succeeded|successful|finished)|compiled successfully|"
+    r"successfully (?:built|compiled)|built in [\d.]+ ?m?s|BUILD SUCCESSFUL|"
+    r"Finished [`'\"]?(?:dev|release|test)|Found 0 errors|no (?:type )?errors? found|"
+    r"All checks passed|exit (?:code|status):? 0\b)",
+    re.IGNORECASE,
 )
 #: Words one of which every match of ``_FAILURE_MARK`` contains: most outputs have none,
 #: and looking for them is far cheaper than the pattern's search at every position.
 _FAILURE_WORDS = (
     "error", "ERR!", "Error:", "FAIL", "fatal:", "Traceback", "failed", "exited with code",
-    "✗", "✘",
+    "✗", "✘", "exit code", "exit status", "Found ",
 )  # fmt: skip
+
+
+def success_marked(text: str) -> bool:
+    """Whether ``text`` carries a success verdict (``Build complete``, ``Found 0 errors``)
+    and no failure mark."""
+    return bool(_SUCCESS_MARK.search(text)) and not failure_marked(text)
 
 
 def failure_marked(text: str) -> bool:
@@ -186,6 +211,7 @@ _ERROR_MESSAGE = re.compile(
     r"\b(?:error|fatal|panic|exception|traceback|failed|failure)\b[^:\n]{0,40}:\s*\S|\b\w*(?:Error|Exception)\b:",
     re.IGNORECASE,
 )
+_ERROR_TALLY = re.compile(r"^(?:Found )?\d+ (?:errors?|problems?)\b", re.I)
 _EXIT_NOTE = re.compile(
     r"^(command exited with code|exit code:?|process exited with|exit status)", re.I
 )
@@ -230,9 +256,11 @@ def error_line(text: str) -> str | None:
         if ln.strip() and not _EXIT_NOTE.match(ln.strip()) and not is_noise(ln)
     ]
     for pattern in (_ERROR_MESSAGE, _ERROR_LINE):
-        for line in reversed(lines):
-            if pattern.search(line) and len(line) >= 6:
-                return one_line(line, 220)
+        found = [ln for ln in reversed(lines) if pattern.search(ln) and len(ln) >= 6]
+        # A tool's own tally ("Found 2 errors in …") names no error: the line it counts does.
+        telling = [ln for ln in found if not _ERROR_TALLY.match(ln)]
+        if found:
+            return one_line((telling or found)[0], 220)
     return one_line(lines[-1], 220) if lines else None
 
 
@@ -410,6 +438,11 @@ class SessionFacts:
             and not r.is_ack
             and (r.changes > 0 or (len(r.text) >= 160 and not QUESTION_END.search(r.text)))
         ]
+
+    @functools.cached_property
+    def tasks(self) -> list[Task]:
+        """The task ledger: each request with its replies and how it ended."""
+        return ledger(self)
 
     @functools.cached_property
     def failed_runs(self) -> list[Run]:
@@ -859,6 +892,8 @@ class _Gatherer:
             elif failure_marked(readable(text)[-3000:]):
                 run.outcome = "failed"
                 failed = True
+            elif success_marked(readable(text)[-3000:]):
+                run.outcome = "ok"  # the output carries the verdict
             else:
                 run.outcome = "unknown"
         elif failed and _REJECTED.search(text[:400]):
@@ -1302,9 +1337,9 @@ def final_state(f: SessionFacts) -> FinalState:
     if stopped is not None:
         return stopped
     la = f.last_assistant
-    open_ = [
-        r for r in f.open_failures if r.position >= (last_request.position if last_request else -1)
-    ]
+    tasks = grouped(f)
+    task_start = tasks[-1].request.position if tasks else -1
+    open_ = [r for r in f.open_failures if r.position >= task_start]
     text = t.clean(la).text.strip() if la is not None else ""
     done_cue = (
         bool(_DONE_CUE.search(text[:300]) or _DONE_CUE.search(text[-1500:])) if text else False
@@ -1317,7 +1352,7 @@ def final_state(f: SessionFacts) -> FinalState:
             [b.entry] if b.entry else [],
             blocker=b,
         )
-    return _closing_state(f, text, done_cue, entries)
+    return _closing_state(f, text, done_cue, entries, tasks[-1] if tasks else None)
 
 
 def _interrupted(
@@ -1355,16 +1390,27 @@ def _interrupted(
     return None
 
 
-def _closing_state(f: SessionFacts, text: str, done_cue: bool, entries: list[str]) -> FinalState:
-    """The state the agent's last message and the plan give (nothing failed stays open)."""
+def _closing_state(
+    f: SessionFacts, text: str, done_cue: bool, entries: list[str], task: Task | None
+) -> FinalState:
+    """The state the agent's last message and the plan give (nothing failed stays open).
+    A turn ends when the agent hands control back: because it finished, or because it
+    needs the user. So a last message that asks the user (other than offering more) or
+    asks for an action only the user can take is "waiting for the user", whatever else
+    it reports; one that hands back after doing the work, with nothing failed left open
+    and no work left named, is "done"."""
     open_plan = [p for p in f.plan.values() if p.status.lower() not in DONE]
-    question = _closing_question(text)
-    if question and not done_cue:
+    question = closing_question(text)
+    action = user_action(text) if text else None
+    offer = question is not None and is_offer(question)
+    if action or (question and not offer):
         return FinalState(
             "waiting for the user",
-            "the agent's last message asks the user",
+            "the agent reports the work finished and asks the user"
+            if done_cue
+            else "the agent's last message asks the user",
             entries,
-            question=question,
+            question=action or question,
         )
     if open_plan and any(p.status.lower() in ACTIVE for p in open_plan):
         return FinalState(
@@ -1372,7 +1418,7 @@ def _closing_state(f: SessionFacts, text: str, done_cue: bool, entries: list[str
             f"{len(open_plan)} item(s) of the plan are not completed",
             [f.plan_entry] if f.plan_entry else [],
         )
-    if done_cue:
+    if done_cue and not names_work_left(text):
         if question:
             return FinalState(
                 "done",
@@ -1387,13 +1433,22 @@ def _closing_state(f: SessionFacts, text: str, done_cue: bool, entries: list[str
             f"{len(open_plan)} item(s) of the plan are not completed",
             [f.plan_entry] if f.plan_entry else [],
         )
-    if question:
-        return FinalState(
-            "waiting for the user",
-            "the agent's last message asks the user",
-            entries,
-            question=question,
-        )
+    if text and task is not None and _handed_back(f) and not f.agent_next:
+        acted = any(r.acted_on for r in (task.request, *task.replies))
+        if acted and not names_work_left(text):
+            return FinalState(
+                "done",
+                "the agent did the work of the user's last request and handed back with a report; no failure is left open",
+                entries,
+                question=question,
+            )
+        if not acted and not task.last.is_ack:
+            return FinalState(
+                "done",
+                "the agent answered the user's last message (no work was asked of it)",
+                entries,
+                question=question,
+            )
     return FinalState(
         "in progress",
         "the session stops after the agent's last message, which does not report the work finished",
@@ -1401,20 +1456,19 @@ def _closing_state(f: SessionFacts, text: str, done_cue: bool, entries: list[str
     )
 
 
-def _closing_question(text: str) -> str | None:
-    """The question the agent's message ends with, if it ends with one."""
-    tail = [ln.strip() for ln in text.strip().splitlines() if ln.strip()][-3:]
-    for line in reversed(tail):
-        if line.rstrip("*_ ").endswith(("?", "？")):
-            sentences = re.split(r"(?<=[.!?])\s+", line)
-            return one_line(sentences[-1].strip("*_ "), 300)
-    return None
+def _handed_back(f: SessionFacts) -> bool:
+    """Whether the session ends with the agent's message handing control back (text and
+    no tool call after it), not in the middle of its work."""
+    for m in reversed(f.transcript.history):
+        if m.role in ("assistant", "tool", "user"):
+            return m.role == "assistant" and not m.tool_calls and bool(m.text.strip())
+    return False
 
 
 def _question_before(t: Transcript, position: int) -> str | None:
     for m in reversed(t.history[:position]):
         if m.role == "assistant" and m.text.strip():
-            return _closing_question(t.clean(m).text)
+            return closing_question(t.clean(m).text)
     return None
 
 

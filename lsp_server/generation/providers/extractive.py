@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...gcpause import gc_paused
-from ..asks import is_placeholder
+from ..asks import QUESTION_END, is_placeholder
 from ..facts import (
     ACTIVE,
     DONE,
@@ -25,6 +25,7 @@ from ..facts import (
     readable,
 )
 from ..gitstate import GitState, git_state
+from ..ledger import Task
 from ..prompt import render_template
 from ..transcript import Transcript, call_command, clip
 from . import GenerationRequest, ProviderOutput
@@ -243,10 +244,47 @@ class Writer:
                     out["understood"] = one_line(sentence, 300)
         if "goal" in f.compaction:
             out["summary"] = quote(f.compaction["goal"], self.n.summary)
-        later = f.redirections[-self.n.later :]
-        out["later"] = [self.request_line(r) for r in later]
+        later = self.later_tasks()
+        shown = later[-self.n.later :]
+        out["later"] = [self.task_line(task) for task in shown]
+        out["earlier"] = len(later) - len(shown)
         out["focus"] = one_line(self.focus.text, 500) if self.focus else None
         return out
+
+    def later_tasks(self) -> list[Task]:
+        """The tasks after the one the goal is (each a request of its own, not a reply):
+        the requests the agent did work for, or that ask for work; a question answered
+        without work is not a task of the goal."""
+        tasks = self.f.tasks
+        at = next(
+            (i for i, t in enumerate(tasks) if self.f.goal in (t.request, *t.replies)), None
+        )
+        if at is None:
+            return []
+        return [
+            t
+            for t in tasks[at + 1 :]
+            if any(r.changes for r in (t.request, *t.replies))
+            or (
+                not QUESTION_END.search(t.request.text)
+                and (t.status != "answered" or any(r.acted_on for r in (t.request, *t.replies)))
+            )
+        ]
+
+    def task_line(self, task: Task) -> str:
+        """A later request and how it ended."""
+        line = self.request_line(task.request)
+        if task.status == "waiting for the user" and task.question:
+            return f"{line} — open: the agent asked “{one_line(self.text(task.question), 160)}”"
+        if task.status == "superseded":
+            return f"{line} — the user moved on before the agent finished it"
+        if task.status == "failed":
+            return f"{line} — failed: {one_line(self.text(task.detail), 160)}"
+        return f"{line} — {task.status}"
+
+    def open_tasks(self) -> list[Task]:
+        """Requests before the last task that nothing after them closed."""
+        return [t for t in self.f.tasks[:-1] if t.open and not is_placeholder(t.request.text)]
 
     def request_line(self, r: Request) -> str:
         note = " (typed while the agent worked)" if r.queued else ""
@@ -803,6 +841,10 @@ class Writer:
         if last_request is not None and is_placeholder(last_request.text):
             last_request = None  # its words are unknown: nothing to carry out
         steps += self.status_steps(status, last_request)
+        for task in self.open_tasks()[-3:]:
+            steps.append(
+                f"An earlier request is still open: “{one_line(self.text(task.request.text), 200)}” — {self.text(task.detail)}."
+            )
         steps += [one_line(self.text(p.text), 240) for p in plan]
         agent_next = f.agent_next if not plan else []
         if status != "done":
@@ -876,9 +918,12 @@ class Writer:
         """Finished work: how to verify it before building on it, then wait for the user."""
         f, final = self.f, self.f.final
         steps: list[str] = []
-        steps.append(
-            "The session reports the work finished; nothing in it is left open. Verify before building on it:"
+        left = (
+            "nothing in it is left open"
+            if not self.open_tasks()
+            else "the earlier requests above are still open"
         )
+        steps.append(f"The session reports the work finished; {left}. Verify before building on it:")
         test = f.last_test
         if test is not None:
             steps.append(
