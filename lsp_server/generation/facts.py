@@ -211,6 +211,7 @@ _ERROR_MESSAGE = re.compile(
     r"\b(?:error|fatal|panic|exception|traceback|failed|failure)\b[^:\n]{0,40}:\s*\S|\b\w*(?:Error|Exception)\b:",
     re.IGNORECASE,
 )
+_PATH_WORD = re.compile(r"^(?:[A-Za-z]:)?/?[\w@~.+-]+(?:[/\\][\w@~.+ -]*[\w@~.+-])*/?$")
 _ERROR_TALLY = re.compile(r"^(?:Found )?\d+ (?:errors?|problems?)\b", re.I)
 _EXIT_NOTE = re.compile(
     r"^(command exited with code|exit code:?|process exited with|exit status)", re.I
@@ -1244,6 +1245,7 @@ def command_shape(command: str, cwd: str | None) -> tuple | None:
         if ("." in word or "/" in word)
         and not word.startswith(("-", "'", '"'))
         and not word[0].isdigit()
+        and _PATH_WORD.match(word)  # not a sed script, a glob or a `file:stream`
     )
     masked = main.masked and not shell.pipefail(command)
     gitish = any(k.startswith(("git ", "gh ", "glab ")) for k in keys)

@@ -46,7 +46,8 @@ _SELECTION = re.compile(
 #: something else ("Want me to also…?", "Shall I…?").
 _OFFER = re.compile(
     r"^\s*(?:(?:do |would )?you (?:want|like) me to|want me to|would you like|should i\b|shall i\b|"
-    r"need me to|if you(?:'d| would)? like|let me know if|anything else|is there anything)",
+    r"need me to|if you(?:'d| would)? like|let me know if|anything else|is there anything|"
+    r"ready (?:to|for) |(?:shall|should) we (?:proceed|continue|start|go ahead))",
     re.IGNORECASE,
 )
 #: A sentence that asks the user for something only the user can do (grant, approve,

@@ -108,9 +108,7 @@ def test_an_offer_of_more_is_not_an_open_question(tmp_path, workspace) -> None:
     assert f.final is not None and f.final.status == "done"
 
 
-def test_an_earlier_unanswered_question_stays_open_after_a_side_errand(
-    tmp_path, workspace
-) -> None:
+def test_an_earlier_unanswered_question_stays_open_after_a_side_errand(tmp_path, workspace) -> None:
     """The agent asked the user a real question, the user asked for a small errand
     instead, the errand was done: the question is the open item, not the errand."""
     f, doc = generated(
@@ -245,7 +243,7 @@ def test_ide_scaffolding_is_stripped_from_the_users_words() -> None:
 
 def test_every_documented_scaffolding_wrapper_is_stripped() -> None:
     for tag in SCAFFOLDING:
-        text = f"<{tag} a=\"1\">injected {tag} text</{tag}>\nplease fix the parser"
+        text = f'<{tag} a="1">injected {tag} text</{tag}>\nplease fix the parser'
         assert without_scaffolding(text) == "please fix the parser", tag
 
 
@@ -312,3 +310,127 @@ def test_short_rejections_and_limits_in_any_language_continue_the_task() -> None
     ):
         assert is_rejection(text), text
     assert not is_rejection("Add a rate limiter to the login endpoint")
+
+
+# -- cause 4: directives and decisions by shape, in any language ----------------------
+
+
+def test_short_and_non_english_directives_are_constraints(tmp_path, workspace) -> None:
+    _, doc = generated(
+        tmp_path,
+        workspace,
+        [
+            user("Build the settings page for the admin app"),
+            assistant("I could write the API and the UI together.", edit("e1", "api.py")),
+            result("e1", "edit", "Successfully replaced text"),
+            assistant("I started with the API."),
+            user("stick to the API, I'll do the UI myself"),
+            assistant("Understood, API only."),
+            user("no escribas código todavía"),
+            assistant("De acuerdo."),
+            user("no, that's too hacky"),
+            assistant("I will take another approach."),
+        ],
+    )
+    constraints = section(doc, "Constraints & Preferences")
+    assert "stick to the API, I'll do the UI myself" in constraints
+    assert "no escribas código todavía" in constraints
+    assert "no, that's too hacky" in constraints
+    assert "Build the settings page for the admin app" not in constraints
+
+
+def test_the_users_questions_are_not_constraints(tmp_path, workspace) -> None:
+    _, doc = generated(
+        tmp_path,
+        workspace,
+        [
+            user("Speed up the importer"),
+            assistant("", edit("e1", "importer.py")),
+            result("e1", "edit", "Successfully replaced text"),
+            assistant("Made the importer stream rows."),
+            user("should we keep the old batch mode around?"),
+            assistant("Yes, behind a flag."),
+        ],
+    )
+    assert "keep the old batch mode" not in section(doc, "Constraints & Preferences")
+
+
+def test_a_pick_among_the_agents_options_is_a_key_decision(tmp_path, workspace) -> None:
+    f, doc = generated(
+        tmp_path,
+        workspace,
+        [
+            user("Plan the storage for the new audit log"),
+            assistant(
+                "Options:\n1. Keep SQLite and add an audit table\n2. Move to PostgreSQL with "
+                "partitioning\n3. Write JSON lines files\n\nWhich one should I do?"
+            ),
+            user("2"),
+            assistant("", edit("e1", "storage/audit.py")),
+            result("e1", "edit", "Successfully replaced text"),
+            assistant("Set up the PostgreSQL audit table with monthly partitions."),
+        ],
+    )
+    assert len(f.tasks) == 1 and f.tasks[0].replies[0].text == "2"
+    decisions = section(doc, "Key Decisions")
+    assert "The user chose “2” among the options the agent listed" in decisions
+    assert "Move to PostgreSQL with partitioning" in decisions
+
+
+# -- cause 5: identifiers that live only in the agent's prose -------------------------
+
+
+def test_names_in_a_long_last_report_survive_its_clipped_quote(tmp_path, workspace) -> None:
+    filler = " ".join(["The change touches several modules of the service."] * 40)
+    _, doc = generated(
+        tmp_path,
+        workspace,
+        [
+            user("Find why the health check times out"),
+            assistant("", bash("b1", "curl -s localhost:8080/health")),
+            result("b1", "bash", "ok"),
+            assistant(
+                f"Found it. {filler} The fix belongs in `resolve_upstream_timeout()`; the "
+                "service listens on db.internal:5432 and I recommend `--pool-size 20`."
+            ),
+        ],
+    )
+    critical = section(doc, "Critical Context")
+    assert "resolve_upstream_timeout()" in critical
+    assert "db.internal:5432" in critical
+    assert "--pool-size 20" in critical
+
+
+# -- cause 10: junk lines --------------------------------------------------------------
+
+
+def test_sed_scripts_and_streams_are_not_files_read(tmp_path, workspace) -> None:
+    f, doc = generated(
+        tmp_path,
+        workspace,
+        [
+            user("Look at the package layout"),
+            assistant("", bash("b1", "find . -name '*.json' | sed 's#^./##'")),
+            result("b1", "bash", "package.json"),
+            assistant("", bash("b2", "cat package.json:raw")),
+            result("b2", "bash", "{}"),
+            assistant("", bash("b3", "cat src/index.ts")),
+            result("b3", "bash", "export {}"),
+            assistant("The package has one entry point, src/index.ts."),
+        ],
+    )
+    assert "src/index.ts" in f.reads
+    assert "s#^./##" not in f.reads and "package.json:raw" not in f.reads
+    assert "s#^./##" not in doc
+
+
+def test_a_read_cut_off_at_the_end_is_not_a_thing_to_check(tmp_path, workspace) -> None:
+    _, doc = generated(
+        tmp_path,
+        workspace,
+        [
+            user("Review the parser module"),
+            assistant("", bash("b1", "sed -n '1,220p' src/parser.rs")),
+        ],
+    )
+    assert "Check the result of `sed -n" not in section(doc, "Next Steps")

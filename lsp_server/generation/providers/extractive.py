@@ -25,7 +25,7 @@ from ..facts import (
     readable,
 )
 from ..gitstate import GitState, git_state
-from ..ledger import Task
+from ..ledger import Task, is_rejection
 from ..prompt import render_template
 from ..transcript import Transcript, call_command, clip
 from . import GenerationRequest, ProviderOutput
@@ -41,9 +41,25 @@ _SENTENCE = re.compile(r"(?<=[.!?。])\s+|\n+")
 _CONSTRAINT = re.compile(
     r"\b(don'?t|do not|never|always|must(?:n'?t)?|should(?:n'?t)?|avoid|prefer|instead|"
     r"only|make sure|keep|without|no need|not allowed|please use|stick to|rather than|"
-    r"important|backwards? compatib\w*)\b",
+    r"important|backwards? compatib\w*|focus on|leave|i'?ll (?:do|handle|take care of|write)|"
+    r"i will (?:do|handle|take care of|write)|too (?:hacky|complex|complicated|slow|much)|"
+    # Spanish, Portuguese, French, German, Italian: negations and limits.
+    r"no (?:\w+[eaá]s|uses|toques|cambies|hagas)|todav[ií]a no|s[oó]lo|solamente|nunca|sin|"
+    r"n[aã]o|apenas|ne (?:\w+ )?pas|jamais|seulement|nicht|kein\w*|nur|niemals|non|mai)\b"
+    # Korean, Japanese, Chinese: "don't", "not that", "only".
+    r"|하지\s*마|하지\s*말|말고|건드리지|만\s*해|しないで|ないで|だけ|不要|别|只",
     re.IGNORECASE,
 )
+_INLINE_CODE = re.compile(r"(?<!`)`([^`\n]{2,80})`(?!`)")
+_HOST_PORT = re.compile(
+    r"\b(?:localhost|(?:\d{1,3}\.){3}\d{1,3}|[a-z][\w-]*(?:\.[\w-]+)+):\d{2,5}\b", re.I
+)
+_LIMIT = re.compile(
+    r"\b(?:don'?t|do not|never|without|not|no|only|nicht|nur|sin|sans|solo|s[oó]lo)\b"
+    r"|하지\s*마|말고|しないで|ないで|不要|别",
+    re.IGNORECASE,
+)
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 _CHOICE = re.compile(
     r"\b(decided|decision|chose|chosen|choose|going with|opted|settled on|"
     r"(?:i|we)(?:'ll| will) (?:use|keep|go with)|switch(?:ed)? to|instead of|rather than)\b",
@@ -296,15 +312,22 @@ class Writer:
     def constraints(self) -> list[str]:
         limit = self.n.constraints
         found: list[str] = []
+        goal = self.f.goal
         for r in reversed(self.f.requests):
-            if not _CONSTRAINT.search(r.text):
+            if not _CONSTRAINT.search(r.text) and not is_rejection(r.text):
                 continue
-            for sentence in reversed(_SENTENCE.split(self.text(r.text))):
+            rejection = is_rejection(r.text)
+            sentences = _SENTENCE.split(self.text(r.text))
+            for sentence in reversed(sentences):
                 s = one_line(sentence, 220)
                 if (
-                    len(s) >= 16
-                    and len(s.split()) >= 3
-                    and _CONSTRAINT.search(s)
+                    (rejection or _CONSTRAINT.search(s))
+                    and (len(s) >= 16 and len(s.split()) >= 3 or rejection or _CJK.search(s))
+                    and len(s) >= 6
+                    and not QUESTION_END.search(s)
+                    # The goal said in one sentence is the goal, not a limit on it,
+                    # unless it limits the work in so many words ("without editing").
+                    and not (r is goal and len(sentences) == 1 and not _LIMIT.search(s))
                     and not is_noise(s)
                 ):
                     item = f"The user: “{s}”"
@@ -557,6 +580,12 @@ class Writer:
                 if _BULLET.sub("", ln).strip()
             ]
             out += [f"{ln} (from the compaction summary)" for ln in lines[: self.n.decisions]]
+        for task in self.f.tasks:
+            for said, picked in task.selections:
+                named = f": {self.text(picked)}" if picked else ""
+                out.append(
+                    f"The user chose “{one_line(self.text(said), 80)}” among the options the agent listed{named}"
+                )
         found = self.f.cache.get("choices")
         if found is None:  # the same at every level of detail: looked for once
             found = self.f.cache["choices"] = self.stated_choices(6)
@@ -619,6 +648,12 @@ class Writer:
         links = self.links()
         if links:
             items.append("Links the agent reported: " + ", ".join(links))
+        names = self.report_names()
+        if names:
+            items.append(
+                "Names in the agent's last report that its quote below leaves out: "
+                + ", ".join(code(n, 80) for n in names)
+            )
         env = f.environment
         if env.get("shell"):
             items.append(
@@ -630,6 +665,29 @@ class Writer:
             items += self.focus_facts()
         items += self.source_facts()
         return items
+
+    def report_names(self) -> list[str]:
+        """Identifiers the agent's last report names (its inline code, host:port
+        addresses) that the clipped quote of the report does not show."""
+        m = self.f.last_report
+        if m is None:
+            return []
+        text = readable(self.t.clean(m).text)
+        shown = self.report() or ""
+        found: list[str] = []
+        for name in [*_INLINE_CODE.findall(text), *_HOST_PORT.findall(text)]:
+            name = name.strip()
+            if (
+                2 <= len(name) <= 80
+                and "\n" not in name
+                and name not in shown
+                and name not in found
+                and not is_noise(name)
+                and not name.startswith("#")
+                and re.search(r"\w", name)
+            ):
+                found.append(name)
+        return found[: self.n.reads]
 
     def final_state(self) -> list[str]:
         """The session's final state and open blocker; a request made by slash command."""
@@ -676,7 +734,13 @@ class Writer:
                 items.append(f"Git here now: {where}; uncommitted changes: {listed}.")
             else:
                 items.append(f"Git here now: {where}; the working tree is clean.")
-        if t.git_branch and git is not None and git.branch and t.git_branch != git.branch:
+        if (
+            t.git_branch
+            and t.git_branch != "HEAD"  # a detached head names no branch
+            and git is not None
+            and git.branch
+            and t.git_branch != git.branch
+        ):
             items.append(
                 f"The session ran on branch {code(t.git_branch)}, not on the current {code(git.branch)}."
             )
@@ -905,6 +969,8 @@ class Writer:
             )
         elif status == "in progress" and f.cut_off:
             for r in f.cut_off[-3:]:
+                if r.kind in ("probe", "search") or (r.reads and not r.changes):
+                    continue  # a look that was cut off leaves nothing to check
                 steps.append(f"Check the result of {self.cmd(r)}: the session ended while it ran.")
         elif status == "blocked" and final is not None and final.blocker is not None:
             b = final.blocker
