@@ -14,6 +14,7 @@ from . import lifecycle as lc
 from . import projections, rendering
 from .errors import HandoffError
 from .params import ReportKind, ReportParams
+from .redaction import redact
 from .rendering import (  # noqa: F401  (the filters, as the report templates know them)
     RENDER_MODES,
     builtin_templates,
@@ -208,11 +209,11 @@ HISTORY_BLOCKS = KeptHistoryBlocks()
 def _markdown(
     kind: str, scope: str, context: dict[str, Any], overrides: Path, mode: str
 ) -> tuple[str, list[str]]:
-    """A report's Markdown; the history by its kept blocks unless the workspace
-    overrides templates."""
+    """A report's Markdown, secrets redacted; the history by its kept blocks unless the
+    workspace overrides templates."""
     if kind == "history" and rendering.templates_stamp(overrides) is None:
         key = (str(overrides), scope, context["workspaceUri"])
-        return HISTORY_BLOCKS.markdown(key, context, mode), []
+        return redact(HISTORY_BLOCKS.markdown(key, context, mode))[0], []
     return render(kind, context, overrides, mode)
 
 
@@ -228,7 +229,9 @@ def render_view(service: Workspace, kind: str, context: dict[str, Any], mode: st
     overrides = service.store.folder / OVERRIDE_FOLDER
     if context.get("view"):
         with_summaries(context["view"], overrides)
-    markdown, _warnings = render(kind, {**context, "kind": kind, "workspaceUri": base}, overrides, mode)
+    markdown, _warnings = render(
+        kind, {**context, "kind": kind, "workspaceUri": base}, overrides, mode
+    )
     return markdown
 
 
@@ -352,9 +355,7 @@ def _result_copy(result: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def run_report(
-    service: Workspace, p: ReportParams, scope: str, ctx: CallContext
-) -> dict[str, Any]:
+def run_report(service: Workspace, p: ReportParams, scope: str, ctx: CallContext) -> dict[str, Any]:
     """``handoff.report``: ``{markdown, data}`` for one view; reads, never writes."""
     if p.kind != "handoff" and (p.revision is not None or p.prepared is not None):
         raise HandoffError(
