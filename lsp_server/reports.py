@@ -99,7 +99,7 @@ class _RevisionBlocks:
         its head mark or a cited Source's summary changed."""
         view = context["view"]
         stale = self._changed_summaries(view["citedSources"])
-        header = rendering.render_block(self.template, "header", context)
+        header = redact(rendering.render_block(self.template, "header", context))[0]
         old = self.revisions
         if old is None or len(view["revisions"]) != len(old) or not self._patch(context, stale):
             self._rebuild(context, stale)
@@ -140,7 +140,8 @@ class _RevisionBlocks:
         return True
 
     def _render(self, context: dict[str, Any], r: dict[str, Any]) -> str:
-        return rendering.render_block(self.template, "revision", {**context, "r": r})
+        """One revision's block, redacted once when rendered (kept redacted)."""
+        return redact(rendering.render_block(self.template, "revision", {**context, "r": r}))[0]
 
     def _rebuild(self, context: dict[str, Any], stale: set[str]) -> None:
         """Every block; those of an unchanged view, head mark and summaries as kept."""
@@ -176,8 +177,8 @@ class KeptHistoryBlocks:
     only the revision's view (``projections.revision_json``, handed out as the same
     object while its receipts and coverage are unchanged), whether it is the head, the
     summaries of the Sources it cites and the link base. So after one new record only
-    the blocks of the revisions it names are rendered again; the report is the header
-    block and the blocks in order, byte-identical to a full render
+    the blocks of the revisions it names are rendered again (and redacted); the report
+    is the header block and the blocks in order, byte-identical to a full render
     (``tests/reports/test_history_blocks.py``). A workspace override is rendered whole.
     """
 
@@ -209,11 +210,11 @@ HISTORY_BLOCKS = KeptHistoryBlocks()
 def _markdown(
     kind: str, scope: str, context: dict[str, Any], overrides: Path, mode: str
 ) -> tuple[str, list[str]]:
-    """A report's Markdown, secrets redacted; the history by its kept blocks unless the
-    workspace overrides templates."""
+    """A report's Markdown, secrets redacted; the history by its kept blocks (each
+    redacted when rendered) unless the workspace overrides templates."""
     if kind == "history" and rendering.templates_stamp(overrides) is None:
         key = (str(overrides), scope, context["workspaceUri"])
-        return redact(HISTORY_BLOCKS.markdown(key, context, mode))[0], []
+        return HISTORY_BLOCKS.markdown(key, context, mode), []
     return render(kind, context, overrides, mode)
 
 
