@@ -6,20 +6,24 @@ reports and by ``generation/prompt.py``."""
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import logging
 import os
 import re
+import stat
 import time
 from pathlib import Path
 from typing import Any, get_args
 from urllib.parse import quote
 
-from jinja2 import ChainableUndefined, ChoiceLoader, FileSystemLoader, StrictUndefined
+from jinja2 import ChainableUndefined, ChoiceLoader, StrictUndefined, nodes
 from jinja2.sandbox import SandboxedEnvironment, SecurityError
 from markupsafe import Markup
 
 from .params import RenderMode
+from .redaction import redact
+from .templatefiles import TemplateFolderLoader, folder_problem
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +64,14 @@ def _plain(value: Any) -> str:
     return _CONTROL.sub("\ufffd", str(value))
 
 
+def plain_text(value: Any) -> str:
+    """Text that cannot drive a terminal: line ends made ``\\n``, and every other
+    control character (C0 but tab and newline, DEL, C1, so the ESC or CSI that starts a
+    sequence) and bidirectional override replaced by U+FFFD. What record text gets in a
+    report, and what generation prints and writes."""
+    return _plain(str(value).replace("\r\n", "\n").replace("\r", "\n"))
+
+
 def md_inline(value: Any) -> Markup:
     """Record text as one line of literal Markdown text: no structure, no HTML, no links."""
     text = " ".join(_plain(value).split())
@@ -75,7 +87,7 @@ def md_lines(value: Any, indent: int = 0) -> Markup:
 
 def md_block(value: Any, info: str = "") -> Markup:
     """Record text shown verbatim in a fence longer than any fence it contains."""
-    text = _CONTROL.sub("\ufffd", str(value).replace("\r\n", "\n").replace("\r", "\n"))
+    text = plain_text(value)
     longest = max((len(m) for m in re.findall(r"`{3,}|~{3,}", text)), default=0)
     fence = "~" * max(4, longest + 1)
     info = re.sub(r"[^A-Za-z0-9_+-]", "", str(info))
@@ -180,11 +192,63 @@ def _finalize_text(value: Any) -> Any:
 # ---------------------------------------------------------------------------
 
 
+class RenderOverBudget(SecurityError):
+    """An override's render ran past its time budget."""
+
+
+class _Budget:
+    """The deadline of one bounded render (the thread's, by a context variable)."""
+
+    __slots__ = ("deadline", "seconds")
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.deadline = time.monotonic() + seconds
+
+
+_BUDGET: contextvars.ContextVar[_Budget | None] = contextvars.ContextVar(
+    "handoff_render_budget", default=None
+)
+
+
+def _tick() -> None:
+    """Stop the render when its deadline passed (called at every loop step, macro
+    call and function call of a bounded template)."""
+    budget = _BUDGET.get()
+    if budget is not None and time.monotonic() > budget.deadline:
+        raise RenderOverBudget(f"rendering took longer than {budget.seconds:g} s")
+
+
 class ReportSandbox(SandboxedEnvironment):
     """The sandbox for report templates; also refuses arithmetic that would exhaust
-    memory or time (``9**9**9``, ``"x" * 10**9``)."""
+    memory or time (``9**9**9``, ``"x" * 10**9``). A ``bounded`` one (for overrides)
+    checks the render's deadline at each step of every ``for`` loop, at the start of
+    every macro and call block, and at every call: a template has no other way to
+    repeat, so a render that loops is stopped in its own thread, by an exception."""
 
     intercepted_binops = frozenset({"**", "*"})
+
+    def __init__(self, *args: Any, bounded: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.bounded = bounded
+        self.render_tick = _tick
+
+    def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
+        tree = super()._parse(source, name, filename)
+        if self.bounded:
+            for node in tree.find_all((nodes.For, nodes.Macro, nodes.CallBlock)):
+                tick = nodes.ExprStmt(
+                    nodes.Call(nodes.EnvironmentAttribute("render_tick"), [], [], None, None)
+                )
+                tick.set_lineno(node.lineno)
+                tick.set_environment(self)
+                node.body.insert(0, tick)
+        return tree
+
+    def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
+        if __self.bounded:
+            _tick()
+        return super().call(__context, __obj, *args, **kwargs)
 
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
         if operator == "**" and isinstance(right, int | float) and abs(right) > 256:
@@ -200,10 +264,14 @@ class ReportSandbox(SandboxedEnvironment):
         return super().call_binop(context, operator, left, right)
 
 
-def make_environment(folders: list[Path], mode: str = "preview") -> ReportSandbox:
-    """A sandboxed environment over template folders (first folder wins)."""
+def make_environment(
+    folders: list[Path], mode: str = "preview", bounded: bool = False
+) -> ReportSandbox:
+    """A sandboxed environment over template folders (first folder wins), each read by
+    ``templatefiles.TemplateFolderLoader`` (regular files inside the folder only)."""
     env = ReportSandbox(
-        loader=ChoiceLoader([FileSystemLoader(str(f)) for f in folders]),
+        bounded=bounded,
+        loader=ChoiceLoader([TemplateFolderLoader(f) for f in folders]),
         undefined=ChainableUndefined,
         finalize=_finalize_text if mode == "terminal" else _finalize,
         trim_blocks=True,
@@ -231,23 +299,71 @@ def environment(folders: list[Path], stamp: Any = None, mode: str = "preview") -
     if env is None:
         if len(_environments) > 16:
             _environments.clear()
-        env = _environments[key] = make_environment(folders, mode)
+        bounded = stamp is not None  # an override: its renders have a deadline
+        env = _environments[key] = make_environment(folders, mode, bounded)
     return env
 
 
 def _render_bounded(env: ReportSandbox, name: str, context: dict[str, Any]) -> str:
-    """Render an override, giving up when it grows too large or takes too long."""
-    started = time.monotonic()
-    size = 0
-    parts = []
-    for chunk in env.get_template(name).generate(**context):
-        size += len(chunk)
-        parts.append(chunk)
-        if size > OVERRIDE_MAX_CHARS:
-            raise SecurityError(f"the output grew beyond {OVERRIDE_MAX_CHARS:,} characters")
-        if time.monotonic() - started > OVERRIDE_MAX_SECONDS:
-            raise SecurityError(f"rendering took longer than {OVERRIDE_MAX_SECONDS:g} s")
-    return "".join(parts)
+    """Render an override, giving up when it grows too large or takes too long (the
+    deadline is also checked inside loops and calls, see ``ReportSandbox``)."""
+    token = _BUDGET.set(_Budget(OVERRIDE_MAX_SECONDS))
+    try:
+        size = 0
+        parts = []
+        for chunk in env.get_template(name).generate(**context):
+            size += len(chunk)
+            parts.append(chunk)
+            if size > OVERRIDE_MAX_CHARS:
+                raise SecurityError(f"the output grew beyond {OVERRIDE_MAX_CHARS:,} characters")
+            _tick()
+        return "".join(parts)
+    finally:
+        _BUDGET.reset(token)
+
+
+def _template_place(exc: BaseException, folder: Path) -> str:
+    """Where in the templates ``exc`` happened, as `` at <file> line <n>`` (the file
+    relative to the override folder when it is one of its own), or ``""``."""
+    filename, lineno = getattr(exc, "filename", None), getattr(exc, "lineno", None)
+    if not (isinstance(filename, str) and isinstance(lineno, int)):
+        filename = lineno = None
+        inside = str(folder) + os.sep
+        tb = exc.__traceback__
+        while tb is not None:  # Jinja rewrites template frames to the template's lines
+            code_file = tb.tb_frame.f_code.co_filename
+            if code_file.startswith(inside) or (filename is None and code_file.endswith(".j2")):
+                filename, lineno = code_file, tb.tb_lineno
+            tb = tb.tb_next
+    if filename is None:
+        return ""
+    shown = (
+        filename[len(str(folder)) + 1 :] if filename.startswith(str(folder) + os.sep) else filename
+    )
+    return f" at {shown} line {lineno}"
+
+
+def _override_failed(folder: Path, exc: BaseException, what: str = "") -> str:
+    msg = (
+        f"The template override in {folder} failed{_template_place(exc, folder)} "
+        f"({type(exc).__name__}: {one_line_error(exc)}){what}; the built-in template was used."
+    )
+    log.warning(msg)
+    return msg
+
+
+def _refused_folder(folder: Path | None) -> str | None:
+    """The warning for an override folder that may not be read (see
+    ``templatefiles.folder_problem``), or ``None``."""
+    problem = None if folder is None else folder_problem(folder)
+    if problem is None:
+        return None
+    msg = (
+        f"The template override folder {folder} {problem}; overrides are read only from "
+        "the workspace's own folder, so the built-in templates were used."
+    )
+    log.warning(msg)
+    return msg
 
 
 def render(
@@ -256,23 +372,22 @@ def render(
     workspace_templates: Path | None = None,
     mode: str = "preview",
 ) -> tuple[str, list[str]]:
-    """Render one view; a broken workspace override falls back to the built-in template
-    with a warning (never a crash)."""
+    """Render one view, secrets redacted; a broken workspace override falls back to the
+    built-in template with a warning (never a crash)."""
     warnings: list[str] = []
+    refused = _refused_folder(workspace_templates)
+    if refused is not None:
+        warnings.append(refused)
+        workspace_templates = None
     stamp = None if workspace_templates is None else templates_stamp(workspace_templates)
     if stamp is not None and workspace_templates is not None:
         try:
             env = environment([workspace_templates, builtin_templates()], stamp, mode)
-            return _render_bounded(env, name, context), warnings
+            return redact(_render_bounded(env, name, context))[0], warnings
         except Exception as exc:  # a broken override must never break the report
-            msg = (
-                f"The template override in {workspace_templates} failed "
-                f"({type(exc).__name__}: {one_line_error(exc)}); the built-in template was used."
-            )
-            log.warning(msg)
-            warnings.append(msg)
+            warnings.append(_override_failed(workspace_templates, exc))
     env = environment([builtin_templates()], None, mode)
-    return env.get_template(name).render(**context), warnings
+    return redact(env.get_template(name).render(**context))[0], warnings
 
 
 def builtin_template(name: str, mode: str = "preview") -> Any:
@@ -306,24 +421,27 @@ def _summary_environment(folders: list[Path], stamp: Any) -> ReportSandbox:
     if env is None:
         if len(_environments) > 16:
             _environments.clear()
-        env = make_environment(folders, "terminal")
+        env = make_environment(folders, "terminal", bounded=stamp is not None)
         env.finalize = _finalize_plain  # before any template is compiled
         _environments[key] = env
     return env
 
 
 def _summaries_by(env: ReportSandbox, events: list[dict[str, Any]], bounded: bool) -> list[str]:
-    macro = env.get_template(SUMMARY_TEMPLATE).module.summary  # type: ignore[attr-defined]
-    started, size, out = time.monotonic(), 0, []
-    for event in events:
-        line = " ".join(str(macro(event)).split())
-        out.append(line)
-        size += len(line)
-        if bounded and size > OVERRIDE_MAX_CHARS:
-            raise SecurityError(f"the summaries grew beyond {OVERRIDE_MAX_CHARS:,} characters")
-        if bounded and time.monotonic() - started > OVERRIDE_MAX_SECONDS:
-            raise SecurityError(f"writing the summaries took longer than {OVERRIDE_MAX_SECONDS:g} s")
-    return out
+    token = _BUDGET.set(_Budget(OVERRIDE_MAX_SECONDS) if bounded else None)
+    try:
+        macro = env.get_template(SUMMARY_TEMPLATE).module.summary  # type: ignore[attr-defined]
+        size, out = 0, []
+        for event in events:
+            line = " ".join(str(macro(event)).split())
+            out.append(line)
+            size += len(line)
+            if bounded and size > OVERRIDE_MAX_CHARS:
+                raise SecurityError(f"the summaries grew beyond {OVERRIDE_MAX_CHARS:,} characters")
+            _tick()
+        return out
+    finally:
+        _BUDGET.reset(token)
 
 
 def summaries(
@@ -334,19 +452,18 @@ def summaries(
     warnings: list[str] = []
     if not events:
         return [], warnings
+    refused = _refused_folder(workspace_templates)
+    if refused is not None:
+        warnings.append(refused)
+        workspace_templates = None
     stamp = None if workspace_templates is None else templates_stamp(workspace_templates)
     if stamp is not None and workspace_templates is not None:
         try:
             env = _summary_environment([workspace_templates, builtin_templates()], stamp)
             return _summaries_by(env, events, bounded=True), warnings
         except Exception as exc:  # a broken override must never break the report
-            msg = (
-                f"The template override in {workspace_templates} failed "
-                f"({type(exc).__name__}: {one_line_error(exc)}) while writing the event "
-                "summaries; the built-in template was used."
-            )
-            log.warning(msg)
-            warnings.append(msg)
+            what = " while writing the event summaries"
+            warnings.append(_override_failed(workspace_templates, exc, what))
     return _summaries_by(_summary_environment([builtin_templates()], None), events, False), warnings
 
 
@@ -357,17 +474,22 @@ def one_line_error(exc: BaseException) -> str:
 
 
 def templates_stamp(folder: Path) -> tuple[Any, ...] | None:
-    """What the override folder looks like now (names, mtimes, sizes), for the cache."""
-    if not folder.is_dir():
+    """What the override folder looks like now (names, kinds, mtimes, sizes; links and
+    the folder itself not followed), for the cache; ``None`` when there is none."""
+    try:
+        top = os.lstat(folder)
+    except OSError:
         return None
+    if not stat.S_ISDIR(top.st_mode):  # a link or a file: refused when rendered
+        return (("", "", top.st_mode, top.st_mtime_ns, top.st_size),)
     found = []
     for root, _dirs, files in os.walk(folder):
         for name in files:
             try:
-                st = os.stat(os.path.join(root, name))
+                st = os.lstat(os.path.join(root, name))
             except OSError:
                 continue
-            found.append((root, name, st.st_mtime_ns, st.st_size))
+            found.append((root, name, st.st_mode, st.st_mtime_ns, st.st_size))
     return tuple(sorted(found))
 
 
@@ -376,7 +498,7 @@ def text_environment() -> SandboxedEnvironment:
     """The built-in templates as plain text (no escaping, every name must be defined):
     what the generation prompt and the extractive handoff are written with."""
     return SandboxedEnvironment(
-        loader=FileSystemLoader(str(builtin_templates())),
+        loader=TemplateFolderLoader(builtin_templates()),
         undefined=StrictUndefined,
         keep_trailing_newline=True,
         autoescape=False,

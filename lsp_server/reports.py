@@ -14,6 +14,7 @@ from . import lifecycle as lc
 from . import projections, rendering
 from .errors import HandoffError
 from .params import ReportKind, ReportParams
+from .redaction import redact
 from .rendering import (  # noqa: F401  (the filters, as the report templates know them)
     RENDER_MODES,
     builtin_templates,
@@ -98,7 +99,7 @@ class _RevisionBlocks:
         its head mark or a cited Source's summary changed."""
         view = context["view"]
         stale = self._changed_summaries(view["citedSources"])
-        header = rendering.render_block(self.template, "header", context)
+        header = redact(rendering.render_block(self.template, "header", context))[0]
         old = self.revisions
         if old is None or len(view["revisions"]) != len(old) or not self._patch(context, stale):
             self._rebuild(context, stale)
@@ -139,7 +140,8 @@ class _RevisionBlocks:
         return True
 
     def _render(self, context: dict[str, Any], r: dict[str, Any]) -> str:
-        return rendering.render_block(self.template, "revision", {**context, "r": r})
+        """One revision's block, redacted once when rendered (kept redacted)."""
+        return redact(rendering.render_block(self.template, "revision", {**context, "r": r}))[0]
 
     def _rebuild(self, context: dict[str, Any], stale: set[str]) -> None:
         """Every block; those of an unchanged view, head mark and summaries as kept."""
@@ -175,8 +177,8 @@ class KeptHistoryBlocks:
     only the revision's view (``projections.revision_json``, handed out as the same
     object while its receipts and coverage are unchanged), whether it is the head, the
     summaries of the Sources it cites and the link base. So after one new record only
-    the blocks of the revisions it names are rendered again; the report is the header
-    block and the blocks in order, byte-identical to a full render
+    the blocks of the revisions it names are rendered again (and redacted); the report
+    is the header block and the blocks in order, byte-identical to a full render
     (``tests/reports/test_history_blocks.py``). A workspace override is rendered whole.
     """
 
@@ -208,8 +210,8 @@ HISTORY_BLOCKS = KeptHistoryBlocks()
 def _markdown(
     kind: str, scope: str, context: dict[str, Any], overrides: Path, mode: str
 ) -> tuple[str, list[str]]:
-    """A report's Markdown; the history by its kept blocks unless the workspace
-    overrides templates."""
+    """A report's Markdown, secrets redacted; the history by its kept blocks (each
+    redacted when rendered) unless the workspace overrides templates."""
     if kind == "history" and rendering.templates_stamp(overrides) is None:
         key = (str(overrides), scope, context["workspaceUri"])
         return HISTORY_BLOCKS.markdown(key, context, mode), []
@@ -228,7 +230,9 @@ def render_view(service: Workspace, kind: str, context: dict[str, Any], mode: st
     overrides = service.store.folder / OVERRIDE_FOLDER
     if context.get("view"):
         with_summaries(context["view"], overrides)
-    markdown, _warnings = render(kind, {**context, "kind": kind, "workspaceUri": base}, overrides, mode)
+    markdown, _warnings = render(
+        kind, {**context, "kind": kind, "workspaceUri": base}, overrides, mode
+    )
     return markdown
 
 
@@ -352,9 +356,7 @@ def _result_copy(result: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def run_report(
-    service: Workspace, p: ReportParams, scope: str, ctx: CallContext
-) -> dict[str, Any]:
+def run_report(service: Workspace, p: ReportParams, scope: str, ctx: CallContext) -> dict[str, Any]:
     """``handoff.report``: ``{markdown, data}`` for one view; reads, never writes."""
     if p.kind != "handoff" and (p.revision is not None or p.prepared is not None):
         raise HandoffError(

@@ -55,6 +55,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "lsp_server.storeops",
             "lsp_server.lifecycle",
             "lsp_server.projections",
+            "lsp_server.templatefiles",
             "lsp_server.rendering",
             "lsp_server.workspace",
         ),

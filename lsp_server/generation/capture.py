@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from ..rendering import plain_text
 from .prompt import SECTIONS
 
 WRAPPER_OPEN = "<handoff-context>"
@@ -110,6 +111,8 @@ def continuation_sentence(source: str | None) -> str:
 
 
 def wrap(document: str, source: str | None = None) -> str:
-    """The new session's context message: wrapper, document, one continuation sentence."""
+    """The new session's context message: wrapper, document, one continuation sentence;
+    no control character (``rendering.plain_text``) in any of it."""
     body = escape_document(document.strip("\n"))
-    return f"{WRAPPER_OPEN}\n{body}\n{WRAPPER_CLOSE}\n\n{continuation_sentence(source)}"
+    text = f"{WRAPPER_OPEN}\n{body}\n{WRAPPER_CLOSE}\n\n{continuation_sentence(source)}"
+    return plain_text(text)

@@ -21,6 +21,7 @@ from ..params import GenerateParams, SessionsParams, StartSessionParams, structu
 from ..projections import table
 from ..records import Generation
 from ..redaction import redact
+from ..rendering import plain_text
 from . import discovery
 from .capture import capture_text, missing_sections, wrap
 from .check import check_answer
@@ -68,7 +69,7 @@ def run_sessions(service: Workspace, p: SessionsParams, ctx: CallContext) -> dic
             }
         # Titles come from the first request: a pasted key must not show in the picker.
         if isinstance(item.get("title"), str):
-            item["title"] = redact(item["title"])[0]
+            item["title"] = plain_text(redact(item["title"])[0])
         item["canHandOff"] = item.get("messageCount", 0) >= 2
         listed.append(item)
     # Sessions with something to hand off first (each group newest first).
@@ -283,7 +284,8 @@ def _read_transcript(
     transcript = read_session(path, p.format, stop=lambda: ctx.cancel.cancelled)
     # Secrets are replaced where the transcript is used: each message whole, before
     # anything (prompt, document, draft) is cut from it; see ``Transcript.clean``.
-    transcript.title = transcript.clean_text(transcript.title)
+    title = transcript.clean_text(transcript.title)
+    transcript.title = None if title is None else plain_text(title)
     if agent == "?":
         agent = transcript.format
     ctx.cancel.raise_if_cancelled()
@@ -339,12 +341,18 @@ def _answer(
             "Handoff generation failed: the model returned no handoff text.",
             provider=provider_name,
         )
-    document = document.rstrip() + "\n"
+    # Where the document leaves the generator: nothing in it can drive a terminal.
+    document = plain_text(document.rstrip()) + "\n"
+    warnings = [plain_text(w) for w in warnings]
     # What the provider's answer lacked (restored from the facts for a model).
     missing = model_missing if model_missing is not None else missing_sections(document)
     size = None
     if prompt is not None:
-        size = {"tokens": prompt.conversation_tokens, "kept": prompt.kept, "omitted": prompt.omitted}
+        size = {
+            "tokens": prompt.conversation_tokens,
+            "kept": prompt.kept,
+            "omitted": prompt.omitted,
+        }
     return _Answer(document, missing, redactions, warnings, size)
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..evidence import OutsideWorkspace, resolve_artifact
+from ..rendering import plain_text
 from .capture import section_lines
 from .transcript import Transcript
 
@@ -23,7 +24,7 @@ _BOILERPLATE = re.compile(
 
 
 def _one_line(text: str, limit: int) -> str:
-    s = " ".join(text.split())
+    s = " ".join(plain_text(text).split())
     return s if len(s) <= limit else s[: limit - 1].rstrip() + "…"
 
 
