@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any
 
 from .asks import QUESTION_END
 
-if TYPE_CHECKING:
-    from .facts import Request, Run, SessionFacts
+# The ledger reads the session facts (``facts.py``), which build it: the names below
+# stand for facts' ``Request``, ``Run`` and ``SessionFacts`` without an import circle.
+Request = Any
+Run = Any
+SessionFacts = Any
 
 #: How a task ended. ``done``: the agent did the work and handed back with no failure
 #: left open; ``answered``: a question, answered; ``failed``: a step of its turn failed
