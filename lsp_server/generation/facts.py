@@ -191,7 +191,15 @@ _FAILURE_WORDS = (
 def success_marked(text: str) -> bool:
     """Whether ``text`` carries a success verdict (``Build complete``, ``Found 0 errors``)
     and no failure mark."""
-    return bool(_SUCCESS_MARK.search(text)) and not failure_marked(text)
+    return (
+        any(w in text for w in _SUCCESS_WORDS)
+        and bool(_SUCCESS_MARK.search(text))
+        and not failure_marked(text)
+    )
+
+
+#: Words one of which every match of ``_SUCCESS_MARK`` contains (a cheap look first).
+_SUCCESS_WORDS = ("uild", "UILD", "ompiled", "uilt", "inished", " 0 ", "rror", "passed", "xit")
 
 
 def failure_marked(text: str) -> bool:
@@ -211,7 +219,7 @@ _ERROR_MESSAGE = re.compile(
     r"\b(?:error|fatal|panic|exception|traceback|failed|failure)\b[^:\n]{0,40}:\s*\S|\b\w*(?:Error|Exception)\b:",
     re.IGNORECASE,
 )
-_PATH_WORD = re.compile(r"^(?:[A-Za-z]:)?/?[\w@~.+-]+(?:[/\\][\w@~.+ -]*[\w@~.+-])*/?$")
+_PATH_WORD = re.compile(r"^(?:[A-Za-z]:)?[\w@~.+/\\-]+$")
 _ERROR_TALLY = re.compile(r"^(?:Found )?\d+ (?:errors?|problems?)\b", re.I)
 _EXIT_NOTE = re.compile(
     r"^(command exited with code|exit code:?|process exited with|exit status)", re.I

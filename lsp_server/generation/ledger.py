@@ -7,6 +7,7 @@ are projections of the ledger: a request is open only if nothing after it closed
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,6 +88,12 @@ _MID_WORK = re.compile(
 )
 
 
+#: Words one of which every match of the pattern above contains (a cheap look first).
+_USER_ACTION_WORDS = ("you", "please", "wait", "requir", "need")
+_WORK_LEFT_WORDS = ("n't", "not", "unable", "still", "remaining", "blocked")
+_MID_WORK_WORDS = ("let", "i'll", "i will", "going to")
+
+
 @dataclass(slots=True)
 class Task:
     """One request of the user, with the replies that continued it (acknowledgements,
@@ -112,12 +119,18 @@ class Task:
         return self.replies[-1] if self.replies else self.request
 
 
+_QUESTION_SPLIT = re.compile(r"(?<=[.!?])\s+")
+
+
 def closing_question(text: str) -> str | None:
     """The question the agent's message ends with, if it ends with one."""
-    tail = [ln.strip() for ln in text.strip().splitlines() if ln.strip()][-3:]
+    end = text[-2000:]
+    if "?" not in end and "？" not in end:
+        return None
+    tail = [ln.strip() for ln in end.strip().splitlines() if ln.strip()][-3:]
     for line in reversed(tail):
         if line.rstrip("*_ ").endswith(("?", "？")):
-            sentences = re.split(r"(?<=[.!?])\s+", line)
+            sentences = _QUESTION_SPLIT.split(line)
             return one_line(sentences[-1].strip("*_ "), 300)
     return None
 
@@ -130,7 +143,11 @@ def is_offer(question: str) -> bool:
 def user_action(text: str) -> str | None:
     """The sentence of the agent's last lines that asks the user for an action only the
     user can take ("please grant…", "once you've approved…"), if any."""
-    lines = [ln for ln in text.strip().splitlines() if ln.strip()][-6:]
+    end = text[-1500:]
+    low = end.lower()
+    if not any(w in low for w in _USER_ACTION_WORDS):
+        return None
+    lines = [ln for ln in end.strip().splitlines() if ln.strip()][-6:]
     for sentence in reversed(_SENTENCE.split("\n".join(lines))):
         s = sentence.strip(" *_-#>")
         if s and _USER_ACTION.search(s) and not _OFFER.search(s):
@@ -140,7 +157,8 @@ def user_action(text: str) -> str | None:
 
 def names_work_left(text: str) -> bool:
     """Whether a report says something is still failing or could not be done."""
-    return bool(_WORK_LEFT.search(text))
+    low = text.lower()
+    return any(w in low for w in _WORK_LEFT_WORDS) and bool(_WORK_LEFT.search(text))
 
 
 def is_selection(text: str) -> bool:
@@ -188,23 +206,29 @@ def ledger(f: SessionFacts) -> list[Task]:
     wanted = {id(task.last.report) for task in tasks if task.last.report is not None}
     where = {id(m): i for i, m in enumerate(t.history) if id(m) in wanted}
     bounds = [task.request.position for task in tasks[1:]] + [len(t.history)]
+    starts = [r.position for r in f.runs]  # in the order of the history
     for task, end in zip(tasks, bounds, strict=True):
-        _ending(f, task, end, last=end == len(t.history), where=where)
+        runs = f.runs[bisect_left(starts, task.request.position) : bisect_left(starts, end)]
+        _ending(f, task, runs, end, last=end == len(t.history), where=where)
     return tasks
 
 
 def grouped(f: SessionFacts) -> list[Task]:
     """The session's requests as tasks, each with the replies that continued it (no
     ending read yet)."""
+    cached = f.cache.get("grouped")
+    if cached is not None:
+        return cached
     t = f.transcript
     tasks: list[Task] = []
+    f.cache["grouped"] = tasks
     for r in f.requests:
         prev = tasks[-1] if tasks else None
         if prev is not None and _continues(prev, r, t):
             prev.replies.append(r)
             asked = prev.last.report if len(prev.replies) > 1 else prev.request.report
             if asked is not None and is_selection(r.text):
-                picked = picked_options(r.text, t.clean(asked).text)
+                picked = picked_options(r.text, asked.text)  # shown through the writer
                 prev.selections.append((r.text.strip(), "; ".join(picked)))
             continue
         tasks.append(Task(r))
@@ -220,7 +244,7 @@ def _continues(prev: Task, r: Request, t) -> bool:
     report = prev.last.report
     if report is None:
         return False
-    question = closing_question(t.clean(report).text)
+    question = closing_question(report.text[-2000:])  # redacted where it is shown
     if not question or is_offer(question):
         return False
     # An answer is short, or speaks of what was asked; a request on another subject
@@ -269,16 +293,19 @@ _COMMON = frozenset(
 )
 
 
+_WORD = re.compile(r"\w{3,}")
+
+
 def _words(text: str) -> set[str]:
-    return {w for w in re.findall(r"\w{3,}", text.lower()) if w not in _COMMON}
+    return {w for w in _WORD.findall(text.lower()) if w not in _COMMON}
 
 
-def _ending(f: SessionFacts, task: Task, end: int, last: bool, where: dict[int, int]) -> None:
-    """How ``task`` ended, from the steps of its turn (history positions up to ``end``)."""
-    start = task.request.position
-    runs = [r for r in f.runs if start <= r.position < end]
+def _ending(
+    f: SessionFacts, task: Task, runs: list[Run], end: int, last: bool, where: dict[int, int]
+) -> None:
+    """How ``task`` ended, from the steps of its turn (``runs``, history positions up to
+    ``end``). Its texts are raw: the writer redacts what it shows."""
     report = task.last.report
-    t = f.transcript
     task.entries = [x for x in (task.request.entry, report.entry if report else None) if x]
     if last and f.final is not None:
         _from_final(f, task)
@@ -289,8 +316,9 @@ def _ending(f: SessionFacts, task: Task, end: int, last: bool, where: dict[int, 
         task.status = "superseded"
         task.detail = "the user sent the next request before the agent replied"
         return
-    text = t.clean(report).text
-    if _MID_WORK.search(text.strip()[-300:]):
+    text = report.text[-1500:]
+    tail = text.strip()[-300:]
+    if any(w in tail.lower() for w in _MID_WORK_WORDS) and _MID_WORK.search(tail):
         # Its last words announce more work: the user spoke while the agent worked.
         task.status = "superseded"
         task.detail = "the user sent the next request while the agent was still working"
