@@ -219,6 +219,21 @@ _ERROR_MESSAGE = re.compile(
     r"\b(?:error|fatal|panic|exception|traceback|failed|failure)\b[^:\n]{0,40}:\s*\S|\b\w*(?:Error|Exception)\b:",
     re.IGNORECASE,
 )
+#: An agent's own tool whose name says it changes something (``create_para_doc``,
+#: ``commit_changes``, ``update_issue``): followed in any part of the session, and work.
+_MUTATING_TOOL = re.compile(
+    r"(?:^|[_.:-])(?:create|write|add|insert|update|delete|remove|rename|move|commit|push|"
+    r"publish|deploy|apply|save|upload|edit|patch|replace|append|merge|release|set)"
+    r"(?:$|[_.:-]|s\b|d\b)|^batch_create",
+)
+_SHA = re.compile(r"\b[0-9a-f]{7,40}\b")
+_CREATED_WORD = re.compile(r"\b(?:Created|Wrote|Saved|Added|Written)\b")
+#: A file a tool's result says it created, wrote, updated or deleted.
+_TOOL_FILES = re.compile(
+    r"\b(Created|Wrote|Written|Saved|Updated|Modified|Edited|Deleted|Removed|Added)"
+    r"(?: (?:file|note|document))?:?\s+`?((?:[A-Za-z]:)?[\w./~\\-]+\.\w{1,8})\b"
+)
+_BULLET_FILE = re.compile(r"^\s*[•*-]\s+`?((?:[\w~.-]+/)*[\w.-]+\.(?:md|txt|json|ya?ml|py|ts|js|html|css|toml))\b", re.M)
 _PATH_WORD = re.compile(r"^(?:[A-Za-z]:)?[\w@~.+/\\-]+$")
 _ERROR_TALLY = re.compile(r"^(?:Found )?\d+ (?:errors?|problems?)\b", re.I)
 _EXIT_NOTE = re.compile(
@@ -764,8 +779,10 @@ class _Gatherer:
                 rel = self.rel(path)
                 self.f.reads[rel] = self.f.reads.get(rel, 0) + 1
             pass  # a look-up: its failure blocks nothing, so it is no step to follow
-        elif position >= self.recent:
+        elif position >= self.recent or _MUTATING_TOOL.search(name):
             target = self.rel(path) if path else ""
+            if _MUTATING_TOOL.search(name) and self.current is not None:
+                self.current.work += 1  # an agent's own tool that changes something
             run = Run(
                 f"{name} {target}".strip(),
                 f"{name} {target}".strip(),
@@ -875,6 +892,8 @@ class _Gatherer:
     def finish(self, run: Run, result: Message) -> None:
         """A run's outcome from its result."""
         run.result = result
+        if run.kind == "tool" and run.call is not None and not result.is_error:
+            self.tool_effects(run, result)
         if (
             not result.is_error
             and not result.exit_code
@@ -932,6 +951,32 @@ class _Gatherer:
                 head = _LOG_LINE.search(readable(text))
                 if head:
                     self.f.last_head = f"{head.group(1)} {one_line(head.group(2), 90)}"
+
+    def tool_effects(self, run: Run, result: Message) -> None:
+        """What an agent's own tool (an extension's ``create_note``, ``commit_changes``)
+        says it did: the files its result names as created, written or deleted, and a
+        commit with its hash."""
+        call = run.call
+        assert call is not None
+        name = call.name.lower()
+        if not _MUTATING_TOOL.search(name):
+            return
+        text = readable(result.text or "")[:20000]
+        if "commit" in name:
+            sha = _SHA.search(text)
+            if sha:
+                args = call.arguments if isinstance(call.arguments, dict) else {}
+                subject = str(args.get("message") or args.get("subject") or "").strip()
+                detail = f"`{sha.group(0)}` {one_line(subject, 120)}".strip()
+                self.f.git_events.append(GitEvent("commit", detail, run.entry, run.position))
+        for verb, path in _TOOL_FILES.findall(text):
+            verb = verb.lower()
+            kind = "deleted" if verb.startswith(("delet", "remov")) else (
+                "created" if verb.startswith(("creat", "add", "wr", "sav")) else "edited"
+            )
+            self.change(kind, path.strip("`'\"."), run.message, run.position)
+        for path in _BULLET_FILE.findall(text) if _CREATED_WORD.search(text) else ():
+            self.change("created", path, run.message, run.position)
 
     def count_reads(self, run: Run) -> None:
         for word in run.reads:

@@ -341,13 +341,13 @@ def _ending(
         task.detail = f"the agent asked: “{task.question}”; the user went on to another request"
     elif acted and names_work_left(text):
         task.status = "in progress"
-        task.detail = "the agent's report names work left: " + _first_sentence(text)
+        task.detail = "the agent's report names work left: " + _first_sentence(report.text)
     elif acted:
         task.status = "done"
-        task.detail = "the agent reported: " + _first_sentence(text)
+        task.detail = "the agent reported: " + _first_sentence(report.text)
     else:
         task.status = "answered"
-        task.detail = "the agent answered: " + _first_sentence(text)
+        task.detail = "the agent answered: " + _first_sentence(report.text)
 
 
 _FINAL_STATUS = {

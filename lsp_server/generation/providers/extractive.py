@@ -54,6 +54,28 @@ _INLINE_CODE = re.compile(r"(?<!`)`([^`\n]{2,80})`(?!`)")
 _HOST_PORT = re.compile(
     r"\b(?:localhost|(?:\d{1,3}\.){3}\d{1,3}|[a-z][\w-]*(?:\.[\w-]+)+):\d{2,5}\b", re.I
 )
+_STRONG = re.compile(
+    r"(?:^|[,;:—–-]\s*|\b(?:and|but|please|just|so)\s+)(?:don'?t|do not|never|avoid|no need to)\b"
+    r"|\b(?:you|we)\s+(?:must not|mustn'?t|should not|shouldn'?t|can'?t|cannot|don'?t)\b"
+    r"|\b(?:make sure|stick to|instead of|rather than|no changes? to|not allowed|without \w+ing|"
+    r"leave \w+ (?:alone|as)|please (?:use|keep)|i'?ll (?:do|handle|take care of|write)|"
+    r"i will (?:do|handle|take care of|write)|only (?:change|touch|edit|use|modify))\b"
+    r"|^(?:only|always|keep|prefer|use|focus on)\b",
+    re.IGNORECASE,
+)
+def _bare(sentence: str) -> str:
+    """A sentence without its leading Markdown (list marks, emphasis, headings)."""
+    return re.sub(r"\*\*|__", "", sentence).lstrip("-*#>_` \t0123456789.)")
+
+
+#: A line break inside a sentence (a hard-wrapped paste): the next line goes on in lower case.
+_WRAPPED = re.compile(r"(?<=[\w,)])[ \t]*\n[ \t]*(?=[a-z(])")
+#: A sentence shaped as a question though it has no question mark.
+_ASKING = re.compile(
+    r"^(?:should|shall|can|could|would|is|are|will|what|how|why|when|which|where|"
+    r"any(?:thing)?|(?:do|does|did)(?!\s+not\b|n'?t\b))\b",
+    re.IGNORECASE,
+)
 _LIMIT = re.compile(
     r"\b(?:don'?t|do not|never|without|not|no|only|nicht|nur|sin|sans|solo|s[oó]lo)\b"
     r"|하지\s*마|말고|しないで|ないで|不要|别",
@@ -317,14 +339,19 @@ class Writer:
             if not _CONSTRAINT.search(r.text) and not is_rejection(r.text):
                 continue
             rejection = is_rejection(r.text)
-            sentences = _SENTENCE.split(self.text(r.text))
+            sentences = _SENTENCE.split(_WRAPPED.sub(" ", self.text(r.text)))
             for sentence in reversed(sentences):
                 s = one_line(sentence, 220)
                 if (
                     (rejection or _CONSTRAINT.search(s))
+                    # A long request is a spec: only its directives in so many words
+                    # limit the work, not every sentence with "only" or "should".
+                    and (len(r.text) <= 400 or rejection or _STRONG.search(_bare(s)))
                     and (len(s) >= 16 and len(s.split()) >= 3 or rejection or _CJK.search(s))
                     and len(s) >= 6
                     and not QUESTION_END.search(s)
+                    and not _ASKING.match(_bare(s))
+                    and not s.endswith(":")
                     # The goal said in one sentence is the goal, not a limit on it,
                     # unless it limits the work in so many words ("without editing").
                     and not (r is goal and len(sentences) == 1 and not _LIMIT.search(s))
