@@ -434,3 +434,51 @@ def test_a_read_cut_off_at_the_end_is_not_a_thing_to_check(tmp_path, workspace) 
         ],
     )
     assert "Check the result of `sed -n" not in section(doc, "Next Steps")
+
+
+def test_names_from_the_agents_earlier_messages_reach_critical_context(tmp_path, workspace) -> None:
+    """The agent named the function to fix in its report, then answered a notification:
+    the name is not lost because the last message is about something else."""
+    _, doc = generated(
+        tmp_path,
+        workspace,
+        [
+            user("Find why sub-agent messages lose their agent id"),
+            assistant("", bash("b1", "grep -rn agent_id lib")),
+            result("b1", "bash", "lib/a.ex:3: agent_id"),
+            assistant(
+                "The id is dropped in `load_session_messages/2`; I filed it as `spotter-fum.5` "
+                "instead of fixing it now."
+            ),
+            user("<task-notification>background task finished</task-notification>"),
+            assistant("That notification is from an earlier background run; no action needed."),
+        ],
+    )
+    critical = section(doc, "Critical Context")
+    assert "load_session_messages/2" in critical
+    assert "spotter-fum.5" in critical
+
+
+def test_an_agents_own_tool_that_creates_and_commits_is_work(tmp_path, workspace) -> None:
+    """An extension's tools (``create_note``, ``commit_changes``): their turn did work,
+    the files their results name are changes, the commit is a git event."""
+    f, doc = generated(
+        tmp_path,
+        workspace,
+        [
+            user("Write a note comparing IndexedDB and localStorage"),
+            assistant("", ("n1", "create_note", {"title": "IndexedDB vs localStorage"})),
+            result("n1", "create_note", "Created: /vault/Resources/indexeddb-vs-localstorage.md"),
+            assistant("The note is written."),
+            user("Commit it"),
+            assistant("", ("c1", "commit_changes", {"message": "feat(notes): storage comparison"})),
+            result("c1", "commit_changes", "Commit successful. Hash: 5484f07"),
+            assistant("Committed 5484f07."),
+        ],
+    )
+    assert [r.acted_on for r in f.requests] == [True, True]
+    assert "/vault/Resources/indexeddb-vs-localstorage.md" in f.changes
+    assert [g.kind for g in f.git_events] == ["commit"]
+    done = section(doc, "Done")
+    assert "indexeddb-vs-localstorage.md" in done and "5484f07" in done
+    assert f.final is not None and f.final.status == "done"

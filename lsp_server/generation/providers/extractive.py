@@ -50,6 +50,10 @@ _CONSTRAINT = re.compile(
     r"|하지\s*마|하지\s*말|말고|건드리지|만\s*해|しないで|ないで|だけ|不要|别|只",
     re.IGNORECASE,
 )
+_SHA_ONLY = re.compile(r"[0-9a-f]{7,40}")
+_CODE_SHAPED = re.compile(r"[_.()/:\[\]]|[a-z][A-Z]|^[A-Z][a-z]+[A-Z]|^--?\w")
+#: How many of the agent's newest messages the names are taken from.
+_NAME_MESSAGES = 30
 _INLINE_CODE = re.compile(r"(?<!`)`([^`\n]{2,80})`(?!`)")
 _HOST_PORT = re.compile(
     r"\b(?:localhost|(?:\d{1,3}\.){3}\d{1,3}|[a-z][\w-]*(?:\.[\w-]+)+):\d{2,5}\b", re.I
@@ -678,7 +682,7 @@ class Writer:
         names = self.report_names()
         if names:
             items.append(
-                "Names in the agent's last report that its quote below leaves out: "
+                "Names in the agent's recent messages not shown elsewhere here: "
                 + ", ".join(code(n, 80) for n in names)
             )
         env = f.environment
@@ -694,27 +698,44 @@ class Writer:
         return items
 
     def report_names(self) -> list[str]:
-        """Identifiers the agent's last report names (its inline code, host:port
-        addresses) that the clipped quote of the report does not show."""
-        m = self.f.last_report
-        if m is None:
-            return []
-        text = readable(self.t.clean(m).text)
+        """Identifiers the agent's recent messages name (their inline code: functions,
+        options, host:port addresses…) that the document does not otherwise show: the
+        clipped quote of its last report, the files listed. The most named first."""
+        cached = self.f.cache.get("names")
+        if cached is None:
+            cached = self.f.cache["names"] = self._agent_names()
         shown = self.report() or ""
-        found: list[str] = []
-        for name in [*_INLINE_CODE.findall(text), *_HOST_PORT.findall(text)]:
-            name = name.strip()
-            if (
-                2 <= len(name) <= 80
-                and "\n" not in name
-                and name not in shown
-                and name not in found
-                and not is_noise(name)
-                and not name.startswith("#")
-                and re.search(r"\w", name)
-            ):
-                found.append(name)
-        return found[: self.n.reads]
+        listed = set(self.f.changes) | set(self.f.reads)
+        return [
+            n for n in cached if n not in shown and n not in listed and f"`{n}`" not in shown
+        ][: self.n.reads + 2]
+
+    def _agent_names(self) -> list[str]:
+        counts: dict[str, int] = {}
+        seen = 0
+        for m in reversed(self.t.history):
+            if m.role != "assistant" or not m.text.strip():
+                continue
+            seen += 1
+            if seen > _NAME_MESSAGES:
+                break
+            text = readable(self.t.clean(m).text)
+            for name in [*_INLINE_CODE.findall(text), *_HOST_PORT.findall(text)]:
+                name = name.strip()
+                if (
+                    2 <= len(name) <= 60
+                    and len(name.split()) <= 3
+                    and not name.startswith("#")
+                    and not name.endswith(("-", "_", "/"))
+                    and "\\" not in name
+                    and re.search(r"[A-Za-z]", name)
+                    and not is_noise(name)
+                ):
+                    counts[name] = counts.get(name, 0) + 1
+        # Code-shaped names first (snake_case, CamelCase, calls, paths, options), the most
+        # named first; among equals, the newest (first seen: the walk goes newest first).
+        names = [n for n in counts if not _SHA_ONLY.fullmatch(n)]
+        return sorted(names, key=lambda n: (not _CODE_SHAPED.search(n), -counts[n]))[:40]
 
     def final_state(self) -> list[str]:
         """The session's final state and open blocker; a request made by slash command."""
