@@ -112,6 +112,15 @@ TODO_TOOLS = frozenset(
         "plan",
     }
 )
+#: The harness's own tools (sub-agents, skills, plan mode, questions to the user,
+#: background shells): not tools of the work.
+HARNESS_TOOLS = frozenset(
+    {
+        "task", "agent", "taskcreate", "taskupdate", "tasklist", "taskoutput", "taskget",
+        "sendmessage", "skill", "exitplanmode", "enterplanmode", "askuserquestion", "ask",
+        "killshell", "bashoutput", "todoread", "write_stdin", "view_image",
+    }
+)  # fmt: skip
 DONE = frozenset({"completed", "complete", "done", "finished", "closed", "resolved"})
 ACTIVE = frozenset({"in_progress", "in-progress", "active", "doing", "started", "running"})
 #: The tool's own state folder: never the user's change.
@@ -447,6 +456,9 @@ class SessionFacts:
     cache: dict[str, Any] = field(default_factory=dict, repr=False)
     #: What the agent's environment message says (shell, cwd, date), when it has one.
     environment: dict[str, str] = field(default_factory=dict)
+    #: The agent's own tools (an extension's, an MCP server's: neither files, the shell,
+    #: the plan nor the harness's own) and how often each was called.
+    own_tools: dict[str, int] = field(default_factory=dict)
 
     # -- derived ---------------------------------------------------------------------
 
@@ -780,6 +792,8 @@ class _Gatherer:
                 self.f.reads[rel] = self.f.reads.get(rel, 0) + 1
             pass  # a look-up: its failure blocks nothing, so it is no step to follow
         elif position >= self.recent or _MUTATING_TOOL.search(name):
+            if name not in HARNESS_TOOLS:
+                self.f.own_tools[c.name] = self.f.own_tools.get(c.name, 0) + 1
             target = self.rel(path) if path else ""
             if _MUTATING_TOOL.search(name) and self.current is not None:
                 self.current.work += 1  # an agent's own tool that changes something

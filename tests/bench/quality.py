@@ -26,6 +26,12 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 PROBES = Path(__file__).resolve().parent / "probes"
+#: Probes written from the transcripts of sessions that arrived later, before the
+#: generator was first run on them: measured and reported, never a test's gate (a gate
+#: would turn them into targets to tune for).
+FIRST_SIGHT = PROBES / "firstsight"
+#: The recorded first-sight scores and rubric grades (history: not recomputed).
+FIRST_SIGHT_NOTES = Path(__file__).resolve().parent / "first_sight.md"
 DOC = REPO / "docs" / "quality.md"
 WORD_LIMIT = 900
 
@@ -87,13 +93,27 @@ def load_probes(fixtures: Path) -> list[Probe]:
     return out
 
 
+def first_sight_probes(fixtures: Path) -> list[Probe]:
+    """The first-sight probes whose sessions are in the fixture folder."""
+    sessions = fixtures / "sessions"
+    out = []
+    for file in sorted(FIRST_SIGHT.glob("*.json")):
+        data = json.loads(file.read_text(encoding="utf-8"))
+        path = sessions / data["session"]
+        if path.is_file():
+            out.append(_probe(path, f"tests/bench/probes/firstsight/{file.name}", data))
+    return out
+
+
 def own_probes() -> list[Probe]:
     """The probes of the project's own recorded sessions (tests/fixtures/)."""
     own = Path(__file__).resolve().parents[1] / "fixtures"
     out = []
     for file in sorted((own / "probes").glob("*.json")):
         data = json.loads(file.read_text(encoding="utf-8"))
-        out.append(_probe(own / "sessions" / data["session"], f"tests/fixtures/probes/{file.name}", data))
+        out.append(
+            _probe(own / "sessions" / data["session"], f"tests/fixtures/probes/{file.name}", data)
+        )
     return out
 
 
@@ -198,6 +218,32 @@ def render(outcomes: list[Outcome], provider: str) -> str:
     return "\n".join(lines)
 
 
+def render_first_sight(outcomes: list[Outcome]) -> str:
+    """The first-sight probes' score today, then the recorded history and grades."""
+    held = sum(len(o.held) for o in outcomes)
+    total = held + sum(len(o.missed) for o in outcomes)
+    false = sum(len(o.false) for o in outcomes)
+    lines = [
+        "## First-sight probes (today's code)",
+        "",
+        "Written from each transcript before the generator was first run on it "
+        "(`tests/bench/probes/firstsight/`); reported, not a test's gate. "
+        f"**{held}/{total} held, {false} false statements.**",
+        "",
+        "| session | probes held | false statements | missed |",
+        "|---|---:|---:|---|",
+    ]
+    for o in outcomes:
+        name = f"{o.probe.session.parent.name}/{o.probe.session.name}"
+        missed = "; ".join(" / ".join(m) for m in o.missed) or "—"
+        n = len(o.held) + len(o.missed)
+        lines.append(f"| `{name}` | {len(o.held)}/{n} | {len(o.false)} | {missed} |")
+    lines.append("")
+    if FIRST_SIGHT_NOTES.is_file():
+        lines.append(FIRST_SIGHT_NOTES.read_text(encoding="utf-8").rstrip() + "\n")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--provider", default="extractive")
@@ -215,6 +261,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.show and args.show in o.probe.session.name:
             print(o.document)
     text = render(outcomes, args.provider)
+    if fixtures is not None:
+        sight = [check(p, args.provider) for p in first_sight_probes(fixtures)]
+        text += "\n" + render_first_sight(sight)
     print(text)
     if not args.no_write:
         DOC.write_text(text, encoding="utf-8")

@@ -50,6 +50,7 @@ _CONSTRAINT = re.compile(
     r"|하지\s*마|하지\s*말|말고|건드리지|만\s*해|しないで|ないで|だけ|不要|别|只",
     re.IGNORECASE,
 )
+_FORCE_ADD = re.compile(r"\bgit add (?:-f|--force)((?:\s+[^\s&;|<>-][^\s&;|<>]*)+)")
 _SHA_ONLY = re.compile(r"[0-9a-f]{7,40}")
 _CODE_SHAPED = re.compile(r"[_.()/:\[\]]|[a-z][A-Z]|^[A-Z][a-z]+[A-Z]|^--?\w")
 #: How many of the agent's newest messages the names are taken from.
@@ -679,6 +680,19 @@ class Writer:
         links = self.links()
         if links:
             items.append("Links the agent reported: " + ", ".join(links))
+        forced = self.force_added()
+        if forced:
+            items.append(
+                "Added to git past its ignore rules (`git add -f`): "
+                + ", ".join(code(self.text(x), 100) for x in forced)
+                + "; they are ignored, so a plain `git add` skips them."
+            )
+        tools = sorted(f.own_tools.items(), key=lambda kv: -kv[1])[: self.n.reads]
+        if tools:
+            items.append(
+                "The agent's own tools (beyond files and the shell), by use: "
+                + ", ".join(f"{code(name, 60)} ×{n}" for name, n in tools)
+            )
         names = self.report_names()
         if names:
             items.append(
@@ -697,6 +711,18 @@ class Writer:
         items += self.source_facts()
         return items
 
+    def force_added(self) -> list[str]:
+        """Files a successful ``git add -f`` added although ``.gitignore`` excludes them."""
+        out: list[str] = []
+        for r in self.f.runs:
+            if r.outcome != "ok" or "git add" not in r.keys:
+                continue
+            for m in _FORCE_ADD.finditer(r.command):
+                for path in m.group(1).split():
+                    if path not in out and not path.isdigit():
+                        out.append(path)
+        return out[:6]
+
     def report_names(self) -> list[str]:
         """Identifiers the agent's recent messages name (their inline code: functions,
         options, host:port addresses…) that the document does not otherwise show: the
@@ -708,10 +734,11 @@ class Writer:
         listed = set(self.f.changes) | set(self.f.reads)
         return [
             n for n in cached if n not in shown and n not in listed and f"`{n}`" not in shown
-        ][: self.n.reads + 2]
+        ][: self.n.reads * 2]
 
     def _agent_names(self) -> list[str]:
         counts: dict[str, int] = {}
+        last: set[str] = set()  # named in the last report, which the quote clips
         seen = 0
         for m in reversed(self.t.history):
             if m.role != "assistant" or not m.text.strip():
@@ -732,10 +759,15 @@ class Writer:
                     and not is_noise(name)
                 ):
                     counts[name] = counts.get(name, 0) + 1
-        # Code-shaped names first (snake_case, CamelCase, calls, paths, options), the most
-        # named first; among equals, the newest (first seen: the walk goes newest first).
+                    if m is self.f.last_report:
+                        last.add(name)
+        # The last report's names first, then the earlier messages'; the most named first,
+        # code-shaped names (snake_case, CamelCase, calls, paths, options) before plain
+        # words; among equals, the newest (first seen: the walk goes newest first).
         names = [n for n in counts if not _SHA_ONLY.fullmatch(n)]
-        return sorted(names, key=lambda n: (not _CODE_SHAPED.search(n), -counts[n]))[:40]
+        return sorted(
+            names, key=lambda n: (n not in last, -counts[n], not _CODE_SHAPED.search(n))
+        )[:40]
 
     def final_state(self) -> list[str]:
         """The session's final state and open blocker; a request made by slash command."""
