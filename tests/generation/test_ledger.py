@@ -482,3 +482,41 @@ def test_an_agents_own_tool_that_creates_and_commits_is_work(tmp_path, workspace
     done = section(doc, "Done")
     assert "indexeddb-vs-localstorage.md" in done and "5484f07" in done
     assert f.final is not None and f.final.status == "done"
+
+
+def test_files_force_added_past_gitignore_are_said(tmp_path, workspace) -> None:
+    _, doc = generated(
+        tmp_path,
+        workspace,
+        [
+            user("Commit the built stylesheet"),
+            assistant("", bash("b1", "git add -f priv/static/app.css 2>&1 && git status")),
+            result(
+                "b1",
+                "bash",
+                "On branch main\nChanges to be committed:\n  new file: priv/static/app.css",
+            ),
+            assistant("Staged the stylesheet."),
+        ],
+    )
+    critical = section(doc, "Critical Context")
+    assert "`priv/static/app.css`" in critical and "git add -f" in critical
+    assert "`2`" not in critical
+
+
+def test_the_agents_own_tools_are_listed_by_use(tmp_path, workspace) -> None:
+    messages = [user("Collect sources on SQLite in the browser")]
+    for i in range(3):
+        messages += [
+            assistant("", (f"r{i}", "resolve_citation", {"url": f"https://x.test/{i}"})),
+            result(f"r{i}", "resolve_citation", "ok"),
+        ]
+    messages += [
+        assistant("", ("a1", "AskUserQuestion", {"question": "which?"})),
+        result("a1", "AskUserQuestion", "both"),
+        assistant("Collected three sources."),
+    ]
+    _, doc = generated(tmp_path, workspace, messages)
+    critical = section(doc, "Critical Context")
+    assert "`resolve_citation` ×3" in critical
+    assert "AskUserQuestion" not in critical  # the harness's own tool, not the work's
