@@ -119,8 +119,8 @@ def test_failures_corrections_decisions_and_plan(tmp_path: Path, workspace: Path
     assert steps[1:4] == [
         "1. Fix the failure of `pytest tests/test_auth.py -q` (it fails with "
         "`E AssertionError: expected 30, got 0`), then run it again.",
-        "2. Make the deadline configurable",
-        "3. Re-run pytest tests/test_auth.py",
+        "2. The agent's last message lists next: Make the deadline configurable",
+        "3. The agent's last message lists next: Re-run pytest tests/test_auth.py",
     ]
 
 

@@ -72,7 +72,10 @@ def test_the_draft_cites_the_edited_file_and_prepares(agent, homes, place, proje
     result = svc.call("handoff.generate", {"startSession": False})
     draft = result["draft"]
     assert {"kind": "artifact", "path": "pets/client.py"} in draft["state"]["citations"]
-    assert draft["nextActions"][0]["text"] == "add a test for pets without a name"
+    assert (
+        draft["nextActions"][0]["text"]
+        == "The agent's last message lists next: add a test for pets without a name"
+    )
     prepared = svc.call("handoff.prepare", {"draft": draft})["prepared"]
     paths = [c.get("path") for c in prepared["evidence"]]
     assert "pets/client.py" in paths

@@ -205,7 +205,10 @@ def test_end_to_end_pi_writes_handoff_reads_pi_resumes(pi_agent, homes, workspac
     assert result["missingSections"] == []
     assert "`notes.txt` (created)" in result["document"]
     steps = [a["text"] for a in result["draft"]["nextActions"]]
-    assert steps[:2] == ["add a test for notes.txt", "run the suite"]
+    assert steps[:2] == [
+        "The agent's last message lists next: add a test for notes.txt",
+        "The agent's last message lists next: run the suite",
+    ]
     assert {"kind": "artifact", "path": "notes.txt"} in result["draft"]["state"]["citations"]
     svc.call("handoff.prepare", {"draft": result["draft"]})
     edited = edit(result["document"])

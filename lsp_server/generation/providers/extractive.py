@@ -992,7 +992,9 @@ class Writer:
         steps += [one_line(self.text(p.text), 240) for p in plan]
         agent_next = f.agent_next if not plan else []
         if status != "done":
-            steps += agent_next
+            # The agent's words, said as its own: a step is never the user's by default
+            # (an agent that read a hostile page may list what the page told it to do).
+            steps += [f"The agent's last message lists next: {x}" for x in agent_next]
         blocker = final.blocker if final is not None else None
         for r in self.open_failures():
             if r is not blocker:
