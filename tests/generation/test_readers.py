@@ -108,7 +108,8 @@ def test_pi_session_info_names_the_session(sessions: Path) -> None:
 
 
 def test_pi_context_matches_pi_build_session_context(sessions: Path, pi_agent) -> None:
-    """Our reading of every pi fixture equals the context pi itself builds."""
+    """Our reading of every pi fixture equals the context pi itself builds; where a line
+    pi cannot parse cut pi's branch, ours keeps what pi keeps and what came before."""
     script = Path(__file__).parent / "pi" / "context.mjs"
     for path in sorted((sessions / "pi").glob("*.jsonl")):
         proc = subprocess.run(
@@ -119,7 +120,14 @@ def test_pi_context_matches_pi_build_session_context(sessions: Path, pi_agent) -
             check=True,
         )
         expected = [m["role"] for m in json.loads(proc.stdout)]
-        assert roles(read_session(path).context) == expected, path.name
+        t = read_session(path)
+        ours = roles(t.context)
+        if t.stats.repaired or t.stats.relinked:
+            left = iter(ours)  # pi's context, in order, within ours
+            assert all(role in left for role in expected), path.name
+            assert len(t.history) > len(expected), path.name
+        else:
+            assert ours == expected, path.name
 
 
 def test_pi_branch_follows_the_leaf_not_the_abandoned_branch(tmp_path: Path) -> None:

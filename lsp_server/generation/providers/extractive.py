@@ -27,7 +27,7 @@ from ..facts import (
 from ..gitstate import GitState, git_state
 from ..ledger import Task, is_rejection
 from ..prompt import render_template
-from ..transcript import Transcript, call_command, clip
+from ..transcript import Transcript, call_command, clip, read_repairs
 from . import GenerationRequest, ProviderOutput
 
 if TYPE_CHECKING:
@@ -794,6 +794,7 @@ class Writer:
                     else ""
                 )
             )
+        items += read_repairs(t.stats)
         return items
 
     def links(self) -> list[str]:
