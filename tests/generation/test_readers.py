@@ -474,7 +474,11 @@ def test_claude_line_over_64_mib_does_not_cut_the_chain(tmp_path: Path) -> None:
             _claude_line("bb", "a", "assistant", [{"type": "text", "text": "renaming it"}]),
         ],
         giant,
-        [_claude_line("cccc", "ggg", "assistant", [{"type": "text", "text": "renamed and tested"}])],
+        [
+            _claude_line(
+                "cccc", "ggg", "assistant", [{"type": "text", "text": "renamed and tested"}]
+            )
+        ],
     )
     t = read_session(path, "claude")
     texts = [m.text for m in t.history]
@@ -654,9 +658,7 @@ def test_pi_written_files_are_the_branch_writes_first_write_first(tmp_path: Path
     assert t.written_paths == ["b.py", "a.py", "c.py"]
 
 
-def test_claude_linear_session_reads_like_its_walked_branch(
-    sessions: Path, tmp_path: Path
-) -> None:
+def test_claude_linear_session_reads_like_its_walked_branch(sessions: Path, tmp_path: Path) -> None:
     """A Claude Code session whose every entry continues the one before it takes its
     branch in file order, the entries after its last message included, without a walk;
     the same entries with an abandoned prompt on a side branch are walked and give the
