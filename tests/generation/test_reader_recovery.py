@@ -205,7 +205,12 @@ def code_mode_rollout(tmp_path: Path, cwd: Path) -> Path:
 def test_codex_code_mode_exec_commands_are_read(tmp_path: Path) -> None:
     t = read_session(code_mode_rollout(tmp_path, tmp_path))
     calls = [c for m in t.history for c in m.tool_calls]
-    assert [c.name for c in calls] == ["exec_command", "apply_patch", "exec_command", "exec_command"]
+    assert [c.name for c in calls] == [
+        "exec_command",
+        "apply_patch",
+        "exec_command",
+        "exec_command",
+    ]
     assert calls[0].arguments["cmd"] == "python -m pytest -q tests/test_cart.py"
     assert calls[3].arguments == {"cmd": "npm run build"}
     results = {m.tool_call_id: m for m in t.history if m.role == "tool"}
