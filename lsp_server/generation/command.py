@@ -4,6 +4,7 @@ service's workspace and store."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -414,7 +415,13 @@ def _write_generation(
 def _continues(service: Workspace, transcript: Transcript) -> str | None:
     """The start that handed over the text the session began with, if one did."""
     earlier = earlier_handoff(transcript)
-    return started_as(earlier, service.store.folder) if earlier is not None else None
+    if earlier is None:
+        return None
+    digest = "sha256:" + hashlib.sha256(earlier.text.encode("utf-8")).hexdigest()
+    for rec in _start_records(service):  # the start that saved these very bytes
+        if rec.get("documentDigest") == digest and isinstance(rec.get("id"), str):
+            return rec["id"]
+    return started_as(earlier, service.store.folder)  # the same text, spaced otherwise
 
 
 def _result(
