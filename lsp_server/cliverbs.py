@@ -73,10 +73,55 @@ def verb_work(args, svc):
 
 
 def verb_prepare(args, svc):
-    draft = read_json_file(args.draft_file)
-    if isinstance(draft, dict) and "draft" in draft:
-        draft = draft["draft"]
-    return svc.call("handoff.prepare", _with_scope(args, {"draft": draft}))
+    value = read_json_file(args.draft_file)
+    params: dict[str, Any] = {"draft": value}
+    if isinstance(value, dict) and "draft" in value:
+        params["draft"] = value["draft"]
+        if args.draft_file != "-" and "generation" in value:
+            # A generation's saved draft: the text the user edited beside it, not the
+            # document as it was generated.
+            params["draft"] = _as_edited(Path(args.draft_file), value, svc.workspace)
+        if not args.scope and isinstance(value.get("scope"), str):
+            params["scope"] = value["scope"]
+    return svc.call("handoff.prepare", _with_scope(args, params))
+
+
+def _as_edited(sidecar_path: Path, sidecar: dict[str, Any], workspace: Path) -> Any:
+    """A generation's HandoffDraft as the user left its Markdown draft (the ``.md``
+    beside the ``.json``); the generated one when there is no such file."""
+    from .generation.draft import edited_draft
+
+    markdown = sidecar_path.with_suffix(".md")
+    try:
+        text = markdown.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return sidecar["draft"]
+    except (OSError, UnicodeDecodeError) as exc:
+        why = getattr(exc, "strerror", exc)
+        raise UsageError(f"cannot read the draft {markdown}: {why}") from None
+    if not isinstance(sidecar["draft"], dict):
+        return sidecar["draft"]
+    real = markdown.resolve()
+    try:
+        saved = real.relative_to(workspace.resolve()).as_posix()
+    except ValueError:
+        saved = str(real)
+    return edited_draft(sidecar, text, saved)
+
+
+def _draft_generation(draft: Path) -> dict[str, str]:
+    """The generation a saved Markdown draft came from and its scope, as its sidecar
+    (the ``.json`` beside it) records them; nothing for a file of the user's own."""
+    try:
+        value = orjson.loads(draft.with_suffix(".json").read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    if not isinstance(value, dict) or not isinstance(value.get("generation"), str):
+        return {}
+    out = {"generation": value["generation"]}
+    if isinstance(value.get("scope"), str):
+        out["scope"] = value["scope"]
+    return out
 
 
 def verb_current(args, svc):
@@ -234,6 +279,12 @@ def verb_start(args, svc):
             params["document"] = Path(draft).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"cannot read the draft {draft}: {getattr(exc, 'strerror', exc)}") from None
+        # The draft's own generation decides the parent session, not the newest one.
+        own = _draft_generation(Path(draft))
+        if own:
+            params["generation"] = own["generation"]
+            if not args.scope and "scope" in own:
+                params["scope"] = own["scope"]
     return svc.call("handoff.startSession", _with_scope(args, params))
 
 

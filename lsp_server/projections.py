@@ -1267,6 +1267,7 @@ def lineage(data: dict[str, Any], scope: str) -> dict[str, Any]:
     log = scope_log(data, scope)
     by_digest = log.by_digest
     started: dict[str, list[str]] = {}
+    children: dict[str, str] = {}  # a started session's file -> its start
     links = []
     for rec in sorted(log.starts, key=_SEQ):
         handoff = rec["handoff"]
@@ -1277,6 +1278,9 @@ def lineage(data: dict[str, Any], scope: str) -> dict[str, Any]:
             rev = by_digest.get(handoff.get("digest"))
         if rec.get("generation"):
             started.setdefault(rec["generation"], []).append(rec["id"])
+        child = rec.get("childSession")
+        if isinstance(child, dict) and isinstance(child.get("path"), str):
+            children[child["path"]] = rec["id"]
         links.append(
             {
                 "start": rec["id"],
@@ -1303,10 +1307,18 @@ def lineage(data: dict[str, Any], scope: str) -> dict[str, Any]:
             "provider": g.get("provider"),
             "draft": g.get("draft"),
             "starts": started.get(g["id"], []),
+            # A handoff of a handoff: the start this generation's session began from.
+            "continues": g.get("continues") or children.get(g["sourceSession"].get("path")),
         }
         for g in sorted(log.generations, key=_SEQ)
         if type(g.get("id")) is str
     ]
+    continued: dict[str, list[str]] = {}
+    for g in generations:
+        if g["continues"]:
+            continued.setdefault(g["continues"], []).append(g["generation"])
+    for link in links:
+        link["continuedBy"] = continued.get(link["start"], [])
     return {
         "scope": scope,
         "generations": generations,

@@ -205,6 +205,9 @@ class Generation:
     draft: str
     redactions: int = 0
     focus: str | None = None
+    #: The session start whose handed-over text the source session began with (a
+    #: handoff of a handoff): the lineage's link from this generation back to it.
+    continues: str | None = None
     seq: int = -1
 
 

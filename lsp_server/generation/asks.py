@@ -24,7 +24,7 @@ _INJECTED = re.compile(
     r"^\s*(?:<(?:environment_context|user_instructions|permissions instructions|INSTRUCTIONS|"
     r"task-notification|system-reminder|local-command-[a-z]+|user-prompt-submit-hook|"
     r"turn_aborted|subagent_notification|bash-(?:input|stdout|stderr)|skill|command-stdout|"
-    r"workspace-tree|context|system)\b"
+    r"workspace-tree|context|system|handoff-context)\b"
     r"|# AGENTS\.md instructions|# CLAUDE\.md|Caveat: The messages below|"
     r"\[Request interrupted by user|This session is being continued from a previous conversation|"
     r"Your task is to create a detailed summary of the conversation|"
@@ -109,11 +109,28 @@ def request_text(m: Message) -> tuple[str, str | None] | None:
     if text.startswith("!") or _SLASH.match(text) or _INJECTED.match(text):
         return None
     text = without_scaffolding(text)
-    if not text or _INJECTED.match(text):
+    if not text or _INJECTED.match(text) or is_handoff_document(text):
         return None
     if "hink" in text or "HINK" in text:  # a cheap look before the regex
         text = re.sub(r"[ \t]{2,}", " ", _THINK_WORDS.sub(" ", text)).strip()
     return (text, None) if text else None
+
+
+#: The sections a handoff document has (``prompt.SECTIONS``), as headings.
+_HANDOFF_HEADING = re.compile(
+    r"^#{1,3}\s+(goal|constraints (?:&|and) preferences|progress|key decisions|"
+    r"critical context|next steps)\s*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+
+def is_handoff_document(text: str) -> bool:
+    """Whether ``text`` is a handoff document (a Goal, Next Steps and at least two more
+    of its sections): the text an earlier session handed over, not the user's words."""
+    if "#" not in text:
+        return False
+    found = {m.group(1).lower() for m in _HANDOFF_HEADING.finditer(text)}
+    return "goal" in found and "next steps" in found and len(found) >= 4
 
 
 def title_of(messages: list[Message], limit: int = 120) -> str | None:

@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from . import codemode
 from .asks import title_of
 from .jsonl import iter_objects
 from .transcript import (
@@ -25,6 +26,7 @@ from .transcript import (
     clip,
     clip_arguments,
     exit_code_in,
+    tool_call,
 )
 
 KNOWN_TYPES = frozenset({"session_meta", "turn_context", "response_item", "event_msg", "compacted"})
@@ -49,6 +51,8 @@ ITEM_TYPES = frozenset(
         "other",
     }
 )
+#: The shell tools a code-mode cell calls.
+SHELL_NAMES = frozenset({"exec_command", "shell", "shell_command", "local_shell"})
 CALL_TYPES = (
     "function_call",
     "custom_tool_call",
@@ -180,6 +184,9 @@ class _Reader:
         self.exit_codes: dict[str, int] = {}
         self.written: list[str] = []
         self.entry: str | None = None
+        #: Code-mode cells awaiting their output: call id -> the inner calls' (id, name),
+        #: and the operations the rollout recorded as completed since the cell started.
+        self.cells: dict[str, tuple[list[tuple[str, str]], list[codemode.Completion]]] = {}
 
     def add(self, m: Message, *, counted: bool) -> None:
         last = self.history[-1] if self.history else None
@@ -217,6 +224,11 @@ class _Reader:
         elif kind in CALL_TYPES:
             m = self.call_item(p, kind, ts, replaying=replaying)
         elif kind in OUTPUT_TYPES:
+            if not replaying and p.get("call_id") in self.cells:
+                for r in self.cell_results(p, ts):
+                    self.budget.add(r)
+                    self.add(r, counted=True)
+                return None
             m, counted = _output_item(p, ts), True
         elif kind == "agent_message":
             text = _content_text(p.get("content"))
@@ -238,7 +250,12 @@ class _Reader:
             args = clip_arguments(p.get("action"))
             name = "shell"
         elif kind == "custom_tool_call":
-            args = _arguments(p.get("input"))
+            source = p.get("input")
+            if name == "exec" and isinstance(source, str) and "tools" in source:
+                cell = self.code_cell(p, source, ts, replaying=replaying)
+                if cell is not None:
+                    return cell
+            args = _arguments(source)
         elif kind == "web_search_call":
             args = clip_arguments(p.get("action"))
         else:
@@ -258,9 +275,88 @@ class _Reader:
                     self.wrote(path)
         return m
 
+    def code_cell(
+        self, p: dict[str, Any], source: str, ts: str | None, *, replaying: bool
+    ) -> Message | None:
+        """A code-mode ``exec`` cell as the calls inside it: each ``tools.<name>(…)``
+        one tool call (``<call id>:<n>``), a patch's files recorded as written."""
+        inner = codemode.inner_calls(source)
+        if not inner:
+            return None
+        call_id = p.get("call_id") if isinstance(p.get("call_id"), str) else None
+        calls, ids = [], []
+        for n, c in enumerate(inner, 1):
+            args = c.arguments
+            if isinstance(args, dict):
+                args = {k: v for k, v in args.items() if v is not None}
+            inner_id = f"{call_id}:{n}" if call_id else None
+            calls.append(tool_call(inner_id, c.name, args))
+            if inner_id:
+                ids.append((inner_id, c.name))
+            if c.name == "apply_patch" and isinstance(args, str) and not replaying:
+                for path in _patch_paths(args):
+                    self.wrote(path)
+        if call_id and not replaying:
+            self.cells[call_id] = (ids, [])
+        return Message("assistant", "", tool_calls=calls, timestamp=ts)
+
+    def cell_results(self, p: dict[str, Any], ts: str | None) -> list[Message]:
+        """A cell's output mapped back onto the calls inside it: each command or patch
+        the rollout recorded as completed takes its own result; otherwise the exit
+        statuses the output shows, in order, when there is one per command; the
+        output itself (and a failed cell's failure) goes to the last call."""
+        ids, done = self.cells.pop(p["call_id"])
+        text, _ = _output(p.get("output"))
+        out = codemode.cell_output(text)
+        results: list[Message] = []
+        commands = [i for i, (_, name) in enumerate(ids) if name in SHELL_NAMES]
+        patches = [i for i, (_, name) in enumerate(ids) if name == "apply_patch"]
+        own: dict[int, codemode.Completion] = {}
+        ran = [c for c in done if c.kind == "command"]
+        applied = [c for c in done if c.kind == "patch"]
+        own.update(zip(commands, ran, strict=False))
+        own.update(zip(patches, applied, strict=False))
+        if not ran and commands and len(out.exit_codes) == len(commands):
+            for i, code in zip(commands, out.exit_codes, strict=True):
+                own[i] = codemode.Completion("command", "", code, code != 0)
+        last = len(ids) - 1
+        for i, (inner_id, name) in enumerate(ids):
+            c = own.get(i)
+            if i == last:
+                code = c.exit_code if c is not None else None
+                if (
+                    code is None
+                    and i in commands
+                    and len(out.exit_codes) == 1
+                    and len(commands) == 1
+                ):
+                    code = out.exit_codes[0]
+                failed = out.failed or (c is not None and c.failed) or bool(code)
+                body = c.text if c is not None and c.text and not out.text else out.text
+            elif c is not None:
+                code, failed, body = c.exit_code, c.failed, c.text
+            else:
+                continue  # nothing shows how this one ended: its status stays unknown
+            results.append(
+                Message(
+                    "tool",
+                    clip(body, MAX_TOOL_RESULT_CHARS),
+                    tool_name=name,
+                    tool_call_id=inner_id,
+                    exit_code=code,
+                    is_error=failed,
+                    timestamp=ts,
+                )
+            )
+        return results
+
     def event(self, p: dict[str, Any]) -> None:
         kind = p.get("type")
-        if kind == "exec_command_end":
+        if kind == "item_completed" and self.cells and isinstance(p.get("item"), dict):
+            done = codemode.completion_of(p["item"])
+            if done is not None:  # an operation of the newest cell still running
+                next(reversed(self.cells.values()))[1].append(done)
+        elif kind == "exec_command_end":
             if isinstance(p.get("call_id"), str) and type(p.get("exit_code")) is int:
                 self.exit_codes[p["call_id"]] = p["exit_code"]
         elif kind == "patch_apply_end":

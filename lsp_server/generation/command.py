@@ -4,6 +4,7 @@ service's workspace and store."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -24,6 +25,7 @@ from ..redaction import redact
 from ..rendering import plain_text
 from . import discovery
 from .capture import capture_text, missing_sections, wrap
+from .chain import earlier_handoff, started_as
 from .check import check_answer
 from .draft import build_draft
 from .facts import SessionFacts, gather
@@ -401,12 +403,25 @@ def _write_generation(
             draft=_workspace_path(draft_file, service.workspace),
             redactions=answer.redactions,
             focus=focus or None,
+            continues=_continues(service, transcript),
         )
         with service.store.transaction() as tx:
             # A cancel that came while the files were written still wins: nothing is kept.
             ctx.cancel.raise_if_cancelled()
             tx.append_generation(attrs.evolve(record, seq=tx.next_seq()))
     return record, draft
+
+
+def _continues(service: Workspace, transcript: Transcript) -> str | None:
+    """The start that handed over the text the session began with, if one did."""
+    earlier = earlier_handoff(transcript)
+    if earlier is None:
+        return None
+    digest = "sha256:" + hashlib.sha256(earlier.text.encode("utf-8")).hexdigest()
+    for rec in _start_records(service):  # the start that saved these very bytes
+        if rec.get("documentDigest") == digest and isinstance(rec.get("id"), str):
+            return rec["id"]
+    return started_as(earlier, service.store.folder)  # the same text, spaced otherwise
 
 
 def _result(

@@ -38,13 +38,9 @@ def _body(document: str, name: str) -> tuple[list[tuple[int, str]], tuple[int, i
 
 def objective_of(document: str, t: Transcript) -> str:
     """The Goal section's first statement, else the first request, else the title."""
-    body, _ = _body(document, "Goal")
-    for _, line in body:
-        text = _QUOTE.sub("", line).strip()
-        m = _ITEM.match(text)
-        text = m.group(1) if m else text
-        if text and not _BOILERPLATE.match(text):
-            return _one_line(text, 300)
+    goal = _goal_line(document)
+    if goal is not None:
+        return goal
     first = t.first_request()
     if first is not None and first.text.strip():
         return _one_line(first.text, 300)
@@ -84,6 +80,53 @@ def build_draft(
 ) -> dict[str, Any]:
     """The HandoffDraft of a generated document saved at workspace-relative ``saved``
     whose line 1 is the saved file's line ``1 + offset``."""
+    files = [{"kind": "artifact", "path": p} for p in workspace_files(t, workspace)]
+    agent = {"pi": "pi", "claude": "Claude Code", "codex": "Codex"}.get(t.format, t.format)
+    prefix = f"Handoff generated from the {agent} session {t.id}"
+    return _draft(document, objective_of(document, t), prefix, files, saved, offset)
+
+
+def edited_draft(sidecar: dict[str, Any], text: str, saved: str) -> dict[str, Any]:
+    """The HandoffDraft of a generated draft as the user edited it (``text``, saved at
+    workspace-relative ``saved``): its objective, state and next actions read from the
+    edited text and citing its lines, the files the generation cited kept. The
+    generated draft as it is when the text was not changed."""
+    generated = sidecar["draft"]
+    if text == generated.get("document"):
+        return generated
+    state = generated.get("state") if isinstance(generated.get("state"), dict) else {}
+    files = [
+        c
+        for c in state.get("citations", [])
+        if isinstance(c, dict) and c.get("kind") == "artifact" and "lines" not in c
+    ]
+    said = str(state.get("text", ""))
+    prefix = said.split(". ", 1)[0].split("; ", 1)[0] if said else "Handoff edited by the user"
+    fallback = str(generated.get("objective") or "Continue the work of the earlier session")
+    return _draft(text, _goal_line(text) or fallback, prefix, files, saved, 0)
+
+
+def _goal_line(document: str) -> str | None:
+    """The Goal section's first statement, if it has one."""
+    body, _ = _body(document, "Goal")
+    for _, line in body:
+        text = _QUOTE.sub("", line).strip()
+        m = _ITEM.match(text)
+        text = m.group(1) if m else text
+        if text and not _BOILERPLATE.match(text):
+            return _one_line(text, 300)
+    return None
+
+
+def _draft(
+    document: str,
+    objective: str,
+    prefix: str,
+    files: list[dict[str, Any]],
+    saved: str,
+    offset: int,
+) -> dict[str, Any]:
+    """A HandoffDraft whose facts cite ``document``'s lines in the file ``saved``."""
 
     def doc_citation(first: int, last: int) -> dict[str, Any]:
         return {
@@ -94,8 +137,6 @@ def build_draft(
 
     total = max(len(document.splitlines()), 1)
     whole = doc_citation(1, total)
-    files = [{"kind": "artifact", "path": p} for p in workspace_files(t, workspace)]
-
     state_text = None
     state_cite = whole
     for name in ("In Progress", "Done"):
@@ -106,8 +147,6 @@ def build_draft(
             state_text = f"{name}: {_one_line(first[1], 400)}"
             state_cite = doc_citation(span[0], span[1]) if span else whole
             break
-    agent = {"pi": "pi", "claude": "Claude Code", "codex": "Codex"}.get(t.format, t.format)
-    prefix = f"Handoff generated from the {agent} session {t.id}"
     state = {
         "text": f"{prefix}. {state_text}" if state_text else f"{prefix}; see the document.",
         "citations": [state_cite, *files],
@@ -125,7 +164,7 @@ def build_draft(
             {"text": "Continue from the handoff document's Next Steps.", "citations": [cite]}
         )
     return {
-        "objective": objective_of(document, t),
+        "objective": objective,
         "state": state,
         "disposition": "continuable",
         "nextActions": actions,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +25,56 @@ _LINK_KEYS = re.compile(
     rb'"(type|id|parentId|uuid|parentUuid|logicalParentUuid|timestamp|sessionId|isSidechain)"'
     rb'\s*:\s*("(?:[^"\\\n]|\\.){0,200}"|true|false|null)'
 )
+
+
+#: What :func:`iter_objects` yields for a line it cannot read, when asked to mark them
+#: (``gaps=True``): a reader that walks parent links re-links across it.
+UNREADABLE: dict[str, Any] = {"type": "<unreadable line>"}
+#: A backslash and what follows it in a JSON string: a valid escape, or not.
+_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.?)", re.DOTALL)
+_SIMPLE_ESCAPES = frozenset('"\\/bfnrt')
+
+
+def _fix_escape(m: re.Match[str]) -> str:
+    """A valid escape as it is; a stray backslash (before ``*``, ``x``…) doubled, so
+    the character after it stays text."""
+    tail = m.group(1)
+    if len(tail) == 5 or (tail and tail in _SIMPLE_ESCAPES):
+        return m.group(0)
+    return "\\\\" + tail
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _whole(value: Any) -> Any:
+    """``value`` with every lone surrogate (half an emoji cut by a JavaScript writer)
+    replaced by U+FFFD, so nothing downstream fails to encode it."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_whole(k): _whole(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_whole(v) for v in value]
+    return value
+
+
+def repaired(line: bytes) -> dict[str, Any] | None:
+    """A line strict JSON refuses, read after the two repairs that lose nothing of its
+    text: stray backslashes (an invalid escape such as ``\\*`` that a redaction tool
+    left) kept as text, lone surrogate escapes replaced. ``None`` when it still is no
+    JSON object (cut short, binary, not UTF-8)."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if "\\" not in text:
+        return None
+    try:
+        obj = json.loads(_ESCAPE.sub(_fix_escape, text))
+    except (ValueError, RecursionError):
+        return None
+    return _whole(obj) if type(obj) is dict else None
 
 
 def oversized_entry(head: bytes, tail: bytes, size: int) -> dict[str, Any]:
@@ -53,9 +104,12 @@ def oversized_entry(head: bytes, tail: bytes, size: int) -> dict[str, Any]:
 
 
 def iter_objects(
-    path: Path, stats: ReadStats, *, max_line: int = MAX_LINE_BYTES
+    path: Path, stats: ReadStats, *, max_line: int = MAX_LINE_BYTES, gaps: bool = False
 ) -> Iterator[dict[str, Any]]:
-    """Yield each JSON object line of ``path``; count blank-free junk in ``stats``."""
+    """Yield each JSON object line of ``path``; count blank-free junk in ``stats``. A
+    line strict JSON refuses is read after :func:`repaired` when that makes it whole
+    (counted in ``stats.repaired``); one that stays unreadable is junk, and with
+    ``gaps`` it yields :data:`UNREADABLE` where it stood."""
     loads = orjson.loads
     decode_error = orjson.JSONDecodeError
     stop = stats.stop
@@ -96,7 +150,14 @@ def iter_objects(
                     if line.isspace():
                         continue
                     lines += 1
+                    obj = repaired(line)
+                    if obj is not None:
+                        stats.repaired += 1
+                        yield obj
+                        continue
                     junk += 1
+                    if gaps:
+                        yield UNREADABLE
                     continue
                 lines += 1
                 if type(obj) is dict:

@@ -203,6 +203,8 @@ def ledger(f: SessionFacts) -> list[Task]:
     ended (see :data:`OPEN`). The last task's ending is the session's final state."""
     t = f.transcript
     tasks = grouped(f)
+    if not tasks:  # no request of the user's (a session that only began from a handoff)
+        return tasks
     wanted = {id(task.last.report) for task in tasks if task.last.report is not None}
     where = {id(m): i for i, m in enumerate(t.history) if id(m) in wanted}
     bounds = [task.request.position for task in tasks[1:]] + [len(t.history)]

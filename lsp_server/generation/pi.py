@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .asks import title_of
-from .jsonl import iter_objects
+from .jsonl import UNREADABLE, iter_objects
 from .transcript import (
     MAX_MESSAGE_CHARS,
     MAX_TOOL_RESULT_CHARS,
@@ -215,6 +215,8 @@ class _Reading:
         self.title: str | None = None
         self.first_ts: str | None = None
         self.last_ts: str | None = None
+        #: Entries whose parent link was replaced by the last readable entry before them.
+        self.relinked: set[str] = set()
 
 
 def _take_header(r: _Reading, obj: dict[str, Any]) -> int | None:
@@ -247,7 +249,13 @@ def _read_entries(objects: Iterator[dict[str, Any]], stats: ReadStats) -> _Readi
     index = -1  # position among parsed entries, header included (pi's migration index)
     first_ts: str | None = None
     last_ts: str | None = None
+    anchor: str | None = None  # the last readable entry before an unreadable line
+    after_gap = False
     for obj in objects:
+        if obj is UNREADABLE:
+            if not after_gap:
+                anchor, after_gap = last_eid, True
+            continue
         index += 1
         etype = obj.get("type")
         if etype == "session":
@@ -270,6 +278,12 @@ def _read_entries(objects: Iterator[dict[str, Any]], stats: ReadStats) -> _Readi
             parent = obj.get("parentId")
             if type(parent) is not str:
                 parent = None
+            elif parent not in nodes and parent != eid:
+                # A link into an unreadable line (or to no entry at all) would cut the
+                # branch there: the entry follows the last readable one before it.
+                parent = anchor if after_gap else last_eid
+                r.relinked.add(eid)
+            after_gap = False
         else:
             eid = f"v1-{index}"
             parent, prev_v1 = prev_v1, eid
@@ -465,8 +479,11 @@ def read_pi(path: Path, stats: ReadStats | None = None) -> Transcript:
     """Read one pi/oh-my-pi session file into a :class:`Transcript`: one pass over the
     lines (:func:`_read_entries`), then the branch from the leaf, the compaction."""
     stats = stats or ReadStats()
-    r = _read_entries(iter_objects(path, stats), stats)
+    r = _read_entries(iter_objects(path, stats, gaps=True), stats)
     branch = _branch(r)
+    if r.relinked:
+        stats.relinked = len(r.relinked)
+        stats.recovered = _recovered(branch, r.relinked)
     walked = _History(r, branch)
     history, model = walked.messages, walked.model
     header = r.header or {}
@@ -492,6 +509,15 @@ def read_pi(path: Path, stats: ReadStats | None = None) -> Transcript:
         stats=stats,
         written_paths=walked.written,
     )
+
+
+def _recovered(branch: list[tuple[str, Node]], relinked: set[str]) -> int:
+    """The messages on the branch before its first re-linked entry: without the new
+    link, the walk from the leaf would have stopped there and lost them."""
+    for i, (eid, _) in enumerate(branch):
+        if eid in relinked:
+            return sum(1 for _, (_, _, counted) in branch[:i] if counted)
+    return 0
 
 
 def _title(r: _Reading, history: list[Message]) -> str | None:

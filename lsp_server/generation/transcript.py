@@ -222,6 +222,14 @@ class ReadStats:
     shortened: int = 0
     #: Lines over the reader's line cap: kept only as their chain links (also in junk_lines).
     oversized: int = 0
+    #: Lines strict JSON refused that were read after repairing stray backslashes or
+    #: lone surrogates (not junk: nothing of them was lost).
+    repaired: int = 0
+    #: Entries whose parent link led to an unreadable line (or nowhere), linked instead
+    #: to the last readable entry before them in the file.
+    relinked: int = 0
+    #: Messages on the branch that only those new links kept (before the first one).
+    recovered: int = 0
     #: Polled while reading; when it returns true the read stops with ``cancelled``.
     stop: Callable[[], bool] | None = field(default=None, repr=False, compare=False)
 
@@ -232,7 +240,32 @@ class ReadStats:
             "unknownEntries": self.unknown_entries,
             "shortenedMessages": self.shortened,
             "oversizedLines": self.oversized,
+            "repairedLines": self.repaired,
+            "relinkedEntries": self.relinked,
+            "recoveredMessages": self.recovered,
         }
+
+
+def read_repairs(stats: ReadStats) -> list[str]:
+    """What the document says a reader recovered, and how: lines read after a repair,
+    messages kept by linking across an unreadable line."""
+    out = []
+    if stats.repaired:
+        out.append(
+            f"{stats.repaired} line(s) strict JSON refuses (a stray backslash or half a "
+            "character) were read after repairing them; nothing of them was lost."
+        )
+    if stats.relinked:
+        out.append(
+            f"{stats.relinked} entry(ies) pointed to an unreadable or missing entry and were "
+            "linked to the last readable entry before them (file order)"
+            + (
+                f"; {stats.recovered} earlier message(s) were kept that way instead of lost."
+                if stats.recovered
+                else "."
+            )
+        )
+    return out
 
 
 @dataclass

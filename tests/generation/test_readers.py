@@ -108,7 +108,8 @@ def test_pi_session_info_names_the_session(sessions: Path) -> None:
 
 
 def test_pi_context_matches_pi_build_session_context(sessions: Path, pi_agent) -> None:
-    """Our reading of every pi fixture equals the context pi itself builds."""
+    """Our reading of every pi fixture equals the context pi itself builds; where a line
+    pi cannot parse cut pi's branch, ours keeps what pi keeps and what came before."""
     script = Path(__file__).parent / "pi" / "context.mjs"
     for path in sorted((sessions / "pi").glob("*.jsonl")):
         proc = subprocess.run(
@@ -119,7 +120,14 @@ def test_pi_context_matches_pi_build_session_context(sessions: Path, pi_agent) -
             check=True,
         )
         expected = [m["role"] for m in json.loads(proc.stdout)]
-        assert roles(read_session(path).context) == expected, path.name
+        t = read_session(path)
+        ours = roles(t.context)
+        if t.stats.repaired or t.stats.relinked:
+            left = iter(ours)  # pi's context, in order, within ours
+            assert all(role in left for role in expected), path.name
+            assert len(t.history) > len(expected), path.name
+        else:
+            assert ours == expected, path.name
 
 
 def test_pi_branch_follows_the_leaf_not_the_abandoned_branch(tmp_path: Path) -> None:
@@ -466,7 +474,11 @@ def test_claude_line_over_64_mib_does_not_cut_the_chain(tmp_path: Path) -> None:
             _claude_line("bb", "a", "assistant", [{"type": "text", "text": "renaming it"}]),
         ],
         giant,
-        [_claude_line("cccc", "ggg", "assistant", [{"type": "text", "text": "renamed and tested"}])],
+        [
+            _claude_line(
+                "cccc", "ggg", "assistant", [{"type": "text", "text": "renamed and tested"}]
+            )
+        ],
     )
     t = read_session(path, "claude")
     texts = [m.text for m in t.history]
@@ -646,9 +658,7 @@ def test_pi_written_files_are_the_branch_writes_first_write_first(tmp_path: Path
     assert t.written_paths == ["b.py", "a.py", "c.py"]
 
 
-def test_claude_linear_session_reads_like_its_walked_branch(
-    sessions: Path, tmp_path: Path
-) -> None:
+def test_claude_linear_session_reads_like_its_walked_branch(sessions: Path, tmp_path: Path) -> None:
     """A Claude Code session whose every entry continues the one before it takes its
     branch in file order, the entries after its last message included, without a walk;
     the same entries with an abandoned prompt on a side branch are walked and give the

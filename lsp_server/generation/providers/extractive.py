@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...gcpause import gc_paused
 from ..asks import QUESTION_END, is_placeholder
+from ..chain import EarlierHandoff, earlier_handoff, is_continuation
 from ..facts import (
     ACTIVE,
     DONE,
@@ -27,7 +28,7 @@ from ..facts import (
 from ..gitstate import GitState, git_state
 from ..ledger import Task, is_rejection
 from ..prompt import render_template
-from ..transcript import Transcript, call_command, clip
+from ..transcript import Transcript, call_command, clip, read_repairs
 from . import GenerationRequest, ProviderOutput
 
 if TYPE_CHECKING:
@@ -242,6 +243,9 @@ class Writer:
         self.workspace = workspace
         self.focus = Focus(self.text(focus), words_of(self.text(focus))) if focus else None
         self.shown: set[str] = set()
+        if "earlier" not in facts.cache:  # the handoff the session started from
+            facts.cache["earlier"] = earlier_handoff(self.t)
+        self.earlier: EarlierHandoff | None = facts.cache["earlier"]
 
     def text(self, value: str | None) -> str:
         return self.t.clean_text(value) or ""
@@ -287,6 +291,7 @@ class Writer:
                     out["understood"] = one_line(sentence, 300)
         if "goal" in f.compaction:
             out["summary"] = quote(f.compaction["goal"], self.n.summary)
+        out.update(self.carried_goal(g))
         later = self.later_tasks()
         shown = later[-self.n.later :]
         out["later"] = [self.task_line(task) for task in shown]
@@ -376,6 +381,11 @@ class Writer:
                 if _BULLET.sub("", ln).strip()
             ]
             out += [f"From the compaction summary: {ln}" for ln in lines[:5]]
+        if self.earlier is not None:
+            out += [
+                f"From the earlier handoff: {one_line(self.text(c), 220)}"
+                for c in self.earlier.constraints[:5]
+            ]
         return out
 
     # -- Progress ----------------------------------------------------------------------
@@ -593,11 +603,31 @@ class Writer:
         return out[:2][::-1]
 
     def pending(self) -> list[str]:
+        carried = self.earlier.open_items if self.earlier is not None else []
         return [
             one_line(self.text(p.text), 240)
             for p in self.f.plan.values()
             if p.status.lower() not in DONE | ACTIVE
+        ] + [
+            f"From the earlier handoff (unless this session finished it): {one_line(self.text(x), 240)}"
+            for x in carried
         ]
+
+    def carried_goal(self, g: Request | None) -> dict[str, Any]:
+        """The earlier handoff's goal, carried forward; a request that only says to go
+        on with it is not shown as the goal."""
+        e = self.earlier
+        if e is None or not e.goal:
+            return {"carried": None}
+        out: dict[str, Any] = {
+            "carried": quote(self.text(e.goal), self.n.summary),
+            "carried_from": f" (generated from {code(self.text(e.source), 200)})"
+            if e.source
+            else "",
+        }
+        if g is not None and is_continuation(g.text):
+            out["request"] = None
+        return out
 
     # -- Key Decisions -----------------------------------------------------------------
 
@@ -874,6 +904,7 @@ class Writer:
                     else ""
                 )
             )
+        items += read_repairs(t.stats)
         return items
 
     def links(self) -> list[str]:
@@ -984,6 +1015,17 @@ class Writer:
         last_request = f.requests[-1] if f.requests else None
         if last_request is not None and is_placeholder(last_request.text):
             last_request = None  # its words are unknown: nothing to carry out
+        if self.earlier is not None:
+            if last_request is not None and is_continuation(last_request.text):
+                last_request = None  # "continue": the earlier handoff's items say what
+            if self.earlier.open_items and not plan:
+                items = "; ".join(
+                    one_line(self.text(x), 160).rstrip(".") for x in self.earlier.open_items[:3]
+                )
+                steps.append(
+                    f"Check which of the earlier handoff's open items this session finished, "
+                    f"and carry on with the rest: {items}."
+                )
         steps += self.status_steps(status, last_request)
         for task in self.open_tasks()[-3:]:
             steps.append(
