@@ -62,7 +62,7 @@ def test_a_reader_of_a_store_being_created_is_not_told_it_was_lost(workspace):
             "handoff.recordOutcome", {"scope": "writer-0", "status": "partial", "summary": "first"}
         )
         assert (workspace / ".handoff" / "store-id").exists()  # the sign the reader will find
-        os.kill(reader.pid, signal.SIGCONT)
+        pipe.resume(reader.pid)
         answer = seen(reader)
     finally:
         pipe.close()
