@@ -33,6 +33,9 @@ The points, in the order a transaction reaches them (see ``store.py``):
 ``state.renamed``    the new live file is in place: the operation has happened
 ``tx.written``       everything is written; the lock is still held
 
+on the read side, ``read.missing`` (a read found no live file, the signs of a lost
+store not looked at yet: where a lock-free reader met the first write of a new store,
+``tests/store/test_reader_race.py``; a new store's first transaction passes it too),
 and in ``handoff.generate`` / ``handoff.startSession``: ``generation.document`` (the
 document and the draft are saved, no record yet), ``generation.session`` (the started
 text and the new pi session file are written, no start record yet),

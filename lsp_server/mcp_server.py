@@ -887,7 +887,12 @@ async def serve_http(app: HandoffMCP, host: str, port: int) -> None:
     import uvicorn
 
     starlette = app.server.streamable_http_app(host=host)
-    config = uvicorn.Config(starlette, host=host, port=port, log_level="warning", lifespan="on")
+    from .mcphttp import protocol_class
+
+    # h11 with a deadline for each request's header and body (slow clients).
+    config = uvicorn.Config(
+        starlette, host=host, port=port, log_level="warning", lifespan="on", http=protocol_class()
+    )
     server = uvicorn.Server(config)
     interval = watch_interval()
     async with anyio.create_task_group() as tg:

@@ -268,13 +268,9 @@ class HandoffProtocol(LanguageServerProtocol):
         if self._include_headers:
             header = f"Content-Length: {len(body)}\r\nContent-Type: {self.CONTENT_TYPE}; "
             body = f"{header}charset={self.CHARSET}\r\n\r\n".encode() + body
-        try:
-            written = self.writer.write(body)
-            if inspect.isawaitable(written):
-                asyncio.ensure_future(written)
-        except BrokenPipeError:
-            log.info("the client closed its end before the result of request %s", msg_id)
-            raise
+        written = self.writer.write(body)  # a client gone: dropped (``ClientWriter``)
+        if inspect.isawaitable(written):
+            asyncio.ensure_future(written)
         return True
 
 
@@ -846,11 +842,35 @@ async def serve_frames(server: HandoffLanguageServer, reader: FrameReader) -> in
     return code
 
 
+class ClientWriter:
+    """The server's output to the client, which stops at the client's end: once a write
+    finds the pipe closed (the editor crashed or quit mid-command), the rest is dropped
+    with one line in the log, instead of a ``BrokenPipeError`` per message that pygls
+    logged with its traceback and the result of the command in flight reported as an
+    internal error. The end of input then stops the server as usual."""
+
+    def __init__(self, stdout: Any) -> None:
+        self._stdout = stdout
+        self.gone = False
+
+    def write(self, data: bytes) -> None:
+        if self.gone:
+            return
+        try:
+            self._stdout.write(data)
+            self._stdout.flush()
+        except BrokenPipeError:
+            self.gone = True
+            log.info("The client closed its end of the connection; nothing more is sent to it.")
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._stdout.close()
+
+
 def serve_stdio(server: HandoffLanguageServer, stdin: Any, stdout: Any) -> int:
     """LSP over the given streams until the client is gone; returns the exit code."""
-    from pygls.io_ import StdoutWriter
-
-    server.protocol.set_writer(StdoutWriter(stdout))
+    server.protocol.set_writer(ClientWriter(stdout))
     # Not asyncio.run: its teardown would cancel and wait for what is still running;
     # the process exits right after this returns instead (see ``main``).
     loop = asyncio.new_event_loop()

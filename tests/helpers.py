@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import select
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -176,6 +177,17 @@ class PausePipe:
         return int(pid), point
 
     @staticmethod
+    def resume(pid: int, timeout: float = 30.0) -> None:
+        """Let a process that reported its point go on: once it has stopped (it reports
+        first and then stops itself, so a SIGCONT sent at once could come before the
+        stop and be lost)."""
+        deadline = time.monotonic() + timeout
+        while _process_state(pid) != b"T":
+            assert time.monotonic() < deadline, f"process {pid} never stopped"
+            time.sleep(0.001)
+        os.kill(pid, signal.SIGCONT)
+
+    @staticmethod
     def kill(pid: int, timeout: float = 30.0) -> None:
         os.kill(pid, 9)
         deadline = time.monotonic() + timeout
@@ -200,9 +212,14 @@ class PausePipe:
                 os.close(fd)
 
 
-def _is_zombie(pid: int) -> bool:
+def _process_state(pid: int) -> bytes | None:
+    """The state letter of ``/proc/PID/stat`` (``T`` stopped, ``Z`` zombie), or ``None``."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:
-            return fh.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+            return fh.read().rsplit(b")", 1)[1].split()[0]
     except (OSError, IndexError):
-        return False
+        return None
+
+
+def _is_zombie(pid: int) -> bool:
+    return _process_state(pid) == b"Z"

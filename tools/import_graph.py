@@ -69,6 +69,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "lsp_server.server",
             "lsp_server.logmessage",
             "lsp_server.mcp_server",
+            "lsp_server.mcphttp",
             "lsp_server.cliverbs",
             "lsp_server.callline",
             "lsp_server.cli",

@@ -7,6 +7,9 @@ python -m tests.store.layout_worker append WORKSPACE SCOPE COUNT GO_FILE
 python -m tests.store.layout_worker read WORKSPACE STOP_FILE OUT_FILE
     lock-free reads (continue latest, full view) until STOP_FILE exists; writes how many
     reads succeeded and the errors seen
+python -m tests.store.layout_worker read-once WORKSPACE SCOPE
+    one lock-free read (continue latest, then the full view); prints what it saw as
+    JSON (``error``: the code and message of a ``HandoffError``)
 python -m tests.store.layout_worker die-before-live WORKSPACE
     one commit whose seal writes its segments and then dies (os._exit) before the live
     file is written: the crash point between the two steps of a seal
@@ -87,6 +90,17 @@ def main(argv: list[str]) -> int:
             except HandoffError as exc:
                 errors.append(f"{exc.code}: {exc.message}")
         out.write_bytes(orjson.dumps({"reads": reads, "errors": errors}))
+        return 0
+    if verb == "read-once":
+        try:
+            answer = svc.call("handoff.continue", {"scope": argv[2], "mode": "latest"})
+            full = svc.store.read()
+        except HandoffError as exc:
+            print(orjson.dumps({"error": f"{exc.code}: {exc.message}"}).decode())
+            return 0
+        seqs = [s["seq"] for s in full["sources"].values()]
+        seen = {"found": answer["found"], "sources": len(seqs), "distinct": len(set(seqs))}
+        print(orjson.dumps(seen).decode())
         return 0
     if verb == "die-before-live":
         real = writing.atomic_write
