@@ -26,6 +26,10 @@ SessionFacts = Any
 #: user went on (or the session stopped) before the agent replied; ``cut off``: the
 #: session stopped in the middle of the agent's work; ``in progress``: the turn did not
 #: end with a report the work is finished.
+#: How many of the newest tasks have their ending read: an open item older than that
+#: is not what a successor picks up (the session's compaction summary and plan speak
+#: for that part), and a session of thousands of requests pays for the newest only.
+HORIZON = 100
 OPEN = frozenset({"failed", "waiting for the user", "not answered", "cut off", "in progress"})
 
 #: A reply that turns down what the agent did or proposed, or limits it, in any of the
@@ -205,11 +209,16 @@ def ledger(f: SessionFacts) -> list[Task]:
     tasks = grouped(f)
     if not tasks:  # no request of the user's (a session that only began from a handoff)
         return tasks
-    wanted = {id(task.last.report) for task in tasks if task.last.report is not None}
+    wanted = {id(task.last.report) for task in tasks[-HORIZON:] if task.last.report is not None}
     where = {id(m): i for i, m in enumerate(t.history) if id(m) in wanted}
     bounds = [task.request.position for task in tasks[1:]] + [len(t.history)]
     starts = [r.position for r in f.runs]  # in the order of the history
-    for task, end in zip(tasks, bounds, strict=True):
+    horizon = len(tasks) - HORIZON
+    for i, (task, end) in enumerate(zip(tasks, bounds, strict=True)):
+        if i < horizon:
+            task.status = "not assessed"
+            task.detail = f"older than the newest {HORIZON} requests"
+            continue
         runs = f.runs[bisect_left(starts, task.request.position) : bisect_left(starts, end)]
         _ending(f, task, runs, end, last=end == len(t.history), where=where)
     return tasks
@@ -346,10 +355,10 @@ def _ending(
         task.detail = "the agent's report names work left: " + _first_sentence(report.text)
     elif acted:
         task.status = "done"
-        task.detail = "the agent reported: " + _first_sentence(report.text)
+        task.detail = "the agent did the work and reported back"
     else:
         task.status = "answered"
-        task.detail = "the agent answered: " + _first_sentence(report.text)
+        task.detail = "the agent answered"
 
 
 _FINAL_STATUS = {

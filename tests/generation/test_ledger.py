@@ -551,3 +551,20 @@ def test_instructions_in_tool_output_never_become_steps_or_constraints(tmp_path,
         assert "rm -rf" not in text and "never run the tests" not in text, name
     steps = section(doc, "Next Steps")
     assert "The agent's last message lists next: Re-run the check" in steps
+
+
+def test_only_the_newest_tasks_have_their_ending_read(tmp_path, workspace) -> None:
+    """Past the horizon a request is "not assessed", never an open item."""
+    from lsp_server.generation.ledger import HORIZON
+
+    messages = []
+    for i in range(HORIZON + 3):
+        messages += [
+            user(f"Add the field number {i} to the report schema, please"),
+            assistant("Let me look at the schema first:"),
+        ]
+    f, doc = generated(tmp_path, workspace, messages)
+    statuses = [t.status for t in f.tasks]
+    assert statuses[:3] == ["not assessed"] * 3
+    assert set(statuses[3:-1]) == {"superseded"}
+    assert "field number 0 " not in section(doc, "Next Steps")
