@@ -19,17 +19,19 @@ Request = Any
 Run = Any
 SessionFacts = Any
 
-#: How a task ended. ``done``: the agent did the work and handed back with no failure
-#: left open; ``answered``: a question, answered; ``failed``: a step of its turn failed
-#: and nothing after it succeeded; ``waiting for the user``: the agent asked the user (or
-#: needs an action only the user can take) and no answer came; ``not answered``: the
-#: user went on (or the session stopped) before the agent replied; ``cut off``: the
-#: session stopped in the middle of the agent's work; ``in progress``: the turn did not
-#: end with a report the work is finished.
 #: How many of the newest tasks have their ending read: an open item older than that
 #: is not what a successor picks up (the session's compaction summary and plan speak
 #: for that part), and a session of thousands of requests pays for the newest only.
 HORIZON = 100
+#: How a task ended, the open ones. ``failed``: a step of its turn failed and nothing
+#: after it succeeded; ``waiting for the user``: the agent asked the user (or needs an
+#: action only the user can take) and no answer came; ``not answered``: the session
+#: stopped before the agent replied; ``cut off``: the session stopped in the middle of
+#: the agent's work; ``in progress``: the turn did not end with a report the work is
+#: finished. The closed ones: ``done`` (the work done, handed back with no failure left
+#: open), ``answered`` (a question, answered), ``superseded`` (the user sent the next
+#: request before the agent replied, or while it was still working) and ``not
+#: assessed`` (older than :data:`HORIZON`).
 OPEN = frozenset({"failed", "waiting for the user", "not answered", "cut off", "in progress"})
 
 #: A reply that turns down what the agent did or proposed, or limits it, in any of the
