@@ -48,8 +48,10 @@ class Request:
     changes: int = 0
     work: int = 0
     answered: bool = False
-    #: The agent's last substantial message in its turn (what it reported back).
+    #: The agent's last substantial message in its turn (what it reported back), and
+    #: its position in the history.
     report: Message | None = None
+    report_at: int = -1
 
     @property
     def acted_on(self) -> bool:
@@ -200,11 +202,13 @@ _FAILURE_WORDS = (
 def success_marked(text: str) -> bool:
     """Whether ``text`` carries a success verdict (``Build complete``, ``Found 0 errors``)
     and no failure mark."""
-    return (
-        any(w in text for w in _SUCCESS_WORDS)
-        and bool(_SUCCESS_MARK.search(text))
-        and not failure_marked(text)
-    )
+    return _success_verdict(text) and not failure_marked(text)
+
+
+def _success_verdict(text: str) -> bool:
+    """A success verdict in the last lines of ``text`` (where tools print it)."""
+    end = text[-1000:]
+    return any(w in end for w in _SUCCESS_WORDS) and bool(_SUCCESS_MARK.search(end))
 
 
 #: Words one of which every match of ``_SUCCESS_MARK`` contains (a cheap look first).
@@ -722,6 +726,7 @@ class _Gatherer:
                 if self.current is not None:
                     self.current.answered = True
                     self.current.report = m
+                    self.current.report_at = position
         if m.tool_calls:
             for c in m.tool_calls:
                 if c.id and c.name == "TaskCreate":
@@ -934,7 +939,7 @@ class _Gatherer:
             elif failure_marked(readable(text)[-3000:]):
                 run.outcome = "failed"
                 failed = True
-            elif success_marked(readable(text)[-3000:]):
+            elif _success_verdict(readable(text[-1500:])):  # no failure mark, seen above
                 run.outcome = "ok"  # the output carries the verdict
             else:
                 run.outcome = "unknown"

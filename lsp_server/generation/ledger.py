@@ -126,14 +126,15 @@ class Task:
 
 
 _QUESTION_SPLIT = re.compile(r"(?<=[.!?])\s+")
+_QUESTION_TAILS = ("?", "？", "?*", "?**", "?_")
 
 
 def closing_question(text: str) -> str | None:
     """The question the agent's message ends with, if it ends with one."""
-    end = text[-2000:]
-    if "?" not in end and "？" not in end:
+    end = text[-800:].rstrip()  # a closing question sits in the last lines
+    if not end.endswith(_QUESTION_TAILS) and "?" not in end[-400:] and "？" not in end[-400:]:
         return None
-    tail = [ln.strip() for ln in end.strip().splitlines() if ln.strip()][-3:]
+    tail = [ln.strip() for ln in end.splitlines() if ln.strip()][-3:]
     for line in reversed(tail):
         if line.rstrip("*_ ").endswith(("?", "？")):
             sentences = _QUESTION_SPLIT.split(line)
@@ -211,8 +212,6 @@ def ledger(f: SessionFacts) -> list[Task]:
     tasks = grouped(f)
     if not tasks:  # no request of the user's (a session that only began from a handoff)
         return tasks
-    wanted = {id(task.last.report) for task in tasks[-HORIZON:] if task.last.report is not None}
-    where = {id(m): i for i, m in enumerate(t.history) if id(m) in wanted}
     bounds = [task.request.position for task in tasks[1:]] + [len(t.history)]
     starts = [r.position for r in f.runs]  # in the order of the history
     horizon = len(tasks) - HORIZON
@@ -222,7 +221,7 @@ def ledger(f: SessionFacts) -> list[Task]:
             task.detail = f"older than the newest {HORIZON} requests"
             continue
         runs = f.runs[bisect_left(starts, task.request.position) : bisect_left(starts, end)]
-        _ending(f, task, runs, end, last=end == len(t.history), where=where)
+        _ending(f, task, runs, end, last=end == len(t.history))
     return tasks
 
 
@@ -257,7 +256,7 @@ def _continues(prev: Task, r: Request, t) -> bool:
     report = prev.last.report
     if report is None:
         return False
-    question = closing_question(report.text[-2000:])  # redacted where it is shown
+    question = closing_question(report.text)  # redacted where it is shown
     if not question or is_offer(question):
         return False
     # An answer is short, or speaks of what was asked; a request on another subject
@@ -313,9 +312,7 @@ def _words(text: str) -> set[str]:
     return {w for w in _WORD.findall(text.lower()) if w not in _COMMON}
 
 
-def _ending(
-    f: SessionFacts, task: Task, runs: list[Run], end: int, last: bool, where: dict[int, int]
-) -> None:
+def _ending(f: SessionFacts, task: Task, runs: list[Run], end: int, last: bool) -> None:
     """How ``task`` ended, from the steps of its turn (``runs``, history positions up to
     ``end``). Its texts are raw: the writer redacts what it shows."""
     report = task.last.report
@@ -337,7 +334,7 @@ def _ending(
         task.detail = "the user sent the next request while the agent was still working"
         return
     if failed is not None and (
-        names_work_left(text) or failed.position > where.get(id(report), end)
+        names_work_left(text) or failed.position > task.last.report_at
     ):
         task.status = "failed"
         task.detail = f"`{one_line(failed.command, 100)}` failed" + (

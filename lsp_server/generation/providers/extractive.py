@@ -55,7 +55,7 @@ _FORCE_ADD = re.compile(r"\bgit add (?:-f|--force)((?:\s+[^\s&;|<>-][^\s&;|<>]*)
 _SHA_ONLY = re.compile(r"[0-9a-f]{7,40}")
 _CODE_SHAPED = re.compile(r"[_.()/:\[\]]|[a-z][A-Z]|^[A-Z][a-z]+[A-Z]|^--?\w")
 #: How many of the agent's newest messages the names are taken from.
-_NAME_MESSAGES = 30
+_NAME_MESSAGES = 15
 _INLINE_CODE = re.compile(r"(?<!`)`([^`\n]{2,80})`(?!`)")
 _HOST_PORT = re.compile(
     r"\b(?:localhost|(?:\d{1,3}\.){3}\d{1,3}|[a-z][\w-]*(?:\.[\w-]+)+):\d{2,5}\b", re.I
