@@ -35,7 +35,8 @@ The points, in the order a transaction reaches them (see ``store.py``):
 
 on the read side, ``read.missing`` (a read found no live file, the signs of a lost
 store not looked at yet: where a lock-free reader met the first write of a new store,
-``tests/store/test_reader_race.py``; a new store's first transaction passes it too),
+``tests/store/test_reader_race.py``; a new store's first transaction passes it too) and
+``check.missing`` (the same moment in ``handoff store check``),
 and in ``handoff.generate`` / ``handoff.startSession``: ``generation.document`` (the
 document and the draft are saved, no record yet), ``generation.session`` (the started
 text and the new pi session file are written, no start record yet),

@@ -37,10 +37,20 @@ def _read_live(store: StateStore) -> tuple[dict[str, Any] | None, list[dict[str,
     try:
         raw, _ = read_regular(store.path)
     except FileNotFoundError:
+        from .faults import pause_point  # a rare path
+
+        pause_point("check.missing")
         signs = store.lost_signs() if store.folder.is_dir() else []
-        if signs:
+        if not signs:
+            return None, []
+        # A store's first write saves the live file before any of the signs: signs
+        # without it may be a first write that landed meanwhile, so look once more.
+        try:
+            raw, _ = read_regular(store.path)
+        except FileNotFoundError:
             return None, [_problem("state_missing", "; ".join(signs), stateFile=str(store.path))]
-        return None, []
+        except OSError as exc:
+            return None, [_problem("unreadable", f"{store.path}: {exc.strerror}")]
     except OSError as exc:
         return None, [_problem("unreadable", f"{store.path}: {exc.strerror}")]
     try:

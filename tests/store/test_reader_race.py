@@ -123,3 +123,33 @@ def test_a_lock_free_reader_at_each_seal_point_sees_a_sound_store(workspace, sea
     assert fresh["sources"] == fresh["distinct"] >= 60
     seqs = [s["seq"] for s in full["sources"].values()]
     assert len(seqs) == len(set(seqs)) >= 60
+
+
+def test_store_check_of_a_store_being_created_finds_no_lost_store(workspace):
+    """``handoff store check`` met the same first write: stopped after it missed the
+    live file, it resumes once the first write (live file, then marker) landed and
+    reports a sound store, not ``state_missing``."""
+    (workspace / ".handoff").mkdir()
+    pipe = PausePipe()
+    try:
+        check = subprocess.Popen(
+            [sys.executable, "-m", "lsp_server.cli", "store", "check"]
+            + ["--workspace", str(workspace), "--json"],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, **pipe.env("check.missing")},
+            pass_fds=(pipe.write_fd,),
+        )
+        assert pipe.wait(alive=lambda: check.poll() is None) == (check.pid, "check.missing")
+        HandoffService(workspace, ServiceConfig()).call(
+            "handoff.recordOutcome", {"scope": "writer-0", "status": "partial", "summary": "x"}
+        )
+        assert (workspace / ".handoff" / "store-id").exists()
+        pipe.resume(check.pid)
+        out, err = check.communicate(timeout=120)
+    finally:
+        pipe.close()
+    problems = orjson.loads(out)["problems"] if out.strip() else err.decode()
+    assert problems == [], problems
+    assert check.returncode == 0, err.decode()
