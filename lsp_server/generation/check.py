@@ -427,7 +427,7 @@ def _check_claims(doc: str, facts: SessionFacts, out: Checked) -> str:
         return doc
     rows = doc.split("\n")
     for i, section, row, info in list(_lines(doc)):
-        if info is not None or section in ("goal", "constraints & preferences"):
+        if info is not None or section in ("goal", "constraints & preferences", "next steps"):
             continue
         if row.lstrip().startswith(">") or "~~" in row:  # a quote of the session
             continue
