@@ -151,8 +151,8 @@ def check_answer(
         out.warnings.append(
             "The model's answer had none of the handoff's sections ("
             + ", ".join(MAIN_SECTIONS)
-            + "); the document is made from the session facts, and the model's text is "
-            "kept below it, unchecked."
+            + "); every section was restored from the session facts, and the model's "
+            "text is kept below them, unchecked."
         )
         out.document = _with_unchecked(out.document, out.unchecked)
         return out
