@@ -421,7 +421,8 @@ def _sentence(row: str, at: int, start: int) -> tuple[int, int]:
 
 def _check_claims(doc: str, facts: SessionFacts, out: Checked) -> str:
     """``doc`` with each claim the last run or the final state contradicts struck
-    through and followed by what the session shows."""
+    through and followed by what the session shows. Goal, Constraints and Next Steps
+    ask rather than report, a quote is the session's own words: none is read."""
     kinds = _contradictions(facts)
     if not kinds:
         return doc
