@@ -326,7 +326,7 @@ def _answer(
     warnings: list[str] = []
     model_missing: list[str] | None = None
     if reference is not None and document.strip():
-        checked = check_answer(document.rstrip() + "\n", facts, reference)
+        checked = check_answer(document.rstrip() + "\n", facts, reference, focus)
         document, restored_redactions = redact(checked.document)  # restored lines too
         document_redactions += restored_redactions
         model_missing = checked.missing

@@ -510,11 +510,12 @@ def test_sessions_do_not_list_a_subagent_file(fixtures_dir, homes, place, worksp
 def test_an_answer_that_leaves_a_code_fence_open_still_gets_its_sections(tmp_path, workspace) -> None:
     t, f = session(tmp_path, workspace, [user("Write notes.md"), assistant("Done.")])
     reference = extract(t, workspace, None, f)
-    checked = check_answer("```markdown\nHere is a summary of the work\n", f, reference)
+    answer = "## Goal\n\nWrite notes.md\n\n```markdown\nHere is a summary of the work\n"
+    checked = check_answer(answer, f, reference)
     from lsp_server.generation.capture import missing_sections
 
     assert missing_sections(checked.document) == []
-    assert checked.document.startswith("```markdown\nHere is a summary of the work\n```\n")
+    assert checked.document.startswith(answer + "```\n")
 
 
 @pytest.mark.parametrize(

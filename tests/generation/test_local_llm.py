@@ -300,9 +300,14 @@ def grammar_proxy(local_llm: LocalLLM):
 
 # Short lowercase lines: the whole answer stays far below the server's 256-token cap.
 LINE = "line ::= [a-z] [a-z ]{4,40}\nthought ::= [a-z] [a-z ]{4,40}\n"
-TWO_SECTIONS = 'root ::= "## Goal\\n" line "\\n\\n## Next Steps\\n1. " line "\\n"\n' + LINE
+# The Goal starts with words of the request of either session ``small_session`` is (the
+# shared "Fix the login bug"; the project's own question about list_pets): a Goal that
+# names nothing the user asked for is replaced by the facts' one (generation/check.py).
+TWO_SECTIONS = (
+    'root ::= "## Goal\\nlogin, list_pets: " line "\\n\\n## Next Steps\\n1. " line "\\n"\n' + LINE
+)
 THINK_THEN_TWO_SECTIONS = (
-    'root ::= "<think>" thought "</think>\\n\\n## Goal\\n" line "\\n\\n## Next Steps\\n1. " '
+    'root ::= "<think>" thought "</think>\\n\\n## Goal\\nlogin, list_pets: " line "\\n\\n## Next Steps\\n1. " '
     'line "\\n"\n' + LINE
 )
 THINK_ONLY = 'root ::= "<think>" thought\n' + LINE
@@ -434,7 +439,9 @@ def test_reasoning_deltas_and_think_block_over_the_wire(small_session: Path, gen
     """What llama.cpp sends for a reasoning model (``reasoning_content`` deltas) and
     what a server that does not split reasoning out sends (a ``<think>`` block in the
     content): neither reaches the document. SmolLM2 cannot produce the first."""
-    doc = "## Goal\nShip the login fix.\n\n## Next Steps\n1. Run `pytest tests/auth`.\n"
+    doc = (
+        "## Goal\nFix the login bug; say what list_pets does.\n\n## Next Steps\n1. Read it again.\n"
+    )
     events = [openai_chunk({"role": "assistant", "content": None})]
     events += [openai_chunk({"reasoning_content": w}) for w in ("The user ", "wants a fix.")]
     events += [openai_chunk({"content": p}) for p in ("<th", "ink>hm, the ", "goal</th", "ink>\n")]

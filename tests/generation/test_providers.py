@@ -20,7 +20,9 @@ from tests.conftest import OWN, shared_fixtures
 from .support import alive, context, kept_in_order, nothing_written, printing_command
 from .wire import Reply, Stream, WireServer, anthropic_events, openai_text, sse
 
-DOC = "## Goal\nShip the login fix.\n\n## Next Steps\n1. Run `pytest tests/auth`.\n"
+#: A model's answer true to either session ``pi_session`` is: its Goal names what the user
+#: asked (the login bug, or the tests), its step names no command the session never ran.
+DOC = "## Goal\nFix the login bug and the tests.\n\n## Next Steps\n1. Run the tests again.\n"
 PI = "pi/kenn-io__agentsview__session.jsonl"
 
 
@@ -300,7 +302,7 @@ def test_anthropic_streamed_blocks_capture_text_only(
     monkeypatch.setenv("ANTHROPIC_API_KEY", "ak-wire-0001")
     blocks = [
         {"type": "thinking", "thinking": "Let me think about the Goal first."},
-        {"type": "text", "text": "## Goal\nShip the login fix."},
+        {"type": "text", "text": "## Goal\nFix the login bug and the tests."},
         {"type": "text", "text": "## Next Steps\n1. Run the tests."},
     ]
     server = servers(lambda req: Stream(anthropic_events(blocks)))
@@ -309,7 +311,8 @@ def test_anthropic_streamed_blocks_capture_text_only(
     )
     # Text blocks joined with "\n"; thinking ignored.
     assert kept_in_order(
-        result["document"], "## Goal\nShip the login fix.\n## Next Steps\n1. Run the tests.\n"
+        result["document"],
+        "## Goal\nFix the login bug and the tests.\n## Next Steps\n1. Run the tests.\n",
     )
     (req,) = server.requests
     assert req.path == "/v1/messages"
@@ -435,7 +438,7 @@ def test_command_provider_runs_in_the_workspace(pi_session, gen_service, workspa
     argv = [
         sys.executable,
         "-c",
-        "import os, sys; sys.stdin.read(); print('## Goal'); print(os.getcwd())",
+        "import os, sys; sys.stdin.read(); print('## Critical Context'); print(os.getcwd())",
     ]
     result = gen_service(provider="command", command={"argv": argv}).call(
         "handoff.generate", {"session": str(pi_session)}
