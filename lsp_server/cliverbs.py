@@ -22,6 +22,7 @@ from .callline import (
     parse_call_line,
     read_json_file,
     run_call,
+    say_store_created,
 )
 from .commands import REGISTRY
 from .errors import HandoffError
@@ -58,15 +59,41 @@ def verb_contract(args, svc):
     )
 
 
+def _cited_from_here(line: str, workspace: Path) -> str:
+    """A ``TEXT :: CITE, …`` line typed in a subfolder with its file citations made
+    relative to the workspace root: a path is taken relative to where the user stands,
+    else (when no such file is there) as a path from the root. The server parses it."""
+    import os
+    import re
+
+    text, sep, cites = line.partition("::")
+    here = Path.cwd().resolve()
+    if not sep or here == workspace or workspace not in here.parents:
+        return line
+    out = []
+    for cite in cites.split(","):
+        spec = cite.strip()
+        m = re.match(r"^(.+?)(:\d+(?:-\d+)?)?\Z", spec)
+        if not spec or spec.startswith("source/") or m is None or os.path.isabs(m.group(1)):
+            out.append(cite)
+            continue
+        path = here / m.group(1)
+        if path.exists() or not (workspace / m.group(1)).exists():
+            spec = Path(os.path.relpath(path, workspace)).as_posix() + (m.group(2) or "")
+        out.append(" " + spec)
+    return f"{text}{sep}{','.join(out)}"
+
+
 def verb_work(args, svc):
     return svc.call(
         "handoff.recordWork",
         _with_scope(
             args,
             {
-                "state": args.state,  # the server parses TEXT :: CITE lines
+                # the server parses TEXT :: CITE lines; paths are the root's
+                "state": _cited_from_here(args.state, svc.workspace),
                 "disposition": args.disposition,
-                "nextActions": list(args.next or []),
+                "nextActions": [_cited_from_here(n, svc.workspace) for n in args.next or []],
             },
         ),
     )
@@ -236,10 +263,18 @@ def _generation_settings(args, current: dict[str, Any]) -> dict[str, Any]:
     return settings
 
 
+def _from_here(path: str) -> str:
+    """A file named on the command line, taken from where the user stands (the server
+    takes a relative path from the workspace root)."""
+    import os
+
+    return os.path.abspath(os.path.expanduser(path)) if path.strip() else path
+
+
 def verb_generate(args, svc):
     params: dict[str, Any] = {"format": args.format}
     if args.session:
-        params["session"] = args.session
+        params["session"] = _from_here(args.session)
     if args.focus:
         params["focus"] = " ".join(args.focus)
     if args.start:
@@ -253,7 +288,7 @@ def verb_start(args, svc):
     if args.agent:
         params["agent"] = args.agent
     if args.parent_session:
-        params["parentSession"] = args.parent_session
+        params["parentSession"] = _from_here(args.parent_session)
     chosen = [n for n in ("draft", "prepared_file", "revision") if getattr(args, n)]
     if len(chosen) > 1:
         raise UsageError("give one of --draft, --prepared, --revision")
@@ -318,6 +353,10 @@ def _human_start(result: dict[str, Any]) -> str:
 
 
 def _human(verb: str, result: dict[str, Any], args) -> str:
+    from .clisetup import HUMAN
+
+    if verb in HUMAN:
+        return HUMAN[verb](result)
     if verb == "report":
         for warning in result.get("warnings", []):
             print(f"handoff: warning: {warning}", file=sys.stderr)
@@ -426,7 +465,12 @@ def _globals(p: argparse.ArgumentParser, top: bool) -> None:
     without on each verb (so a value given before the verb is kept)."""
     d = (lambda v: v) if top else (lambda v: argparse.SUPPRESS)
     p.add_argument(
-        "--workspace", "-w", default=d("."), metavar="DIR", help="workspace folder (default: .)"
+        "--workspace",
+        "-w",
+        default=d(None),
+        metavar="DIR",
+        help="workspace folder (default: the nearest folder above holding .handoff/, else "
+        "the git top level, else .)",
     )
     p.add_argument(
         "--scope",
@@ -534,6 +578,9 @@ def build_parser(verbs: bool = True) -> argparse.ArgumentParser:
     _add_generate_verb(verb)
     _add_start_and_schema_verbs(verb)
     _add_mcp_verb(verb)
+    from .clisetup import add_setup_verbs
+
+    add_setup_verbs(verb)
     return parser
 
 
@@ -1014,7 +1061,9 @@ def run_line(argv: list[str] | None = None) -> int:
                 )
             else:
                 print(f"handoff: {exc.code}: {exc.message}", file=sys.stderr)
+            say_store_created(svc)
             return EXIT_REFUSED
+        say_store_created(svc)
         print(dump(result) if args.json else _human(args.verb, result, args))
         if args.verb == "store" and not result.get("check", result)["ok"]:
             return EXIT_REFUSED

@@ -947,9 +947,12 @@ def service_config(args: argparse.Namespace) -> ServiceConfig:
 def run(args: argparse.Namespace) -> int:
     """Entry point of ``handoff mcp``."""
     configure_logging(getattr(args, "log_level", "info"))
-    workspace = Path(args.workspace)
-    if not workspace.is_dir():
-        print(f"handoff mcp: workspace {args.workspace} is not a folder", file=sys.stderr)
+    from .callline import UsageError, workspace_of
+
+    try:
+        workspace, found = workspace_of(args)  # --workspace, else found from here
+    except UsageError as exc:
+        print(f"handoff mcp: {exc}", file=sys.stderr)
         return 2
     host = getattr(args, "host", "127.0.0.1")
     if host not in LOOPBACK:
@@ -961,7 +964,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"handoff mcp: {exc}", file=sys.stderr)
         return 2
     app = HandoffMCP(workspace, config)
-    log.info("handoff %s MCP server for %s", __version__, app.svc.workspace)
+    log.info("handoff %s MCP server for %s (%s)", __version__, app.svc.workspace, found)
     try:
         if getattr(args, "http", None) is not None:
             anyio.run(serve_http, app, host, args.http)

@@ -432,9 +432,13 @@ class HandoffLanguageServer(LanguageServer):
         key = str(folder.path)
         svc = self._services.get(key)
         if svc is None:
-            from .workspace import Workspace
+            from .workspace import Workspace, find_workspace
 
-            svc = Workspace(folder.path, self.settings.service_config())
+            config = self.settings.service_config()
+            root, found = find_workspace(folder.path, config.state_folder)
+            if root != folder.path.resolve():  # a subfolder of the project is open
+                log.info("workspace folder %s keeps its store in %s (%s)", folder.path, root, found)
+            svc = Workspace(root, config)
             self._services[key] = svc
         if key not in self._folder_uris:
             self._folder_uris[key] = folder.uri

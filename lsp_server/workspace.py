@@ -17,7 +17,7 @@ from .vocabulary import SCOPE_RE, check_scope
 if TYPE_CHECKING:
     from . import lifecycle as lc
 
-__all__ = ["DEFAULT_STATE_FOLDER", "ServiceConfig", "Workspace", "git_branch"]
+__all__ = ["DEFAULT_STATE_FOLDER", "ServiceConfig", "Workspace", "find_workspace", "git_branch"]
 
 
 def git_branch(workspace: Path) -> str | None:
@@ -34,6 +34,19 @@ def git_branch(workspace: Path) -> str | None:
         return None
     prefix = "ref: refs/heads/"
     return head[len(prefix) :] if head.startswith(prefix) else None
+
+
+def find_workspace(start: Path, state_folder: str = DEFAULT_STATE_FOLDER) -> tuple[Path, str]:
+    """The workspace a command run in ``start`` belongs to, and how it was found: the
+    nearest folder holding ``state_folder`` (looking no higher than the git top level),
+    else the git top level, else ``start`` itself, as git and uv find their roots."""
+    start = start.resolve()
+    for folder in (start, *start.parents):
+        if (folder / state_folder).is_dir():
+            return folder, f"the nearest folder holding {state_folder}/"
+        if (folder / ".git").exists():
+            return folder, "the git top level"
+    return start, "the current folder"
 
 
 class Workspace:
