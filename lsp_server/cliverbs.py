@@ -184,9 +184,23 @@ def _target_params(args) -> dict[str, Any]:
     return _with_scope(args, params)
 
 
+def _scope_has_records(svc, params: dict[str, Any]) -> None:
+    """Refuse a read of a scope that has no records (``unknown_scope``), naming the
+    scopes that have and the closest one: a typo is not an empty answer."""
+    from .commands.status import unknown_scope
+
+    scope = svc.resolve_scope(params.get("scope"))
+    if not svc.store.snapshot().has_scope(scope):
+        why = None if params.get("scope") else svc.default_scope()[1]
+        raise unknown_scope(svc, scope, why)
+
+
 def verb_continue(args, svc):
     # The server renders what a person reads (templates/continue.md.j2).
-    return svc.call("handoff.continue", {**_target_params(args), "render": "terminal"})
+    params = _target_params(args)
+    if args.mode == "latest":
+        _scope_has_records(svc, params)
+    return svc.call("handoff.continue", {**params, "render": "terminal"})
 
 
 def verb_ack(args, svc):
@@ -226,7 +240,17 @@ def verb_report(args, svc):
         params["revision"] = args.revision
     if args.prepared_file:
         params["prepared"] = _prepared_arg(args)
+    elif not args.revision:
+        _scope_has_records(svc, _with_scope(args, {}))
     return svc.call("handoff.report", _with_scope(args, params))
+
+
+def verb_status(args, svc):
+    return svc.call("handoff.status", _with_scope(args, {}))
+
+
+def verb_scopes(args, svc):
+    return svc.call("handoff.scopes", {})
 
 
 def verb_sessions(args, svc):
@@ -580,7 +604,7 @@ def build_parser(verbs: bool = True) -> argparse.ArgumentParser:
     _add_mcp_verb(verb)
     from .clisetup import add_setup_verbs
 
-    add_setup_verbs(verb)
+    add_setup_verbs(verb, verb_status, verb_scopes)
     return parser
 
 
@@ -1065,6 +1089,9 @@ def run_line(argv: list[str] | None = None) -> int:
             return EXIT_REFUSED
         say_store_created(svc)
         print(dump(result) if args.json else _human(args.verb, result, args))
+        if not args.json and svc.scope_defaulted and args.verb != "status":
+            scope, why = svc.scope_defaulted
+            print(f"handoff: scope {scope} ({why}; --scope S for another)", file=sys.stderr)
         if args.verb == "store" and not result.get("check", result)["ok"]:
             return EXIT_REFUSED
         return EXIT_OK

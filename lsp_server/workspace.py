@@ -66,6 +66,7 @@ class Workspace:
         self.report_cache: dict[tuple[Any, ...], dict[str, Any]] = {}
         #: ``handoff.continue`` answers of the current state (``plainread.KeptContinue``).
         self.kept_continues: dict[tuple[Any, ...], Any] = {}
+        self.scope_defaulted: tuple[str, str] | None = None
 
     @property
     def folder(self) -> Path:
@@ -91,7 +92,17 @@ class Workspace:
         """The request's scope, else the configured one, else the git branch, else default."""
         if scope is not None:
             return check_scope(scope)
-        for candidate in (self.config.scope, git_branch(self.workspace)):
+        scope, why = self.default_scope()
+        #: The scope a request without one got, and why (the CLI says it).
+        self.scope_defaulted = (scope, why)
+        return scope
+
+    def default_scope(self) -> tuple[str, str]:
+        """The scope of a request that names none, and where it comes from."""
+        for candidate, why in (
+            (self.config.scope, "the configured scope"),
+            (git_branch(self.workspace), "the git branch"),
+        ):
             if candidate and SCOPE_RE.match(candidate):
-                return candidate
-        return "default"
+                return candidate, why
+        return "default", "no git branch"

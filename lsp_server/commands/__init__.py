@@ -224,6 +224,32 @@ REGISTRY: tuple[Command, ...] = (
         result=("sessions", "searched", "markdown?"),
         cancellable=True,
     ),
+    Command(
+        "handoff.status",
+        "StatusParams",
+        "status.status",
+        "where a scope stands: head, transfer, outcome, stale evidence, newest draft, sessions",
+        result=(
+            "scope",
+            "scopeFrom",
+            "known",
+            "head",
+            "transfer",
+            "outcome",
+            "staleEvidence",
+            "newestDraft",
+            "sessions",
+            "knownScopes?",
+            "closest?",
+        ),
+    ),
+    Command(
+        "handoff.scopes",
+        "ScopesParams",
+        "status.scopes",
+        "list the scopes that have records, newest first",
+        result=("scopes", "current", "currentFrom"),
+    ),
 )
 
 #: Command name → its entry.
