@@ -1032,22 +1032,38 @@ def _parse(argv: list[str] | None) -> tuple[argparse.ArgumentParser | None, Any]
     if args is not None:
         return None, args
     parser = build_parser(verbs=words[:1] != ["call"])
+    from .clicomplete import check_extra, check_verb
+
+    check_verb(parser, words)  # "did you mean" for a mistyped verb
     args, extra = parser.parse_known_args(argv)
     # argparse cannot take a positional after options (call CMD --workspace W JSON).
     if extra and getattr(args, "verb", None) == "call" and args.params is None and len(extra) == 1:
         args.params, extra = extra[0], []
     if extra:
-        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        check_extra(parser, getattr(args, "verb", None), extra)
     return parser, args
 
 
 def run_line(argv: list[str] | None = None) -> int:
     """Parse a command line with the parser and run its verb (the exit status)."""
+    from .clicomplete import SCRIPTS, Spelling, help_of
+
     try:
         parser, args = _parse(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
+    except Spelling as exc:
+        print(f"handoff: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     try:
+        if args.verb in ("help", "completion"):
+            assert parser is not None
+            try:
+                text = help_of(parser, args.topic) if args.verb == "help" else SCRIPTS[args.shell](parser)
+            except Spelling as exc:
+                raise UsageError(str(exc)) from None
+            sys.stdout.write(text)
+            return EXIT_OK
         if args.verb is None:
             assert parser is not None
             parser.print_help()
@@ -1092,7 +1108,7 @@ def run_line(argv: list[str] | None = None) -> int:
         if not args.json and svc.scope_defaulted and args.verb != "status":
             scope, why = svc.scope_defaulted
             print(f"handoff: scope {scope} ({why}; --scope S for another)", file=sys.stderr)
-        if args.verb == "store" and not result.get("check", result)["ok"]:
+        if args.verb in ("store", "doctor") and not result.get("check", result)["ok"]:
             return EXIT_REFUSED
         return EXIT_OK
     except UsageError as exc:

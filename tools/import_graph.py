@@ -72,6 +72,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "lsp_server.mcphttp",
             "lsp_server.cliverbs",
             "lsp_server.clisetup",
+            "lsp_server.clicomplete",
             "lsp_server.callline",
             "lsp_server.cli",
             "lsp_server.demo",
