@@ -105,3 +105,22 @@ def test_the_default_scope_is_said_when_used(tmp_path):
     assert "handoff: scope main (the git branch; --scope S for another)" in proc.stderr
     explicit = ok("report", "history", "--scope", SCOPE, cwd=root)
     assert "handoff: scope" not in explicit.stderr
+
+
+def test_ack_refusal_over_a_changed_file_names_the_file(tmp_path):
+    root = git_repo(tmp_path / "repo")
+    revision = committed(root)
+    (root / "a" / "b" / "c" / "mod.py").write_text("x = 3\n")
+    checks = ["--evidence-available", "--live-state-confirmed", "--capability-confirmed"]
+    proc = handoff(
+        "ack",
+        "exact",
+        revision,
+        "--status",
+        "accepted",
+        *checks,
+        "--authorization-confirmed",
+        cwd=root,
+    )
+    assert proc.returncode == 1
+    assert "a/b/c/mod.py changed" in proc.stderr and "not confirmed" not in proc.stderr

@@ -470,6 +470,10 @@ def test_acknowledge_accepted_refused_when_evidence_became_unreadable(svc, works
     assert err.data["unreadableEvidence"][0]["reason"] == (
         "missing" if how == "deleted" else "changed"
     )
+    # The message names the real reason, not a check the caller did confirm.
+    reason = "missing" if how == "deleted" else "changed"
+    assert f"client/pets_client.py {reason}" in err.message
+    assert "not confirmed" not in err.message
     # A truthful status is still recorded.
     ok = svc.call(
         "handoff.acknowledge",
