@@ -1032,15 +1032,19 @@ def _parse(argv: list[str] | None) -> tuple[argparse.ArgumentParser | None, Any]
     if args is not None:
         return None, args
     parser = build_parser(verbs=words[:1] != ["call"])
-    from .clicomplete import check_extra, check_verb
+    from .clicomplete import Spelling, check_extra, check_verb
 
-    check_verb(parser, words)  # "did you mean" for a mistyped verb
-    args, extra = parser.parse_known_args(argv)
-    # argparse cannot take a positional after options (call CMD --workspace W JSON).
-    if extra and getattr(args, "verb", None) == "call" and args.params is None and len(extra) == 1:
-        args.params, extra = extra[0], []
-    if extra:
-        check_extra(parser, getattr(args, "verb", None), extra)
+    try:
+        check_verb(parser, words)  # "did you mean" for a mistyped verb
+        args, extra = parser.parse_known_args(argv)
+        # argparse cannot take a positional after options (call CMD --workspace W JSON).
+        if extra and getattr(args, "verb", None) == "call" and args.params is None and len(extra) == 1:
+            args.params, extra = extra[0], []
+        if extra:
+            check_extra(parser, getattr(args, "verb", None), extra)
+    except Spelling as exc:  # a usage error, as argparse's own: exit 2
+        print(f"handoff: {exc}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE) from None
     return parser, args
 
 
@@ -1052,9 +1056,6 @@ def run_line(argv: list[str] | None = None) -> int:
         parser, args = _parse(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
-    except Spelling as exc:
-        print(f"handoff: {exc}", file=sys.stderr)
-        return EXIT_USAGE
     try:
         if args.verb in ("help", "completion"):
             assert parser is not None
