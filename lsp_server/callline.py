@@ -98,6 +98,9 @@ def run_call(args) -> int:
         # As the verbs do: a prepared handoff belongs to the scope it was prepared in.
         params = {**params, "scope": params["prepared"]["scope"]}
     svc = make_service(args)
+    if args.command == "handoff.ping":  # the server's health check, answered here too
+        print(dump(_ping(svc)))
+        return EXIT_OK
     if args.command not in BY_NAME:
         raise UsageError(
             f"unknown command {args.command!r}; known: {', '.join(sorted(BY_NAME))}"
@@ -123,6 +126,19 @@ def run_call(args) -> int:
     say_store_created(svc)
     print(dump(result))
     return EXIT_OK
+
+
+def _ping(svc: HandoffService) -> dict[str, Any]:
+    """``handoff.ping`` as the language server answers it, for this command line."""
+    from . import __version__
+
+    return {
+        "ok": True,
+        "version": __version__,
+        "server": "handoff",
+        "workspace": svc.workspace.as_uri(),
+        "settings": {"scope": svc.config.scope, "stateFolder": svc.config.state_folder, "logLevel": "info"},
+    }
 
 
 def quiet_broken_pipe() -> int:

@@ -1043,6 +1043,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="handoff-lsp",
         description="The handoff language server (LSP over stdio by default).",
+        epilog="An editor starts it; you do not run it by hand. VS Code: install the "
+        "extension (editors/vscode, docs/vscode.md), which starts this server itself. "
+        "Neovim: the plugin in editors/nvim (docs/neovim.md) runs 'handoff-lsp'. Any "
+        "other LSP client: run 'handoff-lsp' over stdio for the folder you open; the "
+        "commands are docs/commands.md's, and 'handoff doctor' checks the setup.",
     )
     parser.add_argument("--version", action="version", version=f"{SERVER_NAME} {__version__}")
     parser.add_argument("--stdio", action="store_true", help="talk LSP over stdio (the default)")

@@ -161,3 +161,25 @@ def test_setup_verbs_create_no_store(tmp_path, verb):
     extra = {"completion": ["bash"], "help": []}.get(verb, [])
     handoff(verb, *extra, cwd=root)
     assert not (root / ".handoff").exists()
+
+
+def test_call_handoff_ping_answers_on_the_command_line(tmp_path):
+    root = git_repo(tmp_path / "repo")
+    got = json.loads(ok("call", "handoff.ping", cwd=root / "a").stdout)
+    assert got["ok"] is True and got["workspace"] == root.as_uri()
+    assert not (root / ".handoff").exists()
+
+
+def test_handoff_lsp_help_says_how_an_editor_runs_it(tmp_path):
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "lsp_server", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0
+    for said in ("VS Code", "Neovim", "docs/vscode.md", "docs/neovim.md"):
+        assert said in proc.stdout
