@@ -59,43 +59,25 @@ def verb_contract(args, svc):
     )
 
 
-def _cited_from_here(line: str, workspace: Path) -> str:
-    """A ``TEXT :: CITE, …`` line typed in a subfolder with its file citations made
-    relative to the workspace root: a path is taken relative to where the user stands,
-    else (when no such file is there) as a path from the root. The server parses it."""
-    import os
-    import re
+def _typed_here(params: dict[str, Any], svc) -> dict[str, Any]:
+    """The facts' file citations taken from where the user stands (a subfolder of the
+    workspace), made relative to the workspace root."""
+    from .workspace import cited_from
 
-    text, sep, cites = line.partition("::")
-    here = Path.cwd().resolve()
-    if not sep or here == workspace or workspace not in here.parents:
-        return line
-    out = []
-    for cite in cites.split(","):
-        spec = cite.strip()
-        m = re.match(r"^(.+?)(:\d+(?:-\d+)?)?\Z", spec)
-        if not spec or spec.startswith("source/") or m is None or os.path.isabs(m.group(1)):
-            out.append(cite)
-            continue
-        path = here / m.group(1)
-        if path.exists() or not (workspace / m.group(1)).exists():
-            spec = Path(os.path.relpath(path, workspace)).as_posix() + (m.group(2) or "")
-        out.append(" " + spec)
-    return f"{text}{sep}{','.join(out)}"
+    return cited_from(params, Path.cwd().resolve(), svc.workspace)
 
 
 def verb_work(args, svc):
     return svc.call(
         "handoff.recordWork",
-        _with_scope(
+        _typed_here(_with_scope(
             args,
             {
-                # the server parses TEXT :: CITE lines; paths are the root's
-                "state": _cited_from_here(args.state, svc.workspace),
+                "state": args.state,  # the server parses TEXT :: CITE lines
                 "disposition": args.disposition,
-                "nextActions": [_cited_from_here(n, svc.workspace) for n in args.next or []],
+                "nextActions": list(args.next or []),
             },
-        ),
+        ), svc),
     )
 
 
@@ -110,7 +92,7 @@ def verb_prepare(args, svc):
             params["draft"] = _as_edited(Path(args.draft_file), value, svc.workspace)
         if not args.scope and isinstance(value.get("scope"), str):
             params["scope"] = value["scope"]
-    return svc.call("handoff.prepare", _with_scope(args, params))
+    return svc.call("handoff.prepare", _typed_here(_with_scope(args, params), svc))
 
 
 def _as_edited(sidecar_path: Path, sidecar: dict[str, Any], workspace: Path) -> Any:

@@ -544,6 +544,10 @@ class HandoffLanguageServer(LanguageServer):
 
                 entry = SERVICE_COMMANDS[command]
                 svc = self.service_for(folder)
+                if command in ("handoff.recordWork", "handoff.prepare"):
+                    from .workspace import cited_from  # paths typed in the open folder
+
+                    args = cited_from(args, folder.path.resolve(), svc.workspace)
                 if client_token is None:
                     served = self._answer_quick(entry, svc, args)
                     if served is not None:

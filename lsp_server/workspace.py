@@ -49,6 +49,64 @@ def find_workspace(start: Path, state_folder: str = DEFAULT_STATE_FOLDER) -> tup
     return start, "the current folder"
 
 
+def cited_from(params: Any, here: Path, root: Path) -> Any:
+    """Params whose facts were typed in ``here``, a folder below the workspace ``root``,
+    with their file citations made relative to the root: a path is taken from ``here``,
+    else (no such file there) from the root. The facts of ``recordWork`` and of a
+    ``prepare`` draft; a fact as its one line or as its object."""
+    if here == root or root not in here.parents or not isinstance(params, dict):
+        return params
+    out = dict(params)
+    if isinstance(out.get("draft"), dict):
+        out["draft"] = cited_from(out["draft"], here, root)
+    for key in ("state", "nextActions"):
+        value = out.get(key)
+        if isinstance(value, list):
+            out[key] = [_fact_from(f, here, root) for f in value]
+        elif value is not None:
+            out[key] = _fact_from(value, here, root)
+    return out
+
+
+def _fact_from(fact: Any, here: Path, root: Path) -> Any:
+    if isinstance(fact, str):
+        text, sep, cites = fact.partition("::")
+        if not sep:
+            return fact
+        return f"{text}{sep}{','.join(_cite_from(c, here, root) for c in cites.split(','))}"
+    if isinstance(fact, dict) and isinstance(fact.get("citations"), list):
+        cited = []
+        for c in fact["citations"]:
+            if (
+                isinstance(c, dict)
+                and c.get("kind") == "artifact"
+                and isinstance(c.get("path"), str)
+            ):
+                c = {**c, "path": _path_from(c["path"], here, root)}
+            cited.append(c)
+        return {**fact, "citations": cited}
+    return fact
+
+
+def _cite_from(cite: str, here: Path, root: Path) -> str:
+    import re
+
+    spec = cite.strip()
+    m = re.match(r"^(.+?)(:\d+(?:-\d+)?)?\Z", spec)
+    if not spec or spec.startswith("source/") or m is None:
+        return cite
+    return " " + _path_from(m.group(1), here, root) + (m.group(2) or "")
+
+
+def _path_from(path: str, here: Path, root: Path) -> str:
+    if not path.strip() or os.path.isabs(path) or "\x00" in path:
+        return path
+    there = here / path
+    if there.exists() or not (root / path).exists():
+        return Path(os.path.relpath(there, root)).as_posix()
+    return path
+
+
 class Workspace:
     """A workspace folder, its config and its store: what every handler gets."""
 
