@@ -495,6 +495,10 @@ RESOURCE_VIEWS: dict[str, tuple[str, str, str]] = {
 _URI_RE = re.compile(r"^handoff://scope/([^/]+)/(continuity|history|latest)$")
 
 
+#: The scopes ``resources/list`` names (the default one and the newest others).
+MAX_LISTED_SCOPES = 50
+
+
 def resource_uri(scope: str, view: str) -> str:
     return f"handoff://scope/{quote(scope, safe='')}/{view}"
 
@@ -645,7 +649,11 @@ class HandoffMCP:
         return self.svc.resolve_scope(None)
 
     async def _list_resources(self, ctx: Any, params: Any) -> types.ListResourcesResult:
-        scope = self._scope()
+        from .commands.status import scope_list
+
+        # The default scope first, then every scope with records, newest first.
+        listed = await anyio.to_thread.run_sync(scope_list, self.svc)
+        scopes = list(dict.fromkeys([self._scope(), *(e["scope"] for e in listed)]))
         return types.ListResourcesResult(
             resources=[
                 types.Resource(
@@ -655,6 +663,7 @@ class HandoffMCP:
                     description=description,
                     mime_type=mime,
                 )
+                for scope in scopes[:MAX_LISTED_SCOPES]
                 for view, (mime, title, description) in RESOURCE_VIEWS.items()
             ]
         )

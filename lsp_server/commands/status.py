@@ -17,17 +17,21 @@ if TYPE_CHECKING:
 
 def scope_list(ws: Workspace) -> list[dict[str, Any]]:
     """Every scope with records: its head, its number of Sources and its newest record's
-    time, newest first (reads the whole log: a listing, not a hot path)."""
+    time, the newest (by the log's sequence) first (reads the whole log: a listing, not
+    a hot path)."""
     data = ws.ledger().data
     found: dict[str, dict[str, Any]] = {}
+    newest: dict[str, int] = {}  # the scope's highest seq: the log's own order
     for rec in data.get("sources", {}).values():
         if not isinstance(rec, dict) or not isinstance(rec.get("scope"), str):
             continue
         entry = found.setdefault(rec["scope"], {"scope": rec["scope"], "head": None, "records": 0})
         entry["records"] += 1
-        at = rec.get("createdAt")
-        if isinstance(at, str) and at > entry.get("updatedAt", ""):
-            entry["updatedAt"] = at
+        seq = rec.get("seq") if isinstance(rec.get("seq"), int) else 0
+        if seq >= newest.get(rec["scope"], -1):
+            newest[rec["scope"]] = seq
+            if isinstance(rec.get("createdAt"), str):
+                entry["updatedAt"] = rec["createdAt"]
     for rec in data.get("scopes", {}).values():
         if isinstance(rec, dict) and isinstance(rec.get("scope"), str):
             entry = found.setdefault(
@@ -35,7 +39,7 @@ def scope_list(ws: Workspace) -> list[dict[str, Any]]:
             )
             if isinstance(rec.get("head"), str):
                 entry["head"] = rec["head"]
-    return sorted(found.values(), key=lambda e: e.get("updatedAt", ""), reverse=True)
+    return sorted(found.values(), key=lambda e: newest.get(e["scope"], -1), reverse=True)
 
 
 def closest_scope(scope: str, known: list[str]) -> str | None:

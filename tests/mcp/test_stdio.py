@@ -58,6 +58,23 @@ async def test_lists_tools_resources_and_prompts(workspace):
         assert "the failing test" in got.messages[0].content.text
 
 
+async def test_resources_list_covers_every_scope_with_records(workspace):
+    from lsp_server.service import HandoffService, ServiceConfig
+
+    svc = HandoffService(workspace, ServiceConfig())
+    for scope in ("older-line", "newer-line"):
+        svc.call("handoff.contract", {**CONTRACT, "scope": scope})
+    async with connect(workspace, "--scope", SCOPE) as client:
+        uris = [r.uri for r in (await client.list_resources()).resources]
+    # The default scope first (no records yet), then the others, newest first.
+    assert uris[::3] == [
+        resource_uri(SCOPE, "continuity"),
+        resource_uri("newer-line", "continuity"),
+        resource_uri("older-line", "continuity"),
+    ]
+    assert len(uris) == 9
+
+
 async def test_openapi_walkthrough_through_tools(workspace):
     async with connect(workspace) as client:
         contract = await call(client, "handoff_record_contract", CONTRACT)
