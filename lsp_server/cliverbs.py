@@ -382,6 +382,8 @@ def _human(verb: str, result: dict[str, Any], args) -> str:
         how = "already committed as" if result["idempotent"] else "committed"
         return f"{how} {result['revision']}"
     if verb == "ack":
+        if result.get("warning"):
+            print(f"handoff: warning: {result['warning']}", file=sys.stderr)
         return f"{result['status']} {result['target']} (receipt {result['receipt']})"
     if "source" in result:
         return f"recorded {result['source']} in {result['scope']}"

@@ -318,6 +318,23 @@ TOOLS: tuple[ToolSpec, ...] = (
         "those a handoff started. Read-only.",
         read_only=True,
     ),
+    ToolSpec(
+        "handoff_status",
+        "handoff.status",
+        "Where the work stands",
+        "One scope on one screen: its head revision, transfer and outcome, the cited "
+        "evidence that changed since, the newest draft and the agent sessions found; a "
+        "scope without records is said, with the scopes that have them. Read-only.",
+        read_only=True,
+    ),
+    ToolSpec(
+        "handoff_scopes",
+        "handoff.scopes",
+        "List the scopes",
+        "The scopes that have records, newest first, with their head revisions, and the "
+        "scope a call without one gets. Read-only.",
+        read_only=True,
+    ),
 )
 TOOLS_BY_NAME = {t.name: t for t in TOOLS}
 
@@ -398,6 +415,7 @@ def summary(command: str, result: dict[str, Any]) -> str:
         return (
             f"Recorded {result['status']} for {result['target']}: receipt {result['receipt']}. "
             "Cite the receipt in handoff_record_outcome. This grants no permission."
+            + (f" Warning: {result['warning']}" if result.get("warning") else "")
         )
     if command == "handoff.recordOutcome":
         return f"Recorded the Task Outcome as {result['source']} in scope {scope!r}."
@@ -420,6 +438,18 @@ def summary(command: str, result: dict[str, Any]) -> str:
     if command == "handoff.sessions":
         sessions = result.get("sessions") or []
         return f"{len(sessions)} agent session(s) of this workspace."
+    if command == "handoff.status":
+        if not result.get("known"):
+            near = result.get("closest")
+            return f"Scope {scope!r} has no records" + (f"; did you mean {near!r}?" if near else ".")
+        stale = len(result.get("staleEvidence") or [])
+        return (
+            f"Scope {scope!r}: head {result.get('head') or 'none'} (transfer "
+            f"{result.get('transfer')}, outcome {result.get('outcome')}); {stale} cited "
+            "file(s) changed or gone since."
+        )
+    if command == "handoff.scopes":
+        return f"{len(result.get('scopes') or [])} scope(s) with records."
     return f"{command} done."
 
 

@@ -124,3 +124,20 @@ def test_ack_refusal_over_a_changed_file_names_the_file(tmp_path):
     )
     assert proc.returncode == 1
     assert "a/b/c/mod.py changed" in proc.stderr and "not confirmed" not in proc.stderr
+
+
+def test_ack_of_a_revision_that_is_no_longer_the_head_warns(tmp_path):
+    root = git_repo(tmp_path / "repo")
+    first = committed(root)
+    prepared = json.loads(ok("current", "--json", cwd=root).stdout)["prepared"]
+    second = json.loads(
+        handoff("commit", "-", "--json", cwd=root, stdin=json.dumps(prepared)).stdout
+    )
+    proc = ok("ack", "exact", first, "--status", "needs_clarification", cwd=root)
+    assert f"{first} is not the head of 'main': {second['revision']} is newer" in proc.stderr
+    got = json.loads(ok("ack", "exact", first, "--status", "declined", "--json", cwd=root).stdout)
+    assert got["current"] == second["revision"] and "is newer" in got["warning"]
+    at_head = json.loads(
+        ok("ack", "exact", second["revision"], "--status", "declined", "--json", cwd=root).stdout
+    )
+    assert "warning" not in at_head and "current" not in at_head

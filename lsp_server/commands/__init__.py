@@ -160,7 +160,16 @@ REGISTRY: tuple[Command, ...] = (
         "AcknowledgeParams",
         "handoffs.acknowledge",
         "acknowledge an exact target (revision or prepared) with four checks",
-        result=("scope", "receipt", "status", "target", "unreadableEvidence", "grantsPermission"),
+        result=(
+            "scope",
+            "receipt",
+            "status",
+            "target",
+            "unreadableEvidence",
+            "grantsPermission",
+            "current?",
+            "warning?",
+        ),
         mutates=True,
     ),
     Command(

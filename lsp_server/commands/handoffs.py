@@ -232,7 +232,8 @@ def acknowledge(ws: Workspace, p: AcknowledgeParams, ctx: CallContext) -> dict[s
             boundary=prepared.boundary,
         )
         rec = lc.append_source(tx, scope, "acknowledgement", receipt)
-    return {
+        head = ledger.head(scope)
+    result = {
         "scope": scope,
         "receipt": rec.ref,
         "status": p.status,
@@ -240,6 +241,13 @@ def acknowledge(ws: Workspace, p: AcknowledgeParams, ctx: CallContext) -> dict[s
         "unreadableEvidence": unreadable,
         "grantsPermission": False,
     }
+    if selected and head and selected != head:  # recorded as asked, and said
+        result["current"] = head
+        result["warning"] = (
+            f"{selected} is not the head of {scope!r}: {head} is newer. Read it "
+            "(continue latest) before acting on the older one."
+        )
+    return result
 
 
 def _refuse_unconfirmed(p: AcknowledgeParams, unreadable: list[dict[str, Any]], target: str) -> None:
