@@ -430,8 +430,8 @@ def summary(command: str, result: dict[str, Any]) -> str:
             f"Generated a handoff draft with {result.get('provider')} "
             f"(saved as {result.get('draftPath')})"
             + (f"; missing sections: {', '.join(missing)}" if missing else "")
-            + ". Review it; handoff_prepare takes `draft`, handoff_start_session takes "
-            "`document`."
+            + ". Review it; handoff_prepare takes `draft` (in the structured content), "
+            "handoff_start_session takes `document` (below)."
         )
     if command == "handoff.startSession":
         return f"Started a {result.get('agent')} session; open it with: {result.get('command')}"
@@ -458,6 +458,20 @@ def summary(command: str, result: dict[str, Any]) -> str:
 RENDERED = frozenset({"handoff.continue", "handoff.sessions"})
 
 
+#: The keys of a generation's result its text repeats (the rest is structured content).
+GENERATE_TEXT_KEYS = (
+    "scope",
+    "provider",
+    "draftPath",
+    "documentPath",
+    "generation",
+    "sourceSession",
+    "missingSections",
+    "redactions",
+    "warnings",
+)
+
+
 def tool_result(
     command: str, result: dict[str, Any], rendered: str | None = None
 ) -> types.CallToolResult:
@@ -467,7 +481,13 @@ def tool_result(
     parts = [summary(command, result)]
     if rendered:
         parts.append(rendered.strip("\n"))
-    text = "\n\n".join([*parts, _dump(result)])
+    if command == "handoff.generate" and isinstance(result.get("document"), str):
+        # An agent's context is the scarcest thing it has: the document once, the
+        # paths and counts as JSON; the draft and the facts only as structured content.
+        brief = {k: result[k] for k in GENERATE_TEXT_KEYS if k in result}
+        text = "\n\n".join([*parts, result["document"].strip("\n"), _dump(brief)])
+    else:
+        text = "\n\n".join([*parts, _dump(result)])
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)],
         structured_content=result,

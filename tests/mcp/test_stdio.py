@@ -347,6 +347,24 @@ async def test_generate_from_a_real_pi_session_then_start_the_next_session(works
         assert started["agent"] == "claude" and started["lineage"]["generation"]
 
 
+async def test_generate_result_text_is_the_document_once_and_the_rest_structured(workspace):
+    from ..conftest import OWN
+
+    async with connect(workspace) as client:
+        result = await client.call_tool(
+            "handoff_generate", {"scope": SCOPE, "session": str(OWN["pi"]), "provider": "extractive"}
+        )
+    assert not result.is_error
+    text = "".join(c.text for c in result.content)
+    full = result.structured_content
+    document = full["document"].strip("\n")
+    assert text.count(document) == 1
+    assert '"draft":' not in text and '"facts":' not in text and full["draft"] and "facts" in full
+    assert full["draftPath"] in text
+    whole = len(json.dumps(full, indent=2))
+    assert len(text) < len(document) + 2000 < whole
+
+
 async def test_settings_choose_the_generation_provider(workspace, fixtures_dir):
     from tests.generation.support import printing_command
 
