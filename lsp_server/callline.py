@@ -38,13 +38,42 @@ def read_json_file(path: str) -> Any:
         raise UsageError(f"{path} is not JSON: {exc}") from None
 
 
+def workspace_of(args) -> tuple[Path, str]:
+    """The workspace of a command line and how it was found: ``--workspace``, else the
+    nearest folder holding the store, else the git top level, else the current folder."""
+    if args.workspace is not None:
+        workspace = Path(args.workspace)
+        if not workspace.is_dir():
+            raise UsageError(f"workspace {args.workspace} is not a folder")
+        return workspace.resolve(), "--workspace"
+    from .workspace import find_workspace
+
+    try:
+        here = Path.cwd()
+    except OSError as exc:  # the current folder was removed under us
+        raise UsageError(
+            f"cannot read the current folder ({exc.strerror}); pass --workspace DIR"
+        ) from None
+    return find_workspace(here, args.state_folder)
+
+
 def make_service(args) -> HandoffService:
-    workspace = Path(args.workspace)
-    if not workspace.is_dir():
-        raise UsageError(f"workspace {args.workspace} is not a folder")
-    return HandoffService(
-        workspace, ServiceConfig(scope=args.scope, state_folder=args.state_folder)
-    )
+    workspace, found = workspace_of(args)
+    svc = HandoffService(workspace, ServiceConfig(scope=args.scope, state_folder=args.state_folder))
+    svc.found_by = found
+    svc.store_existed = (workspace / args.state_folder).is_dir()
+    return svc
+
+
+def say_store_created(svc: HandoffService) -> None:
+    """One line on stderr when this command created the workspace's store folder."""
+    folder = svc.workspace / svc.config.state_folder
+    if not getattr(svc, "store_existed", True) and folder.is_dir():
+        print(
+            f"handoff: created {folder} (the workspace is {svc.workspace}: "
+            f"{getattr(svc, 'found_by', '--workspace')})",
+            file=sys.stderr,
+        )
 
 
 def run_call(args) -> int:
@@ -69,6 +98,9 @@ def run_call(args) -> int:
         # As the verbs do: a prepared handoff belongs to the scope it was prepared in.
         params = {**params, "scope": params["prepared"]["scope"]}
     svc = make_service(args)
+    if args.command == "handoff.ping":  # the server's health check, answered here too
+        print(dump(_ping(svc)))
+        return EXIT_OK
     if args.command not in BY_NAME:
         raise UsageError(
             f"unknown command {args.command!r}; known: {', '.join(sorted(BY_NAME))}"
@@ -76,6 +108,7 @@ def run_call(args) -> int:
     try:
         result = svc.call(args.command, params)
     except HandoffError as exc:
+        say_store_created(svc)
         err = exc.to_json()
         print(
             dump(
@@ -90,8 +123,22 @@ def run_call(args) -> int:
             )
         )
         return EXIT_REFUSED
+    say_store_created(svc)
     print(dump(result))
     return EXIT_OK
+
+
+def _ping(svc: HandoffService) -> dict[str, Any]:
+    """``handoff.ping`` as the language server answers it, for this command line."""
+    from . import __version__
+
+    return {
+        "ok": True,
+        "version": __version__,
+        "server": "handoff",
+        "workspace": svc.workspace.as_uri(),
+        "settings": {"scope": svc.config.scope, "stateFolder": svc.config.state_folder, "logLevel": "info"},
+    }
 
 
 def quiet_broken_pipe() -> int:
@@ -125,7 +172,7 @@ def parse_call_line(words: list[str]) -> types.SimpleNamespace | None:
     the parser then parses."""
     if words[:1] != ["call"]:
         return None
-    values: dict[str, Any] = {"workspace": ".", "scope": None, "state_folder": ".handoff"}
+    values: dict[str, Any] = {"workspace": None, "scope": None, "state_folder": ".handoff"}
     values.update(verb="call", params_file=None)
     positionals = []
     rest = iter(words[1:])

@@ -22,6 +22,7 @@ from .callline import (
     parse_call_line,
     read_json_file,
     run_call,
+    say_store_created,
 )
 from .commands import REGISTRY
 from .errors import HandoffError
@@ -58,17 +59,25 @@ def verb_contract(args, svc):
     )
 
 
+def _typed_here(params: dict[str, Any], svc) -> dict[str, Any]:
+    """The facts' file citations taken from where the user stands (a subfolder of the
+    workspace), made relative to the workspace root."""
+    from .workspace import cited_from
+
+    return cited_from(params, Path.cwd().resolve(), svc.workspace)
+
+
 def verb_work(args, svc):
     return svc.call(
         "handoff.recordWork",
-        _with_scope(
+        _typed_here(_with_scope(
             args,
             {
                 "state": args.state,  # the server parses TEXT :: CITE lines
                 "disposition": args.disposition,
                 "nextActions": list(args.next or []),
             },
-        ),
+        ), svc),
     )
 
 
@@ -83,7 +92,7 @@ def verb_prepare(args, svc):
             params["draft"] = _as_edited(Path(args.draft_file), value, svc.workspace)
         if not args.scope and isinstance(value.get("scope"), str):
             params["scope"] = value["scope"]
-    return svc.call("handoff.prepare", _with_scope(args, params))
+    return svc.call("handoff.prepare", _typed_here(_with_scope(args, params), svc))
 
 
 def _as_edited(sidecar_path: Path, sidecar: dict[str, Any], workspace: Path) -> Any:
@@ -157,9 +166,23 @@ def _target_params(args) -> dict[str, Any]:
     return _with_scope(args, params)
 
 
+def _scope_has_records(svc, params: dict[str, Any]) -> None:
+    """Refuse a read of a scope that has no records (``unknown_scope``), naming the
+    scopes that have and the closest one: a typo is not an empty answer."""
+    from .commands.status import unknown_scope
+
+    scope = svc.resolve_scope(params.get("scope"))
+    if not svc.store.snapshot().has_scope(scope):
+        why = None if params.get("scope") else svc.default_scope()[1]
+        raise unknown_scope(svc, scope, why)
+
+
 def verb_continue(args, svc):
     # The server renders what a person reads (templates/continue.md.j2).
-    return svc.call("handoff.continue", {**_target_params(args), "render": "terminal"})
+    params = _target_params(args)
+    if args.mode == "latest":
+        _scope_has_records(svc, params)
+    return svc.call("handoff.continue", {**params, "render": "terminal"})
 
 
 def verb_ack(args, svc):
@@ -199,7 +222,17 @@ def verb_report(args, svc):
         params["revision"] = args.revision
     if args.prepared_file:
         params["prepared"] = _prepared_arg(args)
+    elif not args.revision:
+        _scope_has_records(svc, _with_scope(args, {}))
     return svc.call("handoff.report", _with_scope(args, params))
+
+
+def verb_status(args, svc):
+    return svc.call("handoff.status", _with_scope(args, {}))
+
+
+def verb_scopes(args, svc):
+    return svc.call("handoff.scopes", {})
 
 
 def verb_sessions(args, svc):
@@ -236,10 +269,18 @@ def _generation_settings(args, current: dict[str, Any]) -> dict[str, Any]:
     return settings
 
 
+def _from_here(path: str) -> str:
+    """A file named on the command line, taken from where the user stands (the server
+    takes a relative path from the workspace root)."""
+    import os
+
+    return os.path.abspath(os.path.expanduser(path)) if path.strip() else path
+
+
 def verb_generate(args, svc):
     params: dict[str, Any] = {"format": args.format}
     if args.session:
-        params["session"] = args.session
+        params["session"] = _from_here(args.session)
     if args.focus:
         params["focus"] = " ".join(args.focus)
     if args.start:
@@ -253,7 +294,7 @@ def verb_start(args, svc):
     if args.agent:
         params["agent"] = args.agent
     if args.parent_session:
-        params["parentSession"] = args.parent_session
+        params["parentSession"] = _from_here(args.parent_session)
     chosen = [n for n in ("draft", "prepared_file", "revision") if getattr(args, n)]
     if len(chosen) > 1:
         raise UsageError("give one of --draft, --prepared, --revision")
@@ -318,6 +359,10 @@ def _human_start(result: dict[str, Any]) -> str:
 
 
 def _human(verb: str, result: dict[str, Any], args) -> str:
+    from .clisetup import HUMAN
+
+    if verb in HUMAN:
+        return HUMAN[verb](result)
     if verb == "report":
         for warning in result.get("warnings", []):
             print(f"handoff: warning: {warning}", file=sys.stderr)
@@ -337,6 +382,8 @@ def _human(verb: str, result: dict[str, Any], args) -> str:
         how = "already committed as" if result["idempotent"] else "committed"
         return f"{how} {result['revision']}"
     if verb == "ack":
+        if result.get("warning"):
+            print(f"handoff: warning: {result['warning']}", file=sys.stderr)
         return f"{result['status']} {result['target']} (receipt {result['receipt']})"
     if "source" in result:
         return f"recorded {result['source']} in {result['scope']}"
@@ -426,7 +473,12 @@ def _globals(p: argparse.ArgumentParser, top: bool) -> None:
     without on each verb (so a value given before the verb is kept)."""
     d = (lambda v: v) if top else (lambda v: argparse.SUPPRESS)
     p.add_argument(
-        "--workspace", "-w", default=d("."), metavar="DIR", help="workspace folder (default: .)"
+        "--workspace",
+        "-w",
+        default=d(None),
+        metavar="DIR",
+        help="workspace folder (default: the nearest folder above holding .handoff/, else "
+        "the git top level, else .)",
     )
     p.add_argument(
         "--scope",
@@ -534,6 +586,9 @@ def build_parser(verbs: bool = True) -> argparse.ArgumentParser:
     _add_generate_verb(verb)
     _add_start_and_schema_verbs(verb)
     _add_mcp_verb(verb)
+    from .clisetup import add_setup_verbs
+
+    add_setup_verbs(verb, verb_status, verb_scopes)
     return parser
 
 
@@ -961,22 +1016,39 @@ def _parse(argv: list[str] | None) -> tuple[argparse.ArgumentParser | None, Any]
     if args is not None:
         return None, args
     parser = build_parser(verbs=words[:1] != ["call"])
-    args, extra = parser.parse_known_args(argv)
-    # argparse cannot take a positional after options (call CMD --workspace W JSON).
-    if extra and getattr(args, "verb", None) == "call" and args.params is None and len(extra) == 1:
-        args.params, extra = extra[0], []
-    if extra:
-        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    from .clicomplete import Spelling, check_extra, check_verb
+
+    try:
+        check_verb(parser, words)  # "did you mean" for a mistyped verb
+        args, extra = parser.parse_known_args(argv)
+        # argparse cannot take a positional after options (call CMD --workspace W JSON).
+        if extra and getattr(args, "verb", None) == "call" and args.params is None and len(extra) == 1:
+            args.params, extra = extra[0], []
+        if extra:
+            check_extra(parser, getattr(args, "verb", None), extra)
+    except Spelling as exc:  # a usage error, as argparse's own: exit 2
+        print(f"handoff: {exc}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE) from None
     return parser, args
 
 
 def run_line(argv: list[str] | None = None) -> int:
     """Parse a command line with the parser and run its verb (the exit status)."""
+    from .clicomplete import SCRIPTS, Spelling, help_of
+
     try:
         parser, args = _parse(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
     try:
+        if args.verb in ("help", "completion"):
+            assert parser is not None
+            try:
+                text = help_of(parser, args.topic) if args.verb == "help" else SCRIPTS[args.shell](parser)
+            except Spelling as exc:
+                raise UsageError(str(exc)) from None
+            sys.stdout.write(text)
+            return EXIT_OK
         if args.verb is None:
             assert parser is not None
             parser.print_help()
@@ -1014,9 +1086,14 @@ def run_line(argv: list[str] | None = None) -> int:
                 )
             else:
                 print(f"handoff: {exc.code}: {exc.message}", file=sys.stderr)
+            say_store_created(svc)
             return EXIT_REFUSED
+        say_store_created(svc)
         print(dump(result) if args.json else _human(args.verb, result, args))
-        if args.verb == "store" and not result.get("check", result)["ok"]:
+        if not args.json and svc.scope_defaulted and args.verb != "status":
+            scope, why = svc.scope_defaulted
+            print(f"handoff: scope {scope} ({why}; --scope S for another)", file=sys.stderr)
+        if args.verb in ("store", "doctor") and not result.get("check", result)["ok"]:
             return EXIT_REFUSED
         return EXIT_OK
     except UsageError as exc:

@@ -316,6 +316,24 @@ class WorkspaceFiles:
         self._seen[rel] = found
         return found.sha256
 
+    def line_count(self, rel: str) -> int:
+        """How many lines the artifact has now (a last line without its newline counts),
+        read once per content as the hash is (for a citation of lines)."""
+        fd, st = open_artifact(self.root, rel)
+        key = ("lines", *fingerprint(st))
+        known = self._seen.get(f"\0lines:{rel}")
+        if known is not None and known.key == key:
+            os.close(fd)
+            return int(known.sha256)
+        count, last = 0, b"\n"
+        with os.fdopen(fd, "rb") as fh:
+            while chunk := fh.read(CHUNK):
+                count += chunk.count(b"\n")
+                last = chunk[-1:]
+        count += last != b"\n"
+        self._seen[f"\0lines:{rel}"] = ArtifactHash(str(count), key)
+        return count
+
 
 def as_files(workspace: Path | WorkspaceFiles) -> WorkspaceFiles:
     return workspace if isinstance(workspace, WorkspaceFiles) else WorkspaceFiles(workspace)

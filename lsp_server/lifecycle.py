@@ -381,6 +381,20 @@ def finalize_citation(
             citation=out,
             reason="changed",
         )
+    if c.lines is not None:
+        try:
+            has = files.line_count(c.path or "")
+        except OSError:
+            has = None
+        if has is not None and c.lines[1] > has:
+            raise HandoffError(
+                "invalid_evidence",
+                f"{where}: {c.path!r} has {has} line(s); lines {c.lines[0]}-{c.lines[1]} are "
+                "past its end.",
+                at=where,
+                citation=out,
+                reason="lines_past_end",
+            )
     return attrs.evolve(c, path=normalise_rel(c.path or "", files.root), sha256=now)
 
 

@@ -318,6 +318,23 @@ TOOLS: tuple[ToolSpec, ...] = (
         "those a handoff started. Read-only.",
         read_only=True,
     ),
+    ToolSpec(
+        "handoff_status",
+        "handoff.status",
+        "Where the work stands",
+        "One scope on one screen: its head revision, transfer and outcome, the cited "
+        "evidence that changed since, the newest draft and the agent sessions found; a "
+        "scope without records is said, with the scopes that have them. Read-only.",
+        read_only=True,
+    ),
+    ToolSpec(
+        "handoff_scopes",
+        "handoff.scopes",
+        "List the scopes",
+        "The scopes that have records, newest first, with their head revisions, and the "
+        "scope a call without one gets. Read-only.",
+        read_only=True,
+    ),
 )
 TOOLS_BY_NAME = {t.name: t for t in TOOLS}
 
@@ -398,6 +415,7 @@ def summary(command: str, result: dict[str, Any]) -> str:
         return (
             f"Recorded {result['status']} for {result['target']}: receipt {result['receipt']}. "
             "Cite the receipt in handoff_record_outcome. This grants no permission."
+            + (f" Warning: {result['warning']}" if result.get("warning") else "")
         )
     if command == "handoff.recordOutcome":
         return f"Recorded the Task Outcome as {result['source']} in scope {scope!r}."
@@ -412,20 +430,46 @@ def summary(command: str, result: dict[str, Any]) -> str:
             f"Generated a handoff draft with {result.get('provider')} "
             f"(saved as {result.get('draftPath')})"
             + (f"; missing sections: {', '.join(missing)}" if missing else "")
-            + ". Review it; handoff_prepare takes `draft`, handoff_start_session takes "
-            "`document`."
+            + ". Review it; handoff_prepare takes `draft` (in the structured content), "
+            "handoff_start_session takes `document` (below)."
         )
     if command == "handoff.startSession":
         return f"Started a {result.get('agent')} session; open it with: {result.get('command')}"
     if command == "handoff.sessions":
         sessions = result.get("sessions") or []
         return f"{len(sessions)} agent session(s) of this workspace."
+    if command == "handoff.status":
+        if not result.get("known"):
+            near = result.get("closest")
+            return f"Scope {scope!r} has no records" + (f"; did you mean {near!r}?" if near else ".")
+        stale = len(result.get("staleEvidence") or [])
+        return (
+            f"Scope {scope!r}: head {result.get('head') or 'none'} (transfer "
+            f"{result.get('transfer')}, outcome {result.get('outcome')}); {stale} cited "
+            "file(s) changed or gone since."
+        )
+    if command == "handoff.scopes":
+        return f"{len(result.get('scopes') or [])} scope(s) with records."
     return f"{command} done."
 
 
 #: The tools whose text is the view the server renders from its template
 #: (``templates/continue.md.j2``, ``sessions.md.j2``), as for a terminal.
 RENDERED = frozenset({"handoff.continue", "handoff.sessions"})
+
+
+#: The keys of a generation's result its text repeats (the rest is structured content).
+GENERATE_TEXT_KEYS = (
+    "scope",
+    "provider",
+    "draftPath",
+    "documentPath",
+    "generation",
+    "sourceSession",
+    "missingSections",
+    "redactions",
+    "warnings",
+)
 
 
 def tool_result(
@@ -437,7 +481,13 @@ def tool_result(
     parts = [summary(command, result)]
     if rendered:
         parts.append(rendered.strip("\n"))
-    text = "\n\n".join([*parts, _dump(result)])
+    if command == "handoff.generate" and isinstance(result.get("document"), str):
+        # An agent's context is the scarcest thing it has: the document once, the
+        # paths and counts as JSON; the draft and the facts only as structured content.
+        brief = {k: result[k] for k in GENERATE_TEXT_KEYS if k in result}
+        text = "\n\n".join([*parts, result["document"].strip("\n"), _dump(brief)])
+    else:
+        text = "\n\n".join([*parts, _dump(result)])
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)],
         structured_content=result,
@@ -493,6 +543,10 @@ RESOURCE_VIEWS: dict[str, tuple[str, str, str]] = {
     ),
 }
 _URI_RE = re.compile(r"^handoff://scope/([^/]+)/(continuity|history|latest)$")
+
+
+#: The scopes ``resources/list`` names (the default one and the newest others).
+MAX_LISTED_SCOPES = 50
 
 
 def resource_uri(scope: str, view: str) -> str:
@@ -645,7 +699,11 @@ class HandoffMCP:
         return self.svc.resolve_scope(None)
 
     async def _list_resources(self, ctx: Any, params: Any) -> types.ListResourcesResult:
-        scope = self._scope()
+        from .commands.status import scope_list
+
+        # The default scope first, then every scope with records, newest first.
+        listed = await anyio.to_thread.run_sync(scope_list, self.svc)
+        scopes = list(dict.fromkeys([self._scope(), *(e["scope"] for e in listed)]))
         return types.ListResourcesResult(
             resources=[
                 types.Resource(
@@ -655,6 +713,7 @@ class HandoffMCP:
                     description=description,
                     mime_type=mime,
                 )
+                for scope in scopes[:MAX_LISTED_SCOPES]
                 for view, (mime, title, description) in RESOURCE_VIEWS.items()
             ]
         )
@@ -947,9 +1006,12 @@ def service_config(args: argparse.Namespace) -> ServiceConfig:
 def run(args: argparse.Namespace) -> int:
     """Entry point of ``handoff mcp``."""
     configure_logging(getattr(args, "log_level", "info"))
-    workspace = Path(args.workspace)
-    if not workspace.is_dir():
-        print(f"handoff mcp: workspace {args.workspace} is not a folder", file=sys.stderr)
+    from .callline import UsageError, workspace_of
+
+    try:
+        workspace, found = workspace_of(args)  # --workspace, else found from here
+    except UsageError as exc:
+        print(f"handoff mcp: {exc}", file=sys.stderr)
         return 2
     host = getattr(args, "host", "127.0.0.1")
     if host not in LOOPBACK:
@@ -961,7 +1023,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"handoff mcp: {exc}", file=sys.stderr)
         return 2
     app = HandoffMCP(workspace, config)
-    log.info("handoff %s MCP server for %s", __version__, app.svc.workspace)
+    log.info("handoff %s MCP server for %s (%s)", __version__, app.svc.workspace, found)
     try:
         if getattr(args, "http", None) is not None:
             anyio.run(serve_http, app, host, args.http)

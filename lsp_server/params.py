@@ -432,6 +432,16 @@ class SessionsParams:
     render: RenderMode | None = None
 
 
+@attrs.frozen
+class StatusParams:
+    scope: str | None = None
+
+
+@attrs.frozen
+class ScopesParams:
+    """No params: every scope with records is listed."""
+
+
 def check_limits(value: Any, command: str, key: str = "params") -> None:
     """Refuse a string or a list of a structured params object that is over its limit,
     naming the key (``draft.nextActions[3].text``) and the limit."""

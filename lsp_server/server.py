@@ -432,9 +432,13 @@ class HandoffLanguageServer(LanguageServer):
         key = str(folder.path)
         svc = self._services.get(key)
         if svc is None:
-            from .workspace import Workspace
+            from .workspace import Workspace, find_workspace
 
-            svc = Workspace(folder.path, self.settings.service_config())
+            config = self.settings.service_config()
+            root, found = find_workspace(folder.path, config.state_folder)
+            if root != folder.path.resolve():  # a subfolder of the project is open
+                log.info("workspace folder %s keeps its store in %s (%s)", folder.path, root, found)
+            svc = Workspace(root, config)
             self._services[key] = svc
         if key not in self._folder_uris:
             self._folder_uris[key] = folder.uri
@@ -540,6 +544,10 @@ class HandoffLanguageServer(LanguageServer):
 
                 entry = SERVICE_COMMANDS[command]
                 svc = self.service_for(folder)
+                if command in ("handoff.recordWork", "handoff.prepare"):
+                    from .workspace import cited_from  # paths typed in the open folder
+
+                    args = cited_from(args, folder.path.resolve(), svc.workspace)
                 if client_token is None:
                     served = self._answer_quick(entry, svc, args)
                     if served is not None:
@@ -1039,6 +1047,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="handoff-lsp",
         description="The handoff language server (LSP over stdio by default).",
+        epilog="An editor starts it; you do not run it by hand. VS Code: install the "
+        "extension (editors/vscode, docs/vscode.md), which starts this server itself. "
+        "Neovim: the plugin in editors/nvim (docs/neovim.md) runs 'handoff-lsp'. Any "
+        "other LSP client: run 'handoff-lsp' over stdio for the folder you open; the "
+        "commands are docs/commands.md's, and 'handoff doctor' checks the setup.",
     )
     parser.add_argument("--version", action="version", version=f"{SERVER_NAME} {__version__}")
     parser.add_argument("--stdio", action="store_true", help="talk LSP over stdio (the default)")

@@ -470,6 +470,10 @@ def test_acknowledge_accepted_refused_when_evidence_became_unreadable(svc, works
     assert err.data["unreadableEvidence"][0]["reason"] == (
         "missing" if how == "deleted" else "changed"
     )
+    # The message names the real reason, not a check the caller did confirm.
+    reason = "missing" if how == "deleted" else "changed"
+    assert f"client/pets_client.py {reason}" in err.message
+    assert "not confirmed" not in err.message
     # A truthful status is still recorded.
     ok = svc.call(
         "handoff.acknowledge",
@@ -806,7 +810,8 @@ def test_prepared_handoff_survives_a_server_restart(workspace):
 def test_state_lives_in_dot_handoff_with_gitignore(svc, workspace):
     record_contract(svc)
     assert (workspace / ".handoff" / "state.json").is_file()
-    assert "state.lock" in (workspace / ".handoff" / ".gitignore").read_text()
+    # The store is local working state: git ignores the whole folder.
+    assert "*" in (workspace / ".handoff" / ".gitignore").read_text().splitlines()
     assert isinstance(StateStore(workspace / ".handoff").read()["_meta"]["1"]["schema"], int)
 
 
@@ -850,3 +855,32 @@ def test_prepared_with_an_artifact_path_prepare_never_records_is_invalid(svc, pa
     ]:
         err = refused(svc.call, command, {"scope": SCOPE, "prepared": forged, **extra})
         assert err.code == "invalid_prepared", command
+
+
+def test_a_line_citation_past_the_end_of_the_file_is_refused(svc, workspace):
+    contract = record_contract(svc)
+    (workspace / "one.py").write_text("x = 1\n")
+    for spec in ("one.py:99", "one.py:1-2"):
+        err = refused(
+            svc.call,
+            "handoff.recordWork",
+            {
+                "scope": SCOPE,
+                "state": f"done :: {spec}",
+                "disposition": "continuable",
+                "nextActions": [f"go :: {contract}"],
+            },
+        )
+        assert err.code == "invalid_evidence" and err.data["reason"] == "lines_past_end"
+        assert "has 1 line(s)" in err.message
+    # The last line counts without its newline; a line inside the file is accepted.
+    (workspace / "two.py").write_text("a\nb")
+    svc.call(
+        "handoff.recordWork",
+        {
+            "scope": SCOPE,
+            "state": "done :: two.py:2, one.py:1",
+            "disposition": "continuable",
+            "nextActions": [f"go :: {contract}"],
+        },
+    )

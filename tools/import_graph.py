@@ -71,6 +71,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "lsp_server.mcp_server",
             "lsp_server.mcphttp",
             "lsp_server.cliverbs",
+            "lsp_server.clisetup",
+            "lsp_server.clicomplete",
             "lsp_server.callline",
             "lsp_server.cli",
             "lsp_server.demo",

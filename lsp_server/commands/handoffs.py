@@ -232,7 +232,8 @@ def acknowledge(ws: Workspace, p: AcknowledgeParams, ctx: CallContext) -> dict[s
             boundary=prepared.boundary,
         )
         rec = lc.append_source(tx, scope, "acknowledgement", receipt)
-    return {
+        head = ledger.head(scope)
+    result = {
         "scope": scope,
         "receipt": rec.ref,
         "status": p.status,
@@ -240,6 +241,13 @@ def acknowledge(ws: Workspace, p: AcknowledgeParams, ctx: CallContext) -> dict[s
         "unreadableEvidence": unreadable,
         "grantsPermission": False,
     }
+    if selected and head and selected != head:  # recorded as asked, and said
+        result["current"] = head
+        result["warning"] = (
+            f"{selected} is not the head of {scope!r}: {head} is newer. Read it "
+            "(continue latest) before acting on the older one."
+        )
+    return result
 
 
 def _refuse_unconfirmed(p: AcknowledgeParams, unreadable: list[dict[str, Any]], target: str) -> None:
@@ -247,15 +255,27 @@ def _refuse_unconfirmed(p: AcknowledgeParams, unreadable: list[dict[str, Any]], 
     from .. import lifecycle as lc
 
     failed = lc.checks_failing(p.checks)
+    unconfirmed = list(failed)
     if unreadable and "evidence_available" not in failed:
         failed.insert(0, "evidence_available")
     if failed:
+        why = []
+        if unconfirmed:
+            why.append(f"not confirmed: {', '.join(unconfirmed)}")
+        if unreadable:  # the real reason, even when the check was confirmed
+            said = [f"{_cited(u['citation'])} {u['reason']}" for u in unreadable[:5]]
+            more = f" and {len(unreadable) - 5} more" if len(unreadable) > 5 else ""
+            why.append(f"the cited evidence is not as recorded ({', '.join(said)}{more})")
         raise HandoffError(
             "acceptance_checks_failed",
-            f"Cannot record 'accepted' for {target}: not confirmed: "
-            f"{', '.join(failed)}. Record needs_clarification or declined instead, "
-            "or confirm the checks.",
+            f"Cannot record 'accepted' for {target}: {'; '.join(why)}. Record "
+            "needs_clarification or declined instead, or confirm the checks.",
             failed=failed,
             unreadableEvidence=unreadable,
             target=target,
         )
+
+
+def _cited(citation: dict[str, Any]) -> str:
+    """A citation as a person names it: its path, else its Source."""
+    return str(citation.get("path") or citation.get("ref") or "?")

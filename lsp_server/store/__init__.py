@@ -154,7 +154,17 @@ TABLES = ("_meta", "sources", "revisions", "scopes", "generations")
 #: Append-only tables whose records move into segments when sealed.
 SEALED_TABLES = ("sources", "revisions", "generations")
 
-GITIGNORE = "# written by handoff: lock and temporary files stay out of git\nstate.lock\n*.tmp-*\n"
+#: The state folder's ``.gitignore``: the store is local working state, out of git as a
+#: whole (docs/cli.md, "The store and git" says how to commit handoffs instead).
+GITIGNORE = (
+    "# written by handoff: the store is local working state, like .venv; to commit\n"
+    '# handoffs, replace this file (docs/cli.md, "The store and git")\n*\n'
+)
+#: What handoff wrote before; replaced by ``GITIGNORE`` on the next write (a file the
+#: user wrote is left alone).
+OLD_GITIGNORES = (
+    "# written by handoff: lock and temporary files stay out of git\nstate.lock\n*.tmp-*\n",
+)
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)

@@ -34,6 +34,7 @@ from . import (
     LOCK_POLL_INTERVAL,
     MANIFEST_NAME_RE,
     MARKER_FILE,
+    OLD_GITIGNORES,
     SEAL_MARK_PREFIX,
     SEALED_TABLES,
     SEGMENT_FORMAT,
@@ -550,6 +551,7 @@ class StoreWriter:
         self.store = store
         self._thread_lock = threading.RLock()
         self._lock_made: Any = None
+        self._gitignore_current = False  # the .gitignore checked once per writer
 
     def _ensure_marker(self, store_id: str) -> None:
         """Write the marker after the live file (a marker with no live file would mean
@@ -858,7 +860,20 @@ class StoreWriter:
             raise store.unusable("state folder", store.folder, exc) from None
         if ".gitignore" not in names:
             self.ensure_folder(gitignore=True)
+        elif not self._gitignore_current:
+            self._renew_gitignore()
         self._sweep_temp_files(names)
+
+    def _renew_gitignore(self) -> None:
+        """Under the lock, once per writer: a ``.gitignore`` an older handoff wrote is
+        replaced by today's (the whole folder out of git); the user's own is kept."""
+        path = self.store.folder / ".gitignore"
+        try:
+            if path.read_text(encoding="utf-8") in OLD_GITIGNORES:
+                atomic_write(path, GITIGNORE.encode())
+        except (OSError, UnicodeDecodeError) as exc:
+            log.warning("Could not renew %s (%s)", path, getattr(exc, "strerror", exc))
+        self._gitignore_current = True
 
     def _sweep_temp_files(self, names: list[str] | None = None) -> None:
         """Remove temp files of writers that died mid-write (only ever under the lock).

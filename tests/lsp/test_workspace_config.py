@@ -60,6 +60,34 @@ async def test_multi_root_first_folder_by_default_workspace_key_selects(start_se
     assert beta["data"]["totalEvents"] == 1
 
 
+async def test_root_discovery_a_subfolder_opened_keeps_its_store_at_the_root(
+    start_session, tmp_path
+):
+    # The editor opened a folder three levels down in a project whose store is at the top.
+    root = folder(tmp_path, "project")
+    (root / ".handoff").mkdir()
+    deep = root / "a" / "b" / "c"
+    deep.mkdir(parents=True)
+    (deep / "mod.py").write_text("x = 1\n")
+    lsp = await start_session([deep])
+    contract = await lsp.call("handoff.contract", {**CONTRACT, "scope": SCOPE})
+    assert (root / ".handoff" / "state.json").is_file()
+    assert not any(p.name == ".handoff" for p in (root / "a").rglob("*"))
+    # A citation typed relative to the open folder is stored relative to the root.
+    await lsp.call(
+        "handoff.recordWork",
+        {
+            "scope": SCOPE,
+            "state": "half done :: mod.py:1",
+            "disposition": "continuable",
+            "nextActions": [f"go on :: {contract['source']}"],
+        },
+    )
+    current = await lsp.call("handoff.handoffCurrentWork", {"scope": SCOPE})
+    state = current["prepared"]["content"]["state"]
+    assert [c["path"] for c in state["citations"]] == ["a/b/c/mod.py"]
+
+
 async def test_workspace_key_must_name_an_open_folder(start_session, tmp_path):
     a, other = folder(tmp_path, "alpha"), folder(tmp_path, "other")
     lsp = await start_session(folders=[a])

@@ -130,6 +130,8 @@ def walkthrough_calls(svc: HandoffService) -> list[tuple[str, dict[str, Any]]]:
         run("handoff.report", {"scope": SCOPE, "kind": kind})
     run("handoff.report", {"scope": SCOPE, "kind": "handoff", "revision": rev})
     run("handoff.sessions", {})
+    run("handoff.status", {"scope": SCOPE})
+    run("handoff.scopes", {})
     return calls
 
 

@@ -58,6 +58,23 @@ async def test_lists_tools_resources_and_prompts(workspace):
         assert "the failing test" in got.messages[0].content.text
 
 
+async def test_resources_list_covers_every_scope_with_records(workspace):
+    from lsp_server.service import HandoffService, ServiceConfig
+
+    svc = HandoffService(workspace, ServiceConfig())
+    for scope in ("older-line", "newer-line"):
+        svc.call("handoff.contract", {**CONTRACT, "scope": scope})
+    async with connect(workspace, "--scope", SCOPE) as client:
+        uris = [r.uri for r in (await client.list_resources()).resources]
+    # The default scope first (no records yet), then the others, newest first.
+    assert uris[::3] == [
+        resource_uri(SCOPE, "continuity"),
+        resource_uri("newer-line", "continuity"),
+        resource_uri("older-line", "continuity"),
+    ]
+    assert len(uris) == 9
+
+
 async def test_openapi_walkthrough_through_tools(workspace):
     async with connect(workspace) as client:
         contract = await call(client, "handoff_record_contract", CONTRACT)
@@ -328,6 +345,24 @@ async def test_generate_from_a_real_pi_session_then_start_the_next_session(works
             {"scope": SCOPE, "document": generated["document"], "agent": "claude"},
         )
         assert started["agent"] == "claude" and started["lineage"]["generation"]
+
+
+async def test_generate_result_text_is_the_document_once_and_the_rest_structured(workspace):
+    from ..conftest import OWN
+
+    async with connect(workspace) as client:
+        result = await client.call_tool(
+            "handoff_generate", {"scope": SCOPE, "session": str(OWN["pi"]), "provider": "extractive"}
+        )
+    assert not result.is_error
+    text = "".join(c.text for c in result.content)
+    full = result.structured_content
+    document = full["document"].strip("\n")
+    assert text.count(document) == 1
+    assert '"draft":' not in text and '"facts":' not in text and full["draft"] and "facts" in full
+    assert full["draftPath"] in text
+    whole = len(json.dumps(full, indent=2))
+    assert len(text) < len(document) + 2000 < whole
 
 
 async def test_settings_choose_the_generation_provider(workspace, fixtures_dir):

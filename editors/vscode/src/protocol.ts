@@ -13,6 +13,8 @@ export const ServerCommand = {
   generate: 'handoff.generate',
   startSession: 'handoff.startSession',
   sessions: 'handoff.sessions',
+  status: 'handoff.status',
+  scopes: 'handoff.scopes',
   ping: 'handoff.ping',
 } as const;
 export type ServerCommandId = (typeof ServerCommand)[keyof typeof ServerCommand];
