@@ -219,7 +219,7 @@ def test_handoff_view_of_a_prepared_value_with_document(svc):
                 "objective": "complete the OpenAPI client update",
                 "state": {
                     "text": "client generated",
-                    "citations": [{**artifact(), "lines": [2, 3]}],
+                    "citations": [{**artifact(), "lines": [1, 2]}],
                 },
                 "disposition": "blocked",
                 "nextActions": [{"text": "ask for the API key", "citations": [source(contract)]}],
@@ -234,7 +234,7 @@ def test_handoff_view_of_a_prepared_value_with_document(svc):
     assert headings(md)[0] == "Handoff (prepared, not committed)"
     assert "never committed: not a milestone" in md and "Untrusted history" in md
     assert "**Disposition:** blocked" in md
-    assert "#L2) (lines 2–3)" in md
+    assert "#L1) (lines 1–2)" in md
     assert "~~~~markdown\n## Goal\nShip the client.\n\n## Next Steps\n1. run tests\n~~~~" in md
     assert "Goal" not in headings(md)
     assert svc.store.read()["revisions"] == {}, "the view writes nothing"
