@@ -402,12 +402,14 @@ def verb_store(args, svc):
         if svc.store.backend == "postgresql":
             return storeops.check_pg(svc.store)
         return check_store(svc.store)
-    if svc.store.backend != "tinydb":
-        raise HandoffError(
-            "invalid_params",
-            "repair is for the store in the workspace; a database's records are append-only "
-            "and kept by the database (use 'handoff store check' to look at them).",
-        )
+    if svc.store.backend == "postgresql":
+        if args.restore or args.fresh:
+            raise HandoffError(
+                "invalid_params",
+                "--restore and --fresh are for the store in the workspace; a database's "
+                "repair moves unreadable rows aside (run it as the database's owner).",
+            )
+        return storeops.repair_pg(svc.store)
     return repair_store(svc.store, restore=args.restore, fresh=args.fresh)
 
 

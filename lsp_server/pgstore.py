@@ -42,7 +42,7 @@ from .store import DEFAULT_LOCK_TIMEOUT, StateStore, head_moved
 log = logging.getLogger(__name__)
 
 #: The schema this code reads and writes; a database at a higher version is refused.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 CHANNEL = "handoff_change"
 APPEND_ONLY = ("handoff_sources", "handoff_revisions", "handoff_generations")
 #: Held while migrating, so two servers starting at once do not both migrate.
@@ -113,6 +113,32 @@ CREATE TRIGGER handoff_generations_append_only
     BEFORE UPDATE OR DELETE OR TRUNCATE ON handoff_generations
     FOR EACH STATEMENT EXECUTE FUNCTION handoff_append_only();
 """,
+    # The application role may UPDATE a project's row (its sequence counter) but never
+    # rewind it (every later write would collide with an existing seq) nor push it past
+    # what one transaction can use (to the end of bigint); quarantined rows are kept.
+    2: """
+CREATE FUNCTION handoff_forward_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.project IS DISTINCT FROM OLD.project
+       OR NEW.next_seq < OLD.next_seq
+       OR NEW.next_seq > OLD.next_seq + 1000000 THEN
+        RAISE EXCEPTION 'handoff: a project''s sequence only moves forward, a step at a time (% refused)', TG_OP
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER handoff_projects_forward_only
+    BEFORE UPDATE ON handoff_projects
+    FOR EACH ROW EXECUTE FUNCTION handoff_forward_only();
+CREATE TABLE handoff_quarantine (
+    project text NOT NULL,
+    source_table text NOT NULL,
+    row_key text NOT NULL,
+    record text NOT NULL,
+    reason text NOT NULL,
+    quarantined_at timestamptz NOT NULL DEFAULT now()
+);
+""",
 }
 
 #: What the application role may do: read everything, append to the logs, move heads.
@@ -149,8 +175,22 @@ def _scrub(text: str, conninfo: str) -> str:
     return text.strip().splitlines()[0] if text.strip() else text
 
 
+#: The key of what a row whose JSON cannot be read (nested past orjson's depth limit,
+#: not JSON at all, over :data:`MAX_RECORD_BYTES`) reads as: a record no view accepts,
+#: counted as invalid and skipped, named by ``store check``, moved aside by ``store
+#: repair``. Never a traceback.
+UNREADABLE = "_unreadable"
+#: A record larger than this is not read (the lifecycle's own records are far smaller).
+MAX_RECORD_BYTES = 16 * 1024 * 1024
+
+
 def _loads(data: Any) -> Any:
-    return orjson.loads(data)
+    if len(data) > MAX_RECORD_BYTES:
+        return {UNREADABLE: f"{len(data)} bytes, over the {MAX_RECORD_BYTES}-byte limit"}
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        return {UNREADABLE: str(exc)}
 
 
 def _configure(conn: psycopg.Connection) -> None:

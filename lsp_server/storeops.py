@@ -15,10 +15,12 @@ from .lifecycle import revision_intact
 from .pgstore import (
     APPEND_ONLY,
     SCHEMA_VERSION,
+    UNREADABLE,
     PgStore,
     PgTransaction,
     _dumps,
     _key,
+    _loads,
     _text,
     census,
     grant,
@@ -53,6 +55,90 @@ def run_migrate(url: str | None, role: str | None = None) -> dict[str, Any]:
         result = migrate(conn, where)
         granted = grant(conn, role) if role else []
     return {"action": "migrate", "ok": True, "store": where, **result, "granted": granted}
+
+
+#: Each table's row key, for naming (and moving aside) a row.
+_ROW_KEYS = {
+    "handoff_sources": "id",
+    "handoff_revisions": "ref",
+    "handoff_generations": "doc",
+    "handoff_scopes": "scope",
+}
+
+
+def unreadable_rows(store: PgStore) -> list[tuple[str, str, str]]:
+    """``(table, key, reason)`` of every row of the project whose record the views
+    cannot read (see ``pgstore.UNREADABLE``)."""
+    found = []
+    with store.connection() as conn:
+        for table, key in _ROW_KEYS.items():
+            cur = conn.execute(
+                f"SELECT {key}::text, record::text FROM {table} WHERE project = %s",
+                (store.project,),
+            )
+            for row_key, text in cur:
+                rec = _loads(text)
+                if isinstance(rec, dict) and UNREADABLE in rec:
+                    found.append((table, row_key, str(rec[UNREADABLE])))
+        conn.rollback()
+    return found
+
+
+def repair_pg(store: PgStore) -> dict[str, Any]:
+    """Move the project's unreadable rows into ``handoff_quarantine`` (kept whole, with
+    the reason) and bring a sequence counter that fell behind the log forward: the
+    database's owner only (the append-only triggers are lifted for that one
+    transaction)."""
+    rows = unreadable_rows(store)
+    moved: list[dict[str, str]] = []
+    with store.connection() as conn:
+        owner = conn.execute(
+            "SELECT pg_get_userbyid(relowner) = current_user FROM pg_class "
+            "WHERE relname = 'handoff_sources'"
+        ).fetchone()
+        conn.rollback()
+        if not owner or not owner[0]:
+            raise HandoffError(
+                "invalid_params",
+                "store repair of a database changes its append-only tables: run it as the "
+                "database's owner (the role that ran 'handoff store migrate'), not the "
+                "application role.",
+            )
+        with conn.transaction():
+            for table, key, reason in rows:
+                column = _ROW_KEYS[table]
+                conn.execute(f"ALTER TABLE {table} DISABLE TRIGGER USER")
+                conn.execute(
+                    "INSERT INTO handoff_quarantine (project, source_table, row_key, record, reason) "
+                    f"SELECT project, %s, {column}::text, record::text, %s FROM {table} "
+                    f"WHERE project = %s AND {column}::text = %s",
+                    (table, reason, store.project, key),
+                )
+                conn.execute(
+                    f"DELETE FROM {table} WHERE project = %s AND {column}::text = %s",
+                    (store.project, key),
+                )
+                conn.execute(f"ALTER TABLE {table} ENABLE TRIGGER USER")
+                moved.append({"table": table, "key": key, "reason": reason})
+            conn.execute("ALTER TABLE handoff_projects DISABLE TRIGGER USER")
+            conn.execute(
+                "UPDATE handoff_projects SET next_seq = GREATEST(next_seq, 1 + COALESCE(("
+                "SELECT max(seq) FROM (SELECT seq FROM handoff_sources WHERE project = %s "
+                "UNION ALL SELECT seq FROM handoff_revisions WHERE project = %s "
+                "UNION ALL SELECT seq FROM handoff_generations WHERE project = %s) s), 0)) "
+                "WHERE project = %s",
+                (store.project,) * 4,
+            )
+            conn.execute("ALTER TABLE handoff_projects ENABLE TRIGGER USER")
+    store._full = None
+    return {
+        "action": "repair",
+        "ok": True,
+        "backend": "postgresql",
+        "project": store.project,
+        "quarantined": moved,
+        "check": check_pg(store),
+    }
 
 
 def check_pg(store: PgStore) -> dict[str, Any]:
@@ -98,6 +184,12 @@ def check_pg(store: PgStore) -> dict[str, Any]:
     if seqs and max(seqs) >= next_seq:
         problems.append(_problem("next_seq_behind", f"nextSeq is {next_seq} but the log "
                                  f"already holds {max(seqs)}"))
+    for table, key, reason in unreadable_rows(store):
+        problems.append(
+            _problem("unreadable_record", f"{table} row {key} cannot be read ({reason}); "
+                     "the views skip it. 'handoff store repair' run as the database's "
+                     "owner moves it to handoff_quarantine.", table=table, key=key)
+        )
     counts = {name: len(full[name]) for name in ("sources", "revisions", "scopes", "generations")}
     counts["segments"] = 0
     return {
