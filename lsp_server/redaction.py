@@ -18,6 +18,7 @@ regex is compiled the first time a keyword calls for it.
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 import tomllib
@@ -87,7 +88,19 @@ class SecretPattern:
 
     @cached_property
     def regex(self) -> re.Pattern[str]:
-        return re.compile(self.pattern, self.flags)
+        return re.compile(_word_starts(self.pattern), self.flags)
+
+
+#: Where a token starts: a word boundary, or a JSON escape (``\\n``, ``\\t``, ``\\r``)
+#: glued to it, as in a tool's output read as JSON text (``"id\\tghp_…"``).
+TOKEN_START = r"(?:\b|(?<=\\[nrt])(?=\w))"
+_WORD_BOUNDARY = re.compile(r"\\\\|\\b")
+
+
+def _word_starts(pattern: str) -> str:
+    """``pattern`` with every ``\\b`` read as ``TOKEN_START`` (an escaped backslash
+    before a ``b`` left alone)."""
+    return _WORD_BOUNDARY.sub(lambda m: TOKEN_START if m.group() == "\\b" else m.group(), pattern)
 
 
 def _p(
@@ -101,7 +114,9 @@ def _p(
 
 
 # Boundaries: a token must not be the tail or the head of a longer word.
-_B = r"(?<![A-Za-z0-9_-])"
+# A JSON escape (``\\n``, ``\\t``, ``\\r``) before a token is a boundary too: a key
+# at the start of a line of a tool's output read as JSON text.
+_B = r"(?:(?<![A-Za-z0-9_-])|(?<=\\[nrt]))"
 _E = r"(?![A-Za-z0-9_-])"
 
 # Names of keys that hold secrets, for assignments (``SECRET_KEY=…``, ``"api_key": …``):
@@ -229,14 +244,14 @@ PATTERNS: tuple[SecretPattern, ...] = (
     _p(
         "telegram-bot-token",
         "Telegram bot tokens (`123456789:AA…`, also in `api.telegram.org/bot…` URLs)",
-        r"(?<![A-Za-z0-9_:-])(?:bot)?(?P<value>[0-9]{8,10}:AA[A-Za-z0-9_-]{32,34})" + _E,
+        r"(?:(?<![A-Za-z0-9_:-])|(?<=\\[nrt]))(?:bot)?(?P<value>[0-9]{8,10}:AA[A-Za-z0-9_-]{32,34})" + _E,
         (":aa",),
     ),
     _p(
         "twilio-auth-token",
         "Twilio auth tokens next to their account SID (`AC…` then 32 hex characters: "
         "`Client('AC…', '…')`, `AC…:…`)",
-        r"(?<![A-Za-z0-9])AC[0-9a-f]{32}[\"']?[ \t]*[,:][ \t]*[\"']?(?P<value>[0-9a-f]{32})(?![0-9A-Za-z])",
+        r"(?:(?<![A-Za-z0-9])|(?<=\\[nrt]))AC[0-9a-f]{32}[\"']?[ \t]*[,:][ \t]*[\"']?(?P<value>[0-9a-f]{32})(?![0-9A-Za-z])",
         ("ac",),
     ),
     _p(
@@ -290,7 +305,7 @@ PATTERNS: tuple[SecretPattern, ...] = (
         "passwords given to a command as `user:password` or glued to `-p`: `curl -u "
         "user:pass`, `curl --user user:pass`, `http -a user:pass`, `mysql -uroot -pS3cret`, "
         "`mysqldump -p'…'`, `sshpass -p …`, `redis-cli -a …` (the user name is kept)",
-        r"(?<![^\s;&|(`$])(?:curl|wget|http|https)(?:[ \t][^\n|;&]{0,300}?)?[ \t](?:-u|--user|-a|--auth)(?:=|[ \t]*)"
+        r"(?:(?<![A-Za-z0-9_.-])|(?<=\\[nrt]))(?:curl|wget|http|https)(?:[ \t][^\n|;&]{0,300}?)?[ \t](?:-u|--user|-a|--auth)(?:=|[ \t]*)"
         r"(?P<q1>[\"']?)[^\s:\"'@]+:" + _PLACEHOLDER + r"(?P<value>[^\s\"']{3,}|(?<=[\"'])[^\"'\n]{3,}(?=[\"']))"
         r"|\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mysqlsh|mariadb|mariadb-dump)\b"
         r"[^\n|;&]{0,300}?[ \t]-p(?:(?P<q>[\"'])" + _PLACEHOLDER + r"(?P<quoted>[^\"'\n]{1,})(?P=q)|"
@@ -303,7 +318,7 @@ PATTERNS: tuple[SecretPattern, ...] = (
         "cli-flag",
         "secrets given as command-line flags: `--password …`, `--token=…`, `--api-key …`, "
         "`--client-secret …` (4+ characters)",
-        r"--(?<![A-Za-z0-9-]--)(?:[A-Za-z0-9]+-)*(?i:password|passwd|passphrase|secret|token"
+        r"--(?:(?<![A-Za-z0-9-]--)|(?<=\\[nrt]--))(?:[A-Za-z0-9]+-)*(?i:password|passwd|passphrase|secret|token"
         r"|api-?key)(?:=|\s+)(?!-)(?:(?P<q>[\"'])" + _PLACEHOLDER
         + r"(?P<quoted>[^\"'\n]{4,})(?P=q)|" + _PLACEHOLDER + r"(?P<value>[^\s\"'`]{4,}))",
         ("--",),
@@ -320,7 +335,7 @@ PATTERNS: tuple[SecretPattern, ...] = (
         r"(?=[PpSsAaTtCcEeMm])(?i:(?P<key>" + _SECRET_NAME + r"))"
         r"(?P<sep>\\?[\"']?\]?[ \t]*[:=][ \t]*)(?![=:])"
         r"(?:(?P<esc>\\?)(?P<q>[\"'])" + _PLACEHOLDER + r"(?P<quoted>[^\"'\n]{4,}?)(?P=esc)(?P=q)"
-        r"|" + _PLACEHOLDER + r"(?P<bare>[^\s\"'`,;()\[\]{}<>|&]{6,})(?=[\s\"'`,;&)}\]]|$))",
+        r"|" + _PLACEHOLDER + r"(?P<bare>[^\s\"'`,;()\[\]{}<>|&]{6,})(?=[\s\"'`,;&)}\]<>]|$))",
         ("pass", "pwd", "secret", "key", "token", "credential", "sas"),
     ),
 )
@@ -427,7 +442,44 @@ def _anchored(pattern: str) -> str:
         pattern = head + pattern
     if pattern.startswith("\\bcurl\\b"):
         pattern = pattern.replace(".*?", ".{0,300}?").replace(".*", ".{0,300}")
+    return _widened(pattern)
+
+
+#: Where a secret ends, whatever follows it: the next character is not one a token is
+#: made of (a sentence's full stop, a closing bracket, ``,`` ``&`` ``:`` ``>``, a
+#: JSON escape ``\"`` or ``\t``, a space, the end of the text).
+TOKEN_END = r"(?![A-Za-z0-9_-])"
+
+# gitleaks' trailers, which name the few characters a secret may be followed by: a
+# quote, a backtick, a blank, ``;``, a literal ``\n``/``\r`` or the end (151 rules),
+# with ``\b`` (perplexity), Azure AD's list without ``.`` ``:`` ``&`` ``>``, and the
+# curl user rule's blank or end. A secret before ``.`` ``,`` ``)`` ``&`` went through.
+_TRAILERS = (
+    "(?:[\\x60'\"\\s;]|\\\\[nr]|$)",
+    "(?:[\\x60'\"\\s;]|\\\\[nr]|$|\\b)",
+    "(?:$|[\\\\'\"\\x60\\s<),])",
+    "(?:\\s|\\Z)",
+)
+
+
+def _widened(pattern: str) -> str:
+    """A gitleaks regex whose trailer (a list of what may follow the secret) is
+    replaced by the token boundary ``TOKEN_END``: the secret is the same, and what
+    follows it no longer decides whether it is found (``\\b`` becomes
+    ``TOKEN_START`` when the regex is compiled, as in every rule)."""
+    for trailer in _TRAILERS:
+        if pattern.endswith(trailer):
+            pattern = pattern[: -len(trailer)] + TOKEN_END
+            break
+    if pattern.startswith(_AZURE_HEAD):
+        pattern = _AZURE_START + pattern[len(_AZURE_HEAD) :]
     return pattern
+
+
+# Azure AD's client secret names the few characters that may come before it (not
+# ``<``, ``?``, ``&``, a JSON escape); any character that cannot be in it will do.
+_AZURE_HEAD = "(?:^|[\\\\'\"\\x60\\s>=:(,)])"
+_AZURE_START = r"(?:(?<![A-Za-z0-9_~.-])|(?<=\\[nrt]))"
 
 
 def _load_gitleaks(path: Path = GITLEAKS_RULES) -> tuple[SecretPattern, ...]:
@@ -469,16 +521,35 @@ def entropy(value: str) -> float:
     return -sum(c / n * math.log2(c / n) for c in Counter(value).values())
 
 
+#: A first group shorter than this is not taken for the secret of a rule that names none.
+_SHORTEST_GROUP = 8
+
+
+# What gitleaks' trailer let follow a secret; after anything else, the generic rule
+# wants a token, not a word (``passwordless login, passkey/FIDO2, M2M``).
+_OLD_TRAILER = re.compile(r"[`'\"\s;]|\\[nr]|\Z")
+_WORD = re.compile(r"[a-z]{7}")
+
+
+def _prose_after(secret: str, text: str, end: int) -> bool:
+    """Whether a generic finding ends at punctuation and holds a lower-case word of
+    seven or more letters (1 in 70 random 12-character tokens does): prose, not a key."""
+    return not _OLD_TRAILER.match(text, end) and bool(_WORD.search(secret))
+
+
 def _gitleaks_span(rule: SecretPattern, m: re.Match[str], text: str) -> tuple[int, int] | None:
     """The secret's span in a gitleaks finding (as gitleaks picks it: the secret group,
-    else the first non-empty group, else the match), or ``None`` when its entropy is too
+    else the first non-empty group of 8 or more characters, else the match), or ``None`` when its entropy is too
     low or an allowlist drops it."""
     span = m.span()
     if m.re.groups:
         if rule.secret_group:
             span = m.span(rule.secret_group)
         else:
-            span = next((m.span(i) for i in range(1, m.re.groups + 1) if m.group(i)), span)
+            first = next((m.span(i) for i in range(1, m.re.groups + 1) if m.group(i)), span)
+            # A short first group is a piece of the shape (the ``([a-z0-9]{4}-){3}`` of
+            # a Teams webhook), not the secret: the whole finding is replaced.
+            span = first if first[1] - first[0] >= _SHORTEST_GROUP else span
     secret = text[span[0] : span[1]]
     if not secret or "[REDACTED:" in secret:
         return None
@@ -487,6 +558,8 @@ def _gitleaks_span(rule: SecretPattern, m: re.Match[str], text: str) -> tuple[in
             return None
         if rule.name.startswith("generic") and not any(c.isdigit() for c in secret):
             return None
+    if rule.name.startswith("generic") and _prose_after(secret, text, m.end()):
+        return None
     if rule.allow or _GLOBAL_ALLOW:
         line_start = text.rfind("\n", 0, m.start()) + 1
         line_end = text.find("\n", m.end())
@@ -541,29 +614,92 @@ def _admitted(rules: tuple[SecretPattern, ...], lowered: str) -> list[int]:
     return sorted(found)
 
 
+def _unescaped(text: str) -> tuple[str, list[int]] | None:
+    """``text`` with each JSON-escaped quote (``\\"``, ``\\\\\\"``) read as ``"``, and where each of
+    its characters is in ``text`` (one more entry: the end); ``None`` when it has none."""
+    if '\\"' not in text:
+        return None
+    view: list[str] = []
+    where: list[int] = []
+    last = 0
+    for m in _ESCAPED_QUOTE.finditer(text):
+        view.append(text[last : m.start()])
+        where.extend(range(last, m.start()))
+        view.append('"')
+        where.append(m.start())
+        last = m.end()
+    view.append(text[last:])
+    where.extend(range(last, len(text) + 1))
+    return "".join(view), where
+
+
+_ESCAPED_QUOTE = re.compile(r'\\+"')  # escaped once, or more (JSON in a JSON string)
+
+
+def _findings(
+    rules: tuple[SecretPattern, ...], positions: list[int], text: str
+) -> list[tuple[int, int, int]]:
+    """Every rule's spans in ``text``, as ``(start, end, position of the rule)``."""
+    out = []
+    for position in positions:
+        out.extend((start, end, position) for start, end in _spans(rules[position], text))
+    return out
+
+
 def redact_counts(text: str, rules: tuple[SecretPattern, ...] = RULES) -> tuple[str, Counter[str]]:
-    """``text`` with every secret replaced by ``[REDACTED:<name>]``, and counts per name."""
+    """``text`` with every secret replaced by ``[REDACTED:<name>]``, and counts per name.
+
+    Every rule looks at the whole text, and findings that overlap are replaced as one
+    (``_merged``, named after the earlier rule): a rule that matches only the head of a
+    longer secret (``FLWSECK_TEST-`` + 12 of its 32 characters) cannot leave the tail
+    behind. Text that holds JSON-escaped quotes (``\\"``, a JSON document
+    inside a tool's output) is read a second time with them unescaped, for the rules
+    that need a quote around their secret.
+    """
     counts: Counter[str] = Counter()
     if not text:
         return text, counts
-    lowered = text.lower()  # for the keywords; stale after a replacement, which only removes
-    for position in _admitted(rules, lowered):
-        pattern = rules[position]
-        spans = _spans(pattern, text)
-        if not spans:
+    positions = _admitted(rules, text.lower())
+    if not positions:
+        return text, counts
+    found = _findings(rules, positions, text)
+    unescaped = _unescaped(text)
+    if unescaped is not None:
+        view, where = unescaped
+        found.extend((where[s], where[e], p) for s, e, p in _findings(rules, positions, view))
+    if not found:
+        return text, counts
+    taken = _merged(found)
+    pieces, last = [], 0
+    for begin, end, position in taken:
+        name = rules[position].name
+        pieces.append(text[last:begin])
+        pieces.append(MARKER.format(name=name))
+        counts[name] += 1
+        last = end
+    pieces.append(text[last:])
+    return "".join(pieces), counts
+
+
+def _merged(found: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """Findings as the spans replaced, in text order: in rule order, a finding that
+    overlaps one taken before it only carries that span's end to its own (the tail of
+    a longer secret whose head an earlier rule matched), never its start (a rule that
+    keeps a user name keeps it)."""
+    taken: list[list[int]] = []  # [start, end, rule position], sorted by start
+    for begin, end, position in sorted(found, key=lambda f: (f[2], f[0])):
+        i = bisect.bisect_right(taken, [begin, math.inf, 0])
+        if i and taken[i - 1][1] > begin:
+            i -= 1  # the span before begins earlier and reaches past begin
+        if i < len(taken) and taken[i][0] < end:
+            span = taken[i]
+            if end > span[1]:
+                span[1] = end
+                while i + 1 < len(taken) and taken[i + 1][0] < span[1]:
+                    span[1] = max(span[1], taken.pop(i + 1)[1])
             continue
-        marker = MARKER.format(name=pattern.name)
-        pieces, last = [], 0
-        for start, end in spans:
-            if start < last:
-                continue  # two groups of one finding overlap
-            pieces.append(text[last:start])
-            pieces.append(marker)
-            last = end
-        pieces.append(text[last:])
-        text = "".join(pieces)
-        counts[pattern.name] += len(spans)
-    return text, counts
+        taken.insert(i, [begin, end, position])
+    return [(a, b, p) for a, b, p in taken]
 
 
 def redact(text: str) -> tuple[str, int]:

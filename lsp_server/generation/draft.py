@@ -44,7 +44,7 @@ def objective_of(document: str, t: Transcript) -> str:
     first = t.first_request()
     if first is not None and first.text.strip():
         return _one_line(first.text, 300)
-    return _one_line(t.title or "Continue the work of the earlier agent session", 300)
+    return _one_line(t.clean_text(t.title) or "Continue the work of the earlier agent session", 300)
 
 
 def workspace_files(t: Transcript, workspace: Path) -> list[str]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..redaction import redact
 from . import shell
 from .asks import FILE_MENTION, QUESTION_END, request_text
 from .ledger import (
@@ -302,7 +303,13 @@ def error_line(text: str) -> str | None:
 
 
 def one_line(text: str, limit: int = 240) -> str:
+    """``text`` on one line, cut to ``limit`` characters; a text that is cut has its
+    secrets replaced first (a key cut in half is no longer recognised, and its head
+    would be kept)."""
     s = " ".join(text.split())
+    if len(s) <= limit:
+        return s
+    s = redact(s)[0]
     return s if len(s) <= limit else s[: limit - 1].rstrip() + "…"
 
 
