@@ -22,6 +22,7 @@ import contextlib
 import hashlib
 import logging
 import os
+import re
 import threading
 import time
 import uuid
@@ -40,6 +41,59 @@ from .records import Generation, Revision, ScopeHead, SessionStart, Source, as_j
 from .store import DEFAULT_LOCK_TIMEOUT, StateStore, head_moved
 
 log = logging.getLogger(__name__)
+
+#: A password in a connection string, in either form: the URI's ``user:password@``
+#: (up to the last ``@`` of the token: a password may hold one) and ``password=…``.
+_PASSWORD_IN_DSN = re.compile(
+    r"(?i)(postgres(?:ql)?://[^:/@\s\"'\[]*:)[^\s\"']*(?=@)"
+    r"|(\bpassword\s*=\s*)(?:'(?:[^'\\]|\\.)*'?|[^\s\"']+)"
+    # A password holding an unescaped '@' ends up in the host libpq reads.
+    r"|(\bhost\s*[='\"]+)[^\s'\"]*(?=@)"
+)
+
+
+def scrub_passwords(text: str) -> str:
+    """``text`` with the password of every connection string in it replaced by ``***``."""
+    low = text.lower()
+    if "://" not in text and "assword" not in low and "host" not in low:
+        return text
+    return _PASSWORD_IN_DSN.sub(lambda m: (m.group(1) or m.group(2) or m.group(3)) + "***", text)
+
+
+class PasswordFilter(logging.Filter):
+    """Takes passwords out of every record of the loggers it sits on: the database
+    libraries log the connection string they failed with (psycopg_pool: once per
+    attempt), and a string that does not parse cannot be shortened to its target."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a record whose arguments do not format: left to logging
+            return True
+        clean = scrub_passwords(message)
+        if clean != message:
+            record.msg, record.args = clean, ()
+        if record.exc_info and record.exc_info[1] is not None:
+            text = scrub_passwords(str(record.exc_info[1]))
+            if text != str(record.exc_info[1]):
+                record.exc_info = None
+                record.exc_text = None
+                record.msg = f"{record.msg} ({text})"
+        return True
+
+
+#: The loggers of the database libraries and ours, each with the filter.
+FILTERED_LOGGERS = ("psycopg", "psycopg.pool", "psycopg_pool", "lsp_server")
+
+
+def _install_password_filter() -> None:
+    for name in FILTERED_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, PasswordFilter) for f in logger.filters):
+            logger.addFilter(PasswordFilter())
+
+
+_install_password_filter()
 
 #: The schema this code reads and writes; a database at a higher version is refused.
 SCHEMA_VERSION = 2
@@ -158,6 +212,8 @@ def safe_target(conninfo: str) -> str:
         return "postgresql://(a connection string that does not parse)"
     user = parts.get("user") or os.environ.get("PGUSER") or ""
     host = parts.get("host") or os.environ.get("PGHOST") or "localhost"
+    if "@" in host:  # a password's unescaped '@' (write it %40): what precedes it is hidden
+        host = "***@" + host.rsplit("@", 1)[1]
     port = parts.get("port") or os.environ.get("PGPORT") or "5432"
     db = parts.get("dbname") or os.environ.get("PGDATABASE") or ""
     return f"postgresql://{user + '@' if user else ''}{host}:{port}/{db}"
