@@ -85,23 +85,22 @@ def load_probes(fixtures: Path) -> list[Probe]:
         found = sorted(sessions.glob(f"*/{name}"))
         if found:
             out.append(_probe(found[0], f"truth/{note.name}", data))
-    for file in sorted(PROBES.glob("*.json")):
-        data = json.loads(file.read_text(encoding="utf-8"))
-        path = sessions / data["session"]
-        if path.is_file():
-            out.append(_probe(path, f"tests/bench/probes/{file.name}", data))
-    return out
+    return out + _probe_files(PROBES, sessions)
 
 
 def first_sight_probes(fixtures: Path) -> list[Probe]:
     """The first-sight probes whose sessions are in the fixture folder."""
-    sessions = fixtures / "sessions"
+    return _probe_files(FIRST_SIGHT, fixtures / "sessions")
+
+
+def _probe_files(folder: Path, sessions: Path) -> list[Probe]:
+    """The probe files of ``folder`` whose sessions are in ``sessions``."""
     out = []
-    for file in sorted(FIRST_SIGHT.glob("*.json")):
+    for file in sorted(folder.glob("*.json")):
         data = json.loads(file.read_text(encoding="utf-8"))
         path = sessions / data["session"]
         if path.is_file():
-            out.append(_probe(path, f"tests/bench/probes/firstsight/{file.name}", data))
+            out.append(_probe(path, str(file.relative_to(REPO)), data))
     return out
 
 
