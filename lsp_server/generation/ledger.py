@@ -238,7 +238,7 @@ def grouped(f: SessionFacts) -> list[Task]:
         prev = tasks[-1] if tasks else None
         if prev is not None and _continues(prev, r, t):
             prev.replies.append(r)
-            asked = prev.last.report if len(prev.replies) > 1 else prev.request.report
+            asked = prev.replies[-2].report if len(prev.replies) > 1 else prev.request.report
             if asked is not None and is_selection(r.text):
                 picked = picked_options(r.text, asked.text)  # shown through the writer
                 prev.selections.append((r.text.strip(), "; ".join(picked)))

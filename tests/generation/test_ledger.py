@@ -568,3 +568,20 @@ def test_only_the_newest_tasks_have_their_ending_read(tmp_path, workspace) -> No
     assert statuses[:3] == ["not assessed"] * 3
     assert set(statuses[3:-1]) == {"superseded"}
     assert "field number 0 " not in section(doc, "Next Steps")
+
+
+def test_a_second_pick_names_the_options_of_the_message_it_answers(tmp_path, workspace) -> None:
+    f, _ = generated(
+        tmp_path,
+        workspace,
+        [
+            user("Plan the export feature"),
+            assistant("Format?\n1. CSV\n2. Parquet\n\nWhich one?"),
+            user("1"),
+            assistant("Compression?\na) gzip\nb) zstd\n\nWhich one?"),
+            user("b"),
+            assistant("Going with CSV and zstd."),
+        ],
+    )
+    (task,) = f.tasks
+    assert task.selections == [("1", "1: CSV"), ("b", "b: zstd")]
