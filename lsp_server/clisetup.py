@@ -173,7 +173,13 @@ def _store_checks(svc, add: Any, refusal: type[Exception]) -> None:
                 "; ".join(problems) or None,
             )
         except refusal as exc:
-            add("postgresql", "fail", exc.message, "check $HANDOFF_STORE and that the server is up")
+            extra = getattr(exc, "data", {}).get("extra")
+            hint = (
+                f"install the '{extra}' extra"
+                if extra
+                else "check $HANDOFF_STORE and that the server is up"
+            )
+            add("postgresql", "fail", exc.message, hint)
     else:
         add("postgresql", "ok", "not configured: the embedded store in the workspace")
         if not folder.is_dir():

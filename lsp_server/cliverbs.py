@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import logging
 import sys
 from pathlib import Path
 from typing import Any, get_args
@@ -26,6 +27,31 @@ from .callline import (
 )
 from .commands import REGISTRY
 from .errors import HandoffError
+
+#: The warnings this process has said on stderr (each is said once).
+_SAID: set[str] = set()
+
+
+def warn(text: str) -> None:
+    """Say ``text`` on stderr as a ``handoff: warning:`` line, unless it was said."""
+    if text not in _SAID:
+        _SAID.add(text)
+        print(f"handoff: warning: {text}", file=sys.stderr)
+
+
+class _SayOnce(logging.Handler):
+    """The library's warnings as ``handoff: warning:`` lines: a warning a verb also
+    returns (a broken template override, say) is printed once, not as a bare log line
+    and again by the verb."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        warn(record.getMessage())
+
+
+def _say_library_warnings() -> None:
+    library = logging.getLogger("lsp_server")
+    if not any(isinstance(h, _SayOnce) for h in library.handlers):
+        library.addHandler(_SayOnce(logging.WARNING))
 
 
 def _with_scope(args: argparse.Namespace, params: dict[str, Any]) -> dict[str, Any]:
@@ -365,7 +391,7 @@ def _human(verb: str, result: dict[str, Any], args) -> str:
         return HUMAN[verb](result)
     if verb == "report":
         for warning in result.get("warnings", []):
-            print(f"handoff: warning: {warning}", file=sys.stderr)
+            warn(warning)
         return result["markdown"].rstrip("\n")
     if verb in ("sessions", "continue"):
         return result["markdown"].rstrip("\n")
@@ -383,7 +409,7 @@ def _human(verb: str, result: dict[str, Any], args) -> str:
         return f"{how} {result['revision']}"
     if verb == "ack":
         if result.get("warning"):
-            print(f"handoff: warning: {result['warning']}", file=sys.stderr)
+            warn(result["warning"])
         return f"{result['status']} {result['target']} (receipt {result['receipt']})"
     if "source" in result:
         return f"recorded {result['source']} in {result['scope']}"
@@ -1034,6 +1060,19 @@ def _parse(argv: list[str] | None) -> tuple[argparse.ArgumentParser | None, Any]
     return parser, args
 
 
+def _missing_mcp() -> str | None:
+    """The module of the 'mcp' extra that cannot be found, or ``None``."""
+    from importlib.util import find_spec
+
+    for module in ("mcp", "mcp_types"):
+        try:
+            if find_spec(module) is None:
+                return module
+        except (ImportError, ValueError):
+            return module
+    return None
+
+
 def run_line(argv: list[str] | None = None) -> int:
     """Parse a command line with the parser and run its verb (the exit status)."""
     from .clicomplete import SCRIPTS, Spelling, help_of
@@ -1042,6 +1081,7 @@ def run_line(argv: list[str] | None = None) -> int:
         parser, args = _parse(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
+    _say_library_warnings()
     try:
         if args.verb in ("help", "completion"):
             assert parser is not None
@@ -1067,6 +1107,15 @@ def run_line(argv: list[str] | None = None) -> int:
             print(dump(command_schema()))
             return EXIT_OK
         if args.verb == "mcp":
+            missing = _missing_mcp()
+            if missing is not None:
+                print(
+                    f"handoff: the MCP server needs the 'mcp' extra, which is not installed "
+                    f"({missing} is missing): pip install 'handoff-lsp[mcp]' "
+                    "(or uv tool install 'handoff-lsp[mcp]').",
+                    file=sys.stderr,
+                )
+                return EXIT_REFUSED
             from .mcp_server import run as run_mcp
 
             return run_mcp(args)

@@ -30,17 +30,44 @@ from collections.abc import Iterator
 from typing import Any
 
 import orjson
-import psycopg
-from psycopg import errors as pgerrors
-from psycopg.conninfo import conninfo_to_dict
-from psycopg.types.json import Json, set_json_loads
-from psycopg_pool import ConnectionPool, PoolTimeout
 
 from .errors import HandoffError
+
+try:  # the 'postgres' extra: without it the store is refused on use, with how to get it
+    import psycopg
+    from psycopg import errors as pgerrors
+    from psycopg.conninfo import conninfo_to_dict
+    from psycopg.types.json import Json, set_json_loads
+    from psycopg_pool import ConnectionPool, PoolTimeout
+except ImportError as exc:
+    _DRIVER_MISSING: str | None = exc.name or "psycopg"
+else:
+    _DRIVER_MISSING = None
 from .records import Generation, Revision, ScopeHead, SessionStart, Source, as_json
 from .store import DEFAULT_LOCK_TIMEOUT, StateStore, head_moved
 
 log = logging.getLogger(__name__)
+
+
+def driver_missing() -> HandoffError | None:
+    """The refusal of a PostgreSQL store when the 'postgres' extra is not installed."""
+    if _DRIVER_MISSING is None:
+        return None
+    return HandoffError(
+        "invalid_params",
+        "The PostgreSQL store needs the 'postgres' extra, which is not installed "
+        f"({_DRIVER_MISSING} is missing): pip install 'handoff-lsp[postgres]' "
+        "(or uv tool install 'handoff-lsp[postgres]').",
+        missing=_DRIVER_MISSING,
+        extra="postgres",
+    )
+
+
+def require_driver() -> None:
+    """Raise :func:`driver_missing`'s refusal if the 'postgres' extra is missing."""
+    refusal = driver_missing()
+    if refusal is not None:
+        raise refusal
 
 #: A password in a connection string, in either form: the URI's ``user:password@``
 #: (up to the last ``@`` of the token: a password may hold one) and ``password=…``.
@@ -206,6 +233,8 @@ GRANTS = (
 def safe_target(conninfo: str) -> str:
     """``postgresql://user@host:port/dbname`` of a connection string (no password, no
     options): the only form of it that appears in messages and logs."""
+    if _DRIVER_MISSING is not None:  # nothing to parse it with; say no more than this
+        return "postgresql://(not parsed: the 'postgres' extra is not installed)"
     try:
         parts = conninfo_to_dict(conninfo)
     except psycopg.ProgrammingError:
@@ -540,7 +569,7 @@ class PgStore:
         refusal: HandoffError | None = None,
     ) -> None:
         #: Set when the settings are unusable: every operation raises it.
-        self.refusal = refusal
+        self.refusal = refusal or driver_missing()
         self.conninfo = conninfo
         self.project = project
         self.where = safe_target(conninfo)

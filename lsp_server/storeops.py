@@ -8,8 +8,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-import psycopg
-
 from .errors import HandoffError
 from .lifecycle import revision_intact
 from .pgstore import (
@@ -25,6 +23,7 @@ from .pgstore import (
     census,
     grant,
     migrate,
+    require_driver,
     safe_target,
     schema_version,
 )
@@ -49,6 +48,9 @@ def run_migrate(url: str | None, role: str | None = None) -> dict[str, Any]:
     """Bring the database's schema forward (refusing a newer one); grant ``role`` the
     application's least privilege when given."""
     target = _target(url)
+    require_driver()
+    import psycopg
+
     where = safe_target(target)
     pg = PgStore(target, "-", Path(os.devnull))
     with pg._mapped(), psycopg.connect(target) as conn:

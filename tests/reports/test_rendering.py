@@ -450,6 +450,15 @@ def test_cli_report_with_a_broken_override_warns_on_stderr(svc, walk, workspace)
     assert "handoff: warning: The template override" in proc.stderr
 
 
+def test_cli_says_a_broken_override_once_with_its_file_and_line(svc, walk, workspace):
+    _override(svc, "continuity.md.j2", "line one\n{% if %}")
+    proc = _handoff("report", "continuity", "--workspace", str(workspace), "--scope", SCOPE)
+    assert proc.returncode == 0
+    said = [line for line in proc.stderr.splitlines() if "template override" in line]
+    assert len(said) == 1, proc.stderr
+    assert said[0].startswith("handoff: warning: ") and "continuity.md.j2 line 2" in said[0]
+
+
 def test_cli_demo_ends_with_the_rendered_continuity_view(tmp_path):
     proc = _handoff("demo", "--workspace", str(tmp_path / "demo"))
     assert proc.returncode == 0, proc.stderr

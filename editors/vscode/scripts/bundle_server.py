@@ -78,7 +78,7 @@ def main() -> int:
     platform = PLATFORMS[args.target]
 
     requirements = run(
-        "uv", "export", "--frozen", "--no-dev", "--no-emit-project",
+        "uv", "export", "--frozen", "--no-dev", "--no-emit-project", "--extra", "postgres",
         "--no-header", "--no-annotate", *[a for p in NOT_BUNDLED for a in ("--prune", p)],
     )
     for folder in ("libs", "native"):
