@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .. import records
-from ..errors import HandoffError
-from ..params import (
+from ..model import records
+from ..model.continuing import continue_result
+from ..model.errors import HandoffError
+from ..model.params import (
     AcknowledgeParams,
     CommitParams,
     ContinueParams,
@@ -15,18 +16,17 @@ from ..params import (
     HandoffDraftParams,
     PrepareParams,
 )
-from ..plainread import continue_result
-from ..records import Source, WorkContract, WorkState
+from ..model.records import Source, WorkContract, WorkState
 
 if TYPE_CHECKING:
-    from ..context import CallContext
-    from ..lifecycle import StoreLedger
+    from ..model.context import CallContext
+    from ..model.lifecycle import StoreLedger
     from ..workspace import Workspace
 
 
 def prepare(ws: Workspace, p: PrepareParams, ctx: CallContext) -> dict[str, Any]:
     """Finalise a draft into a PreparedHandoff; writes nothing."""
-    from .. import lifecycle as lc  # imported on first use, not at server start
+    from ..model import lifecycle as lc  # imported on first use, not at server start
 
     scope = ws.resolve_scope(p.scope)
     prepared = lc.finalize_draft(p.draft, scope, ws.ledger(), ws.files(ctx))
@@ -35,8 +35,8 @@ def prepare(ws: Workspace, p: PrepareParams, ctx: CallContext) -> dict[str, Any]
 
 def handoff_current_work(ws: Workspace, p: HandoffCurrentWorkParams, ctx: CallContext) -> dict[str, Any]:
     """Write a handoff boundary and prepare the latest contract and work state."""
-    from .. import lifecycle as lc  # imported on first use, not at server start
-    from ..records import HandoffBoundary
+    from ..model import lifecycle as lc  # imported on first use, not at server start
+    from ..model.records import HandoffBoundary
 
     scope = ws.resolve_scope(p.scope)
     files = ws.files(ctx)
@@ -137,7 +137,7 @@ def _draft_from(contract: Source, work: Source, document: str | None) -> Handoff
 
 def commit(ws: Workspace, p: CommitParams, ctx: CallContext) -> dict[str, Any]:
     """Commit a PreparedHandoff as the scope's next revision (compare-and-swap)."""
-    from .. import lifecycle as lc  # imported on first use, not at server start
+    from ..model import lifecycle as lc  # imported on first use, not at server start
 
     scope = ws.resolve_scope(p.scope)
     files = ws.files(ctx)
@@ -150,7 +150,7 @@ def commit(ws: Workspace, p: CommitParams, ctx: CallContext) -> dict[str, Any]:
 
 def continue_(ws: Workspace, p: ContinueParams, ctx: CallContext) -> dict[str, Any]:
     """Read a handoff (latest, exact or prepared) as untrusted history."""
-    from .. import lifecycle as lc  # imported on first use, not at server start
+    from ..model import lifecycle as lc  # imported on first use, not at server start
 
     scope = ws.resolve_scope(p.scope)
     ledger = ws.ledger()
@@ -186,8 +186,8 @@ def _continue_markdown(
 ) -> str:
     """The continue view: what was selected and what to check, then the handoff itself
     (the ``handoff`` report of the selected revision or prepared value)."""
-    from ..params import ReportParams
-    from ..reports import handoff_view, render_view
+    from ..model.params import ReportParams
+    from ..views.reports import handoff_view, render_view
 
     view = None
     if result["found"]:
@@ -206,8 +206,8 @@ def _continue_markdown(
 
 def acknowledge(ws: Workspace, p: AcknowledgeParams, ctx: CallContext) -> dict[str, Any]:
     """Acknowledge an exact target; ``accepted`` needs the four checks."""
-    from .. import lifecycle as lc  # imported on first use, not at server start
-    from ..records import Receipt
+    from ..model import lifecycle as lc  # imported on first use, not at server start
+    from ..model.records import Receipt
 
     scope = ws.resolve_scope(p.scope)
     files = ws.files(ctx)
@@ -252,7 +252,7 @@ def acknowledge(ws: Workspace, p: AcknowledgeParams, ctx: CallContext) -> dict[s
 
 def _refuse_unconfirmed(p: AcknowledgeParams, unreadable: list[dict[str, Any]], target: str) -> None:
     """``accepted`` needs the four checks confirmed and every piece of evidence readable."""
-    from .. import lifecycle as lc
+    from ..model import lifecycle as lc
 
     failed = lc.checks_failing(p.checks)
     unconfirmed = list(failed)

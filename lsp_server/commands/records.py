@@ -8,18 +8,18 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ..errors import HandoffError
-from ..params import ContractParams, OutcomeParams, RecordWorkParams
+from ..model.errors import HandoffError
+from ..model.params import ContractParams, OutcomeParams, RecordWorkParams
 
 if TYPE_CHECKING:
-    from ..context import CallContext
+    from ..model.context import CallContext
     from ..workspace import Workspace
 
 
 def contract(ws: Workspace, p: ContractParams, ctx: CallContext) -> dict[str, Any]:
     """Record the Work Contract of a scope: objective, scope, acceptance."""
-    from .. import lifecycle as lc  # imported on first use, not at server start
-    from ..records import WorkContract
+    from ..model import lifecycle as lc  # imported on first use, not at server start
+    from ..model.records import WorkContract
 
     scope = ws.resolve_scope(p.scope)
     payload = WorkContract(
@@ -36,8 +36,8 @@ def contract(ws: Workspace, p: ContractParams, ctx: CallContext) -> dict[str, An
 
 def record_work(ws: Workspace, p: RecordWorkParams, ctx: CallContext) -> dict[str, Any]:
     """Record the work state: the state and next actions as facts with evidence."""
-    from .. import lifecycle as lc  # imported on first use, not at server start
-    from ..records import WorkState
+    from ..model import lifecycle as lc  # imported on first use, not at server start
+    from ..model.records import WorkState
 
     scope = ws.resolve_scope(p.scope)
     files = ws.files(ctx)
@@ -62,8 +62,8 @@ def record_work(ws: Workspace, p: RecordWorkParams, ctx: CallContext) -> dict[st
 
 def record_outcome(ws: Workspace, p: OutcomeParams, ctx: CallContext) -> dict[str, Any]:
     """Record the Task Outcome, optionally bound to an acknowledgement receipt."""
-    from .. import lifecycle as lc  # imported on first use, not at server start
-    from ..records import TaskOutcome
+    from ..model import lifecycle as lc  # imported on first use, not at server start
+    from ..model.records import TaskOutcome
 
     scope = ws.resolve_scope(p.scope)
     ctx.cancel.raise_if_cancelled()

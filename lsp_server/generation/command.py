@@ -14,15 +14,15 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from .. import lifecycle as lc
-from ..errors import HandoffError
-from ..faults import pause_point
-from ..gcpause import gc_paused, release_set_aside, return_freed_memory, set_aside
-from ..params import GenerateParams, SessionsParams, StartSessionParams, structure
-from ..projections import table
-from ..records import Generation
-from ..redaction import redact
-from ..rendering import plain_text
+from ..model import lifecycle as lc
+from ..model.errors import HandoffError
+from ..model.params import GenerateParams, SessionsParams, StartSessionParams, structure
+from ..model.records import Generation
+from ..support.faults import pause_point
+from ..support.gcpause import gc_paused, release_set_aside, return_freed_memory, set_aside
+from ..support.redaction import redact
+from ..views.projections import table
+from ..views.rendering import plain_text
 from . import discovery
 from .capture import capture_text, missing_sections, wrap
 from .chain import earlier_handoff, started_as
@@ -36,7 +36,7 @@ from .settings import PROVIDERS, GenerationSettings
 from .transcript import FORMATS, Transcript
 
 if TYPE_CHECKING:
-    from ..context import CallContext
+    from ..model.context import CallContext
     from ..workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -163,9 +163,11 @@ def load_ahead() -> None:
     ``malloc_trim``."""
     from filelock import FileLock  # noqa: F401  (imported by the store's first write)
 
-    from ..gcpause import return_freed_memory
-    from ..rendering import text_environment as _environment
-    from . import claude, codex, pi  # noqa: F401  (the readers, imported by format)
+    from ..support.gcpause import return_freed_memory
+    from ..views.rendering import text_environment as _environment
+    from . import (
+        claude,  # noqa: F401  (the readers, imported by format)
+        )
     from .providers.extractive import TEMPLATE
 
     _environment().get_template(TEMPLATE)

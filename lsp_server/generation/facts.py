@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..redaction import redact
+from ..support.redaction import redact
 from . import shell
 from .asks import FILE_MENTION, QUESTION_END, request_text
 from .ledger import (

@@ -13,21 +13,21 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from .. import lifecycle as lc
-from ..errors import HandoffError
-from ..faults import pause_point
-from ..params import ReportParams, StartSessionParams
-from ..projections import table
-from ..records import SessionStart, as_json
-from ..redaction import redact
-from ..reports import run_report
+from ..model import lifecycle as lc
+from ..model.errors import HandoffError
+from ..model.params import ReportParams, StartSessionParams
+from ..model.records import SessionStart, as_json
+from ..support.faults import pause_point
+from ..support.redaction import redact
+from ..views.projections import table
+from ..views.reports import run_report
 from . import discovery
 from .capture import wrap
 from .newsession import kept_if_recorded, save_text, write_pi_session
 from .readers import SUMMARIES, sniff_format
 
 if TYPE_CHECKING:
-    from ..context import CallContext
+    from ..model.context import CallContext
     from ..workspace import Workspace
 
 #: The agents a session can be started in, and the program that runs each.

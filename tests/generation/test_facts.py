@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.errors import HandoffError
 from lsp_server.generation.check import check_answer
 from lsp_server.generation.facts import gather, request_text
 from lsp_server.generation.providers.extractive import extract
 from lsp_server.generation.readers import read_session
 from lsp_server.generation.shell import analyse, main_step
 from lsp_server.generation.transcript import Message
-from lsp_server.service import HandoffService
+from lsp_server.model.errors import HandoffError
+from lsp_server.surfaces.service import HandoffService
 
 from .test_extractive import assistant, pi_session, result, section, user
 

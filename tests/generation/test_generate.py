@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.errors import HandoffError
 from lsp_server.generation.capture import WRAPPER_CLOSE, WRAPPER_OPEN, missing_sections
 from lsp_server.generation.prompt import SECTIONS, build_prompt, estimate_tokens
 from lsp_server.generation.readers import read_session
 from lsp_server.generation.settings import GenerationSettings
+from lsp_server.model.errors import HandoffError
 from tests.conftest import OWN_SESSIONS
 from tests.helpers import live_state
 

@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 from lsp_server.generation.capture import WRAPPER_CLOSE, WRAPPER_OPEN, escape_document
-from lsp_server.service import HandoffService, ServiceConfig
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 from tests.conftest import OWN, shared_fixtures
 
 from .wire import Stream, WireServer, openai_text, openai_tool_call

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.errors import HandoffError
 from lsp_server.generation.capture import WRAPPER_CLOSE, WRAPPER_OPEN, wrap
 from lsp_server.generation.newsession import pi_session_folder
-from lsp_server.service import CallContext, CancelToken, HandoffService, ServiceConfig
+from lsp_server.model.errors import HandoffError
+from lsp_server.surfaces.service import CallContext, CancelToken, HandoffService, ServiceConfig
 
 from ..helpers import prepare, record_contract
 from .support import printing_command

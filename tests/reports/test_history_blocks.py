@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from lsp_server import projections, rendering, reports
-from lsp_server.service import HandoffService
+from lsp_server.surfaces.service import HandoffService
+from lsp_server.views import projections, rendering, reports
 from tests.helpers import SCOPE, forget_kept_views, prepare
 
 from .support import acknowledge, commit_walkthrough, report

@@ -13,9 +13,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from lsp_server import projections, rendering, reports
-from lsp_server.service import HandoffService, ServiceConfig
-from lsp_server.store import StateStore
+from lsp_server.store.embedded import StateStore
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
+from lsp_server.views import projections, rendering, reports
 
 from ..helpers import ALL_CHECKS, SCOPE, forget_kept_views, record_contract, record_work
 

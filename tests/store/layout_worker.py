@@ -24,10 +24,10 @@ from pathlib import Path
 
 import orjson
 
-from lsp_server import store as store_mod
-from lsp_server.errors import HandoffError
-from lsp_server.service import HandoffService, ServiceConfig
-from lsp_server.store import writing
+from lsp_server.model.errors import HandoffError
+from lsp_server.store.embedded import embedded as store_mod
+from lsp_server.store.embedded import writing
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
 
 def contract(svc: HandoffService, scope: str) -> str:

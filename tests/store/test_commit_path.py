@@ -15,11 +15,11 @@ import os
 import orjson
 import pytest
 
-from lsp_server import store as store_module
-from lsp_server.errors import HandoffError
-from lsp_server.service import HandoffService, ServiceConfig
-from lsp_server.store import JOURNAL_FILE, SCHEMA_VERSION, StateStore
-from lsp_server.store.writing import journal_line
+from lsp_server.model.errors import HandoffError
+from lsp_server.store.embedded import JOURNAL_FILE, SCHEMA_VERSION, StateStore
+from lsp_server.store.embedded import embedded as store_module
+from lsp_server.store.embedded.writing import journal_line
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
 from ..helpers import SCOPE, fold_journal, live_state, record_contract, refused
 
@@ -125,7 +125,7 @@ def test_a_change_to_the_manifest_or_store_id_writes_the_live_file_whole(workspa
 
 def floor_looks(monkeypatch) -> list[int]:
     """Count the transactions that look for the highest sequence number in the log."""
-    from lsp_server.store import writing
+    from lsp_server.store.embedded import writing
 
     calls: list[int] = []
     real = writing.seq_floor
@@ -368,7 +368,7 @@ def test_a_reader_that_misses_a_new_stores_first_write_reads_it_instead_of_calli
 def test_a_live_table_insert_copies_the_table_and_keeps_tinydbs_ids():
     from tinydb.table import Document
 
-    from lsp_server.tinylive import LiveTable, SnapshotStorage, TinyDB
+    from lsp_server.store.embedded.live import LiveTable, SnapshotStorage, TinyDB
 
     parsed = {"_meta": {"1": {"idFloor": {"sources": 7}}}, "sources": {"2": {"id": "a"}, "5": {"id": "b"}}}
     table_before = parsed["sources"]

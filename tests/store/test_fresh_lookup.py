@@ -13,10 +13,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from lsp_server import store as store_module
-from lsp_server.service import HandoffService, ServiceConfig
-from lsp_server.store import Directory, StateStore, writing
-from lsp_server.store.writing import index_buckets
+from lsp_server.store.embedded import Directory, StateStore, writing
+from lsp_server.store.embedded import embedded as store_module
+from lsp_server.store.embedded.writing import index_buckets
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
 from ..helpers import SCOPE, listed_state
 from .test_directories import answers, folder, grow

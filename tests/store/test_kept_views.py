@@ -13,10 +13,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from lsp_server import projections, rendering, reports
-from lsp_server.service import HandoffService, ServiceConfig
-from lsp_server.store import StateStore
-from lsp_server.store.wholelog import StoreLog
+from lsp_server.store.embedded import StateStore
+from lsp_server.store.embedded.history import StoreLog
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
+from lsp_server.views import projections, rendering, reports
 
 from ..helpers import (
     ALL_CHECKS,

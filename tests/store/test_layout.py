@@ -11,8 +11,13 @@ from pathlib import Path
 import orjson
 import pytest
 
-from lsp_server.service import HandoffService, ServiceConfig
-from lsp_server.store import MERGE_AFTER_SNAPSHOTS, SCHEMA_VERSION, SEAL_MARK_PREFIX, StateStore
+from lsp_server.store.embedded import (
+    MERGE_AFTER_SNAPSHOTS,
+    SCHEMA_VERSION,
+    SEAL_MARK_PREFIX,
+    StateStore,
+)
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
 from ..helpers import (
     ALL_CHECKS,
@@ -498,7 +503,7 @@ def test_an_older_snapshot_read_after_a_newer_one_shows_only_its_own_records(svc
 def test_views_kept_across_writes_equal_views_projected_from_scratch(workspace):
     """The records a projection already checked are not checked again; what depends on
     other records (a malformed record, a receipt) still counts every time."""
-    from lsp_server import projections
+    from lsp_server.views import projections
 
     svc = service(workspace)
     contract = record_contract(svc)

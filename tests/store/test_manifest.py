@@ -13,10 +13,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from lsp_server import store as store_module
-from lsp_server.errors import HandoffError
-from lsp_server.service import HandoffService
-from lsp_server.store import SCHEMA_VERSION, StateStore, writing
+from lsp_server.model.errors import HandoffError
+from lsp_server.store.embedded import SCHEMA_VERSION, StateStore, writing
+from lsp_server.store.embedded import embedded as store_module
+from lsp_server.surfaces.service import HandoffService
 
 from ..helpers import (
     SCOPE,

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...gcpause import gc_paused
+from ...support.gcpause import gc_paused
 from ..asks import QUESTION_END, is_placeholder
 from ..chain import EarlierHandoff, earlier_handoff, is_continuation
 from ..facts import (
@@ -32,7 +32,7 @@ from ..transcript import Transcript, call_command, clip, read_repairs
 from . import GenerationRequest, ProviderOutput
 
 if TYPE_CHECKING:
-    from ...context import CallContext
+    from ...model.context import CallContext
     from ..settings import GenerationSettings
 
 TEMPLATE = "handoff_extractive.md.j2"

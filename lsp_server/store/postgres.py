@@ -31,7 +31,7 @@ from typing import Any
 
 import orjson
 
-from .errors import HandoffError
+from ..model.errors import HandoffError
 
 try:  # the 'postgres' extra: without it the store is refused on use, with how to get it
     import psycopg
@@ -43,8 +43,9 @@ except ImportError as exc:
     _DRIVER_MISSING: str | None = exc.name or "psycopg"
 else:
     _DRIVER_MISSING = None
-from .records import Generation, Revision, ScopeHead, SessionStart, Source, as_json
-from .store import DEFAULT_LOCK_TIMEOUT, StateStore, head_moved
+from ..model.port import head_moved
+from ..model.records import Generation, Revision, ScopeHead, SessionStart, Source, as_json
+from .embedded import DEFAULT_LOCK_TIMEOUT, StateStore
 
 log = logging.getLogger(__name__)
 

@@ -1,9 +1,9 @@
 """The ``handoff`` command line: ``handoff call`` speaks the command contract as JSON;
 the other verbs are friendlier spellings of the same service calls for people.
 
-This module is the entry point (``handoff``, ``python -m lsp_server.cli``) and only
-dispatches: a plain ``call COMMAND [PARAMS]`` line to :mod:`lsp_server.callline`, every
-other line to the parser and the verbs in :mod:`lsp_server.cliverbs`, imported then.
+This module is the entry point (``handoff``, ``python -m lsp_server.surfaces.cli.main``) and only
+dispatches: a plain ``call COMMAND [PARAMS]`` line to :mod:`lsp_server.surfaces.cli.callline`, every
+other line to the parser and the verbs in :mod:`lsp_server.surfaces.cli.verbs`, imported then.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ def main(argv: list[str] | None = None) -> int:
         args = parse_call_line(sys.argv[1:] if argv is None else argv)
         if args is not None:
             return run_call_line(args)
-        from .cliverbs import run_line  # the parser and the verbs
+        from .verbs import run_line  # the parser and the verbs
 
         return run_line(argv)
     except BrokenPipeError:

@@ -20,9 +20,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import HandoffError
-from ..faults import pause_point
-from ..plainjson import orjson
+from ...model.errors import HandoffError
+from ...model.port import head_moved
+from ...support.faults import pause_point
+from ...support.plainjson import orjson
 from . import (
     _NOFOLLOW,
     _NONBLOCK,
@@ -49,7 +50,6 @@ from . import (
     as_json,
     bucket_of,
     build_index,
-    head_moved,
     log,
     manifest_name,
     manifest_reference,
@@ -64,7 +64,7 @@ except ImportError:  # no flock (Windows): the store locks with ``filelock``
     fcntl = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
-    from ..records import Generation, Revision, ScopeHead, SessionStart, Source
+    from ...model.records import Generation, Revision, ScopeHead, SessionStart, Source
     from . import LiveRead, StateStore
 
 
@@ -74,7 +74,7 @@ def atomic_write(
     """Write ``data`` to ``path`` so a crash leaves either the old or the new file.
 
     ``point`` names the fault-injection points ``<point>.synced`` (before the rename)
-    and ``<point>.renamed`` (after it) of :mod:`lsp_server.faults`."""
+    and ``<point>.renamed`` (after it) of :mod:`lsp_server.support.faults`."""
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{random_hex(8)}")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
@@ -382,7 +382,7 @@ class Transaction:
         self.store = store
         #: The state ``data`` was copied from (see ``StateStore._load_live``).
         self.parsed = parsed
-        from ..tinylive import LiveTable, SnapshotStorage, TinyDB  # only a transaction loads TinyDB
+        from .live import LiveTable, SnapshotStorage, TinyDB  # only a transaction loads TinyDB
 
         self.db = TinyDB(data, storage=SnapshotStorage)
         self.db.table_class = LiveTable

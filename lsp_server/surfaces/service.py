@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .commands import BY_NAME, MUTATIONS, Command, run
-from .config import ServiceConfig
-from .context import CallContext, CancelToken, ProgressFn
-from .workspace import DEFAULT_STATE_FOLDER, Workspace, git_branch
+from ..commands import BY_NAME, MUTATIONS, Command, run
+from ..config import ServiceConfig
+from ..model.context import CallContext, CancelToken, ProgressFn
+from ..workspace import DEFAULT_STATE_FOLDER, Workspace, git_branch
 
 __all__ = [
     "DEFAULT_STATE_FOLDER",

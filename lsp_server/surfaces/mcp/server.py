@@ -33,15 +33,15 @@ from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourceUpdated
 from mcp.shared.exceptions import MCPError
 
-from . import __version__
-from . import lifecycle as lc
-from .commands import BY_NAME, REGISTRY
-from .commands import run as run_command
-from .config import ServiceConfig
-from .context import CallContext, CancelToken
-from .errors import HandoffError
-from .mcp_schema import params_schema
-from .workspace import Workspace
+from ... import __version__
+from ...commands import BY_NAME, REGISTRY
+from ...commands import run as run_command
+from ...config import ServiceConfig
+from ...model import lifecycle as lc
+from ...model.context import CallContext, CancelToken
+from ...model.errors import HandoffError
+from ...model.paramschema import params_schema
+from ...workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -699,7 +699,7 @@ class HandoffMCP:
         return self.svc.resolve_scope(None)
 
     async def _list_resources(self, ctx: Any, params: Any) -> types.ListResourcesResult:
-        from .commands.status import scope_list
+        from ...commands.status import scope_list
 
         # The default scope first, then every scope with records, newest first.
         listed = await anyio.to_thread.run_sync(scope_list, self.svc)
@@ -946,7 +946,7 @@ async def serve_http(app: HandoffMCP, host: str, port: int) -> None:
     import uvicorn
 
     starlette = app.server.streamable_http_app(host=host)
-    from .mcphttp import protocol_class
+    from .http import protocol_class
 
     # h11 with a deadline for each request's header and body (slow clients).
     config = uvicorn.Config(
@@ -977,7 +977,7 @@ def service_config(args: argparse.Namespace) -> ServiceConfig:
     """``--scope``/``--state-folder`` over the ``--settings`` section (JSON text or a JSON
     file, the shape of the language server's ``handoff`` settings); a bad value costs a
     warning on stderr and its default, as in the language server."""
-    from .settings import describe_problems, parse_settings, section_of
+    from ...settings import describe_problems, parse_settings, section_of
 
     raw: Any = {}
     text = getattr(args, "settings", None)
@@ -1006,7 +1006,7 @@ def service_config(args: argparse.Namespace) -> ServiceConfig:
 def run(args: argparse.Namespace) -> int:
     """Entry point of ``handoff mcp``."""
     configure_logging(getattr(args, "log_level", "info"))
-    from .callline import UsageError, workspace_of
+    from ..cli.callline import UsageError, workspace_of
 
     try:
         workspace, found = workspace_of(args)  # --workspace, else found from here

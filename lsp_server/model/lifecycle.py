@@ -14,7 +14,8 @@ from typing import Any
 import attrs
 import orjson
 
-from . import plainread, records
+from . import continuing, records
+from .continuing import _VERIFIED_LOCK, _VERIFIED_MAX, canonical_json, digest_of, revision_intact
 from .errors import HandoffError
 from .evidence import (
     OutsideWorkspace,
@@ -31,13 +32,9 @@ from .params import (
     HandoffDraftParams,
     camel,
 )
-from .plainread import (  # re-exported: the lifecycle's names, as before
-    _VERIFIED_LOCK,
-    _VERIFIED_MAX,
-    canonical_json,
-    digest_of,
-    revision_intact,
-)
+from .port import HistoryView as History
+from .port import StoreTransaction as Transaction
+from .port import head_moved, revision_shape, source_shape
 from .records import (
     PREPARED_FORMAT,
     PREPARED_TYPE,
@@ -48,9 +45,6 @@ from .records import (
     ScopeHead,
     Source,
 )
-from .storage import HistoryView as History
-from .storage import StoreTransaction as Transaction
-from .storage import head_moved, revision_shape, source_shape
 from .vocabulary import (  # re-exported: the rules' names, as before
     ACK_STATUSES,
     CHECK_STATUSES,
@@ -172,7 +166,7 @@ class StoreLedger:
         return records.structure(rec, Source) if _is_source(rec) else None
 
     def source_info(self, ref: str) -> dict[str, Any] | None:
-        return plainread.source_info(self.history, ref)
+        return continuing.source_info(self.history, ref)
 
     def head(self, scope: str) -> str | None:
         rec = self.history.scope_record(scope)
@@ -324,7 +318,7 @@ def unreadable_detail(
     citation: Citation, scope: str, ledger: StoreLedger, workspace: Path | WorkspaceFiles
 ) -> tuple[str, str | None] | None:
     """Why a recorded citation can no longer be read, as (reason, detail), or ``None``."""
-    return plainread.unreadable_detail(citation_json(citation), scope, ledger.history, workspace)
+    return continuing.unreadable_detail(citation_json(citation), scope, ledger.history, workspace)
 
 
 def _check_source_citation(
@@ -448,7 +442,7 @@ def unreadable_evidence(
 ) -> list[dict[str, Any]]:
     """Each citation that can no longer be read, with the reason (and its detail)."""
     cited = [citation_json(c) for c in evidence]
-    return plainread.unreadable_evidence(cited, scope, ledger.history, workspace)
+    return continuing.unreadable_evidence(cited, scope, ledger.history, workspace)
 
 
 # ---------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from .errors import HandoffError
+from ..model.errors import HandoffError
 from .service import HandoffService, ServiceConfig
 
 SCOPE = "openapi-client"

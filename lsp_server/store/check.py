@@ -12,9 +12,9 @@ from typing import Any
 
 import orjson
 
-from .errors import HandoffError
-from .lifecycle import revision_intact
-from .store import (
+from ..model.errors import HandoffError
+from ..model.lifecycle import revision_intact
+from .embedded import (
     SCHEMA_VERSION,
     SEALED_TABLES,
     STATE_FILE,
@@ -25,7 +25,7 @@ from .store import (
     apply_journal,
     read_regular,
 )
-from .store.writing import atomic_write, manifest_blob
+from .embedded.writing import atomic_write, manifest_blob
 
 
 def _problem(kind: str, message: str, **data: Any) -> dict[str, Any]:
@@ -37,7 +37,7 @@ def _read_live(store: StateStore) -> tuple[dict[str, Any] | None, list[dict[str,
     try:
         raw, _ = read_regular(store.path)
     except FileNotFoundError:
-        from .faults import pause_point  # a rare path
+        from ..support.faults import pause_point  # a rare path
 
         pause_point("check.missing")
         signs = store.lost_signs() if store.folder.is_dir() else []

@@ -33,7 +33,7 @@ from typing import Any
 MARKER = "[REDACTED:{name}]"
 
 #: gitleaks' rules as data (converted by ``tools/import_gitleaks.py``).
-GITLEAKS_RULES = Path(__file__).with_name("data") / "gitleaks-rules.toml"
+GITLEAKS_RULES = Path(__file__).resolve().parents[1] / "data" / "gitleaks-rules.toml"
 
 # Values that name a secret rather than hold one are left alone.
 _PLACEHOLDER = r"(?!\[REDACTED|\$|%s|%\(|\{\{|<|\*{3}|x{6}|X{6})"

@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from .errors import HandoffError
+from ..model.errors import HandoffError
 
 #: The project id that namespaces scopes in a shared database (default: from git).
 PROJECT_ENV = "HANDOFF_PROJECT"

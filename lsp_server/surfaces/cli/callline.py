@@ -11,10 +11,10 @@ import types
 from pathlib import Path
 from typing import Any
 
-from .commands import BY_NAME
-from .errors import HandoffError
-from .plainjson import dumps_indented, loads, orjson
-from .service import HandoffService, ServiceConfig
+from ...commands import BY_NAME
+from ...model.errors import HandoffError
+from ...support.plainjson import dumps_indented, loads, orjson
+from ..service import HandoffService, ServiceConfig
 
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE = 0, 1, 2
 
@@ -46,7 +46,7 @@ def workspace_of(args) -> tuple[Path, str]:
         if not workspace.is_dir():
             raise UsageError(f"workspace {args.workspace} is not a folder")
         return workspace.resolve(), "--workspace"
-    from .workspace import find_workspace
+    from ...workspace import find_workspace
 
     try:
         here = Path.cwd()
@@ -130,7 +130,7 @@ def run_call(args) -> int:
 
 def _ping(svc: HandoffService) -> dict[str, Any]:
     """``handoff.ping`` as the language server answers it, for this command line."""
-    from . import __version__
+    from ... import __version__
 
     return {
         "ok": True,

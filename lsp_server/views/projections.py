@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from operator import itemgetter
 from typing import Any
 
-from . import lifecycle as lc
+from ..model import lifecycle as lc
 
 CONTINUITY_CAP = 64
 

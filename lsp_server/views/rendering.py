@@ -21,8 +21,8 @@ from jinja2 import ChainableUndefined, ChoiceLoader, StrictUndefined, nodes
 from jinja2.sandbox import SandboxedEnvironment, SecurityError
 from markupsafe import Markup
 
-from .params import RenderMode
-from .redaction import redact
+from ..model.params import RenderMode
+from ..support.redaction import redact
 from .templatefiles import TemplateFolderLoader, folder_problem
 
 log = logging.getLogger(__name__)
@@ -34,9 +34,9 @@ OVERRIDE_MAX_SECONDS = 5.0
 
 def builtin_templates() -> Path:
     """The templates shipped with the package (or the checkout's ``templates/``)."""
-    here = Path(__file__).resolve().parent
-    packaged = here / "templates"
-    return packaged if packaged.is_dir() else here.parent / "templates"
+    package = Path(__file__).resolve().parents[1]
+    packaged = package / "templates"
+    return packaged if packaged.is_dir() else package.parent / "templates"
 
 
 # ---------------------------------------------------------------------------

@@ -11,7 +11,9 @@ import sys
 from pathlib import Path
 from typing import Any, get_args
 
-from . import __version__
+from ... import __version__
+from ...commands import REGISTRY
+from ...model.errors import HandoffError
 from .callline import (
     EXIT_OK,
     EXIT_REFUSED,
@@ -25,8 +27,6 @@ from .callline import (
     run_call,
     say_store_created,
 )
-from .commands import REGISTRY
-from .errors import HandoffError
 
 #: The warnings this process has said on stderr (each is said once).
 _SAID: set[str] = set()
@@ -88,7 +88,7 @@ def verb_contract(args, svc):
 def _typed_here(params: dict[str, Any], svc) -> dict[str, Any]:
     """The facts' file citations taken from where the user stands (a subfolder of the
     workspace), made relative to the workspace root."""
-    from .workspace import cited_from
+    from ...workspace import cited_from
 
     return cited_from(params, Path.cwd().resolve(), svc.workspace)
 
@@ -124,7 +124,7 @@ def verb_prepare(args, svc):
 def _as_edited(sidecar_path: Path, sidecar: dict[str, Any], workspace: Path) -> Any:
     """A generation's HandoffDraft as the user left its Markdown draft (the ``.md``
     beside the ``.json``); the generated one when there is no such file."""
-    from .generation.draft import edited_draft
+    from ...generation.draft import edited_draft
 
     markdown = sidecar_path.with_suffix(".md")
     try:
@@ -195,7 +195,7 @@ def _target_params(args) -> dict[str, Any]:
 def _scope_has_records(svc, params: dict[str, Any]) -> None:
     """Refuse a read of a scope that has no records (``unknown_scope``), naming the
     scopes that have and the closest one: a typo is not an empty answer."""
-    from .commands.status import unknown_scope
+    from ...commands.status import unknown_scope
 
     scope = svc.resolve_scope(params.get("scope"))
     if not svc.store.snapshot().has_scope(scope):
@@ -385,7 +385,7 @@ def _human_start(result: dict[str, Any]) -> str:
 
 
 def _human(verb: str, result: dict[str, Any], args) -> str:
-    from .clisetup import HUMAN
+    from .setup import HUMAN
 
     if verb in HUMAN:
         return HUMAN[verb](result)
@@ -417,8 +417,8 @@ def _human(verb: str, result: dict[str, Any], args) -> str:
 
 
 def verb_store(args, svc):
-    from . import storeops
-    from .storecheck import check_store, repair_store
+    from ...store import ops as storeops
+    from ...store.check import check_store, repair_store
 
     if args.action == "migrate":
         return storeops.run_migrate(args.url, args.grant)
@@ -441,7 +441,7 @@ def verb_store(args, svc):
 
 def _human_store(result: dict[str, Any]) -> str:
     if result.get("action") in ("migrate", "copy"):
-        from .storeops import human
+        from ...store.ops import human
 
         return human(result)
     check = result.get("check", result)
@@ -614,7 +614,7 @@ def build_parser(verbs: bool = True) -> argparse.ArgumentParser:
     _add_generate_verb(verb)
     _add_start_and_schema_verbs(verb)
     _add_mcp_verb(verb)
-    from .clisetup import add_setup_verbs
+    from .setup import add_setup_verbs
 
     add_setup_verbs(verb, verb_status, verb_scopes)
     return parser
@@ -622,7 +622,7 @@ def build_parser(verbs: bool = True) -> argparse.ArgumentParser:
 
 def _add_record_verbs(verb: _Verbs) -> None:
     """The sub-commands contract and work."""
-    from . import vocabulary as lc  # the enums' values, without the converter
+    from ...model import vocabulary as lc  # the enums' values, without the converter
 
     p = verb(
         "contract",
@@ -752,7 +752,7 @@ def _add_continue_verb(verb: _Verbs) -> None:
 
 def _add_ack_verb(verb: _Verbs) -> None:
     """The sub-commands ack."""
-    from . import vocabulary as lc  # the enums' values, without the converter
+    from ...model import vocabulary as lc  # the enums' values, without the converter
 
     p = verb(
         "ack",
@@ -804,7 +804,7 @@ def _add_ack_verb(verb: _Verbs) -> None:
 
 def _add_outcome_verb(verb: _Verbs) -> None:
     """The sub-commands outcome."""
-    from . import vocabulary as lc  # the enums' values, without the converter
+    from ...model import vocabulary as lc  # the enums' values, without the converter
 
     p = verb(
         "outcome",
@@ -835,7 +835,7 @@ def _add_outcome_verb(verb: _Verbs) -> None:
 
 def _add_report_verbs(verb: _Verbs) -> None:
     """The sub-commands report and sessions."""
-    from . import vocabulary as params  # the enums, without the converter
+    from ...model import vocabulary as params  # the enums, without the converter
 
     p = verb(
         "report",
@@ -1044,7 +1044,7 @@ def _parse(argv: list[str] | None) -> tuple[argparse.ArgumentParser | None, Any]
     if args is not None:
         return None, args
     parser = build_parser(verbs=words[:1] != ["call"])
-    from .clicomplete import Spelling, check_extra, check_verb
+    from .complete import Spelling, check_extra, check_verb
 
     try:
         check_verb(parser, words)  # "did you mean" for a mistyped verb
@@ -1075,7 +1075,7 @@ def _missing_mcp() -> str | None:
 
 def run_line(argv: list[str] | None = None) -> int:
     """Parse a command line with the parser and run its verb (the exit status)."""
-    from .clicomplete import SCRIPTS, Spelling, help_of
+    from .complete import SCRIPTS, Spelling, help_of
 
     try:
         parser, args = _parse(argv)
@@ -1098,11 +1098,11 @@ def run_line(argv: list[str] | None = None) -> int:
         if args.verb == "call":
             return run_call(args)
         if args.verb == "demo":
-            from .demo import run_demo
+            from ..demo import run_demo
 
             return run_demo(args)
         if args.verb == "schema":
-            from .commands.schema import command_schema
+            from ...commands.schema import command_schema
 
             print(dump(command_schema()))
             return EXIT_OK
@@ -1116,7 +1116,7 @@ def run_line(argv: list[str] | None = None) -> int:
                     file=sys.stderr,
                 )
                 return EXIT_REFUSED
-            from .mcp_server import run as run_mcp
+            from ..mcp.server import run as run_mcp
 
             return run_mcp(args)
         svc = make_service(args)

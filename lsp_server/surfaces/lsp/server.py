@@ -33,21 +33,22 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.uris import to_fs_path, uri_scheme
 
-from . import __version__, logmessage
-from .commands import BY_NAME, Command
-from .config import DEFAULT_LOG_LEVEL, SECTION
-from .errors import JSONRPC_INVALID_PARAMS, JSONRPC_REQUEST_FAILED, HandoffError
-from .settings import (
+from ... import __version__
+from ...commands import BY_NAME, Command
+from ...config import DEFAULT_LOG_LEVEL, SECTION
+from ...model.errors import JSONRPC_INVALID_PARAMS, JSONRPC_REQUEST_FAILED, HandoffError
+from ...settings import (
     LOG_LEVELS,
     HandoffSettings,
     describe_problems,
     looks_like_section,
     parse_settings,
 )
+from . import logmessage
 
 if TYPE_CHECKING:
-    from .context import CallContext, CancelToken
-    from .workspace import Workspace
+    from ...model.context import CallContext, CancelToken
+    from ...workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -141,7 +142,7 @@ def _json_type(value: Any) -> str:
 
 def command_keys(command: str) -> tuple[list[str], list[str]]:
     """The required and the optional keys of ``command``'s argument object."""
-    from .params import optional_keys, required_keys
+    from ...model.params import optional_keys, required_keys
 
     cls = SERVICE_COMMANDS[command].params
     return required_keys(cls), [*optional_keys(cls), "workspace"]
@@ -432,7 +433,7 @@ class HandoffLanguageServer(LanguageServer):
         key = str(folder.path)
         svc = self._services.get(key)
         if svc is None:
-            from .workspace import Workspace, find_workspace
+            from ...workspace import Workspace, find_workspace
 
             config = self.settings.service_config()
             root, found = find_workspace(folder.path, config.state_folder)
@@ -539,13 +540,13 @@ class HandoffLanguageServer(LanguageServer):
             try:
                 if not _WARM.is_set():  # never import on the event loop
                     await loop.run_in_executor(None, warm_imports)
-                from .commands import run
-                from .context import CallContext, CancelToken
+                from ...commands import run
+                from ...model.context import CallContext, CancelToken
 
                 entry = SERVICE_COMMANDS[command]
                 svc = self.service_for(folder)
                 if command in ("handoff.recordWork", "handoff.prepare"):
-                    from .workspace import cited_from  # paths typed in the open folder
+                    from ...workspace import cited_from  # paths typed in the open folder
 
                     args = cited_from(args, folder.path.resolve(), svc.workspace)
                 if client_token is None:
@@ -948,7 +949,9 @@ _WARM = threading.Event()
 def warm_imports() -> None:
     """Import what the first command needs (run in a thread after ``initialized``)."""
     try:
-        from . import lifecycle, params, reports, workspace  # noqa: F401
+        from ...model import (
+            lifecycle,  # noqa: F401
+            )
     except Exception:  # the first command reports it properly
         log.exception("could not import the service layer")
     else:
@@ -960,7 +963,7 @@ def warm_everything() -> None:
     so the first ``/handoff`` pays no import either (commands never wait for this)."""
     warm_imports()
     try:
-        from .generation.command import load_ahead
+        from ...generation.command import load_ahead
 
         load_ahead()
     except Exception:  # generation reports it properly when it runs

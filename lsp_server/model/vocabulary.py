@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 from typing import Any, Literal, get_args
 
+from ..support.plainjson import orjson
 from .errors import HandoffError
-from .plainjson import orjson
 
 #: A scope: 1-128 characters of ``A-Z a-z 0-9 . _ - /``, not starting with ``/`` or
 #: ``.``, without ``..`` (the settings, the lifecycle and the workspace use this one).

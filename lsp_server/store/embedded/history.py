@@ -13,7 +13,7 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..gcpause import gc_paused
+from ...support.gcpause import gc_paused
 from . import _BYTES, _NAME, SEALED_TABLES, Segment, SegmentList
 
 if TYPE_CHECKING:

@@ -100,7 +100,7 @@ def verb_doctor(args, svc) -> dict[str, Any]:
     import sys
     from pathlib import Path
 
-    from .errors import HandoffError
+    from ...model.errors import HandoffError
 
     checks: list[dict[str, Any]] = []
 
@@ -157,11 +157,11 @@ def verb_doctor(args, svc) -> dict[str, Any]:
 
 def _store_checks(svc, add: Any, refusal: type[Exception]) -> None:
     """The store's health (as ``handoff store check``), its git policy, PostgreSQL."""
-    from .storecheck import check_store
+    from ...store.check import check_store
 
     folder = svc.workspace / svc.config.state_folder
     if svc.store.backend == "postgresql":
-        from .storeops import check_pg
+        from ...store.ops import check_pg
 
         try:
             result = check_pg(svc.store)
@@ -216,7 +216,7 @@ def _store_checks(svc, add: Any, refusal: type[Exception]) -> None:
                 "the next write puts one there (the store out of git)",
             )
         else:
-            from .store import OLD_GITIGNORES
+            from ...store.embedded import OLD_GITIGNORES
 
             if "\n".join(lines) + "\n" in OLD_GITIGNORES:
                 add(

@@ -1,5 +1,5 @@
 """The reports of ``handoff.report``: the projections rendered to Markdown by the
-templates of :mod:`lsp_server.rendering` (the built-in ones in ``templates/``, or a
+templates of :mod:`lsp_server.views.rendering` (the built-in ones in ``templates/``, or a
 workspace's overrides in ``.handoff/templates/``), with record text escaped."""
 
 from __future__ import annotations
@@ -10,11 +10,12 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
-from . import lifecycle as lc
+from ..model import lifecycle as lc
+from ..model.errors import HandoffError
+from ..model.params import ReportKind, ReportParams
+from ..model.port import revision_shape
+from ..support.redaction import redact
 from . import projections, rendering
-from .errors import HandoffError
-from .params import ReportKind, ReportParams
-from .redaction import redact
 from .rendering import (  # noqa: F401  (the filters, as the report templates know them)
     RENDER_MODES,
     builtin_templates,
@@ -27,13 +28,12 @@ from .rendering import (  # noqa: F401  (the filters, as the report templates kn
     short,
     text_inline,
 )
-from .storage import revision_shape
 
 if TYPE_CHECKING:
-    from .context import CallContext
-    from .records import PreparedHandoff
-    from .store import StateStore
-    from .workspace import Workspace
+    from ..model.context import CallContext
+    from ..model.records import PreparedHandoff
+    from ..store.embedded import StateStore
+    from ..workspace import Workspace
 
 log = logging.getLogger(__name__)
 

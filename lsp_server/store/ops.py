@@ -8,9 +8,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .errors import HandoffError
-from .lifecycle import revision_intact
-from .pgstore import (
+from ..model.errors import HandoffError
+from ..model.lifecycle import revision_intact
+from .embedded import StateStore
+from .postgres import (
     APPEND_ONLY,
     SCHEMA_VERSION,
     UNREADABLE,
@@ -28,8 +29,7 @@ from .pgstore import (
     schema_version,
 )
 from .project import project_id
-from .storage import is_postgres, store_target
-from .store import StateStore
+from .selection import is_postgres, store_target
 
 
 def _target(url: str | None) -> str:
