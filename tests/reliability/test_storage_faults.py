@@ -202,7 +202,7 @@ def test_lock_holder_that_resumes_finishes_its_write_first(workspace, monkeypatc
     holder = subprocess.Popen(
         [sys.executable, "-c",
          "import sys, time, os\n"
-         "from lsp_server import lifecycle as lc\n"
+         "from lsp_server.model import lifecycle as lc\n"
          "from lsp_server.surfaces.service import HandoffService\n"
          "svc = HandoffService(sys.argv[1])\n"
          "with svc.store.transaction() as tx:\n"

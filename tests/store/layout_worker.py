@@ -25,7 +25,7 @@ from pathlib import Path
 import orjson
 
 from lsp_server.model.errors import HandoffError
-from lsp_server.store.embedded import embedded as store_mod
+from lsp_server.store import embedded as store_mod
 from lsp_server.store.embedded import writing
 from lsp_server.surfaces.service import HandoffService, ServiceConfig
 

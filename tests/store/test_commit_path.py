@@ -17,7 +17,7 @@ import pytest
 
 from lsp_server.model.errors import HandoffError
 from lsp_server.store.embedded import JOURNAL_FILE, SCHEMA_VERSION, StateStore
-from lsp_server.store.embedded import embedded as store_module
+from lsp_server.store import embedded as store_module
 from lsp_server.store.embedded.writing import journal_line
 from lsp_server.surfaces.service import HandoffService, ServiceConfig
 

@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from lsp_server.store.embedded import Directory, StateStore, writing
-from lsp_server.store.embedded import embedded as store_module
+from lsp_server.store import embedded as store_module
 from lsp_server.store.embedded.writing import index_buckets
 from lsp_server.surfaces.service import HandoffService, ServiceConfig
 

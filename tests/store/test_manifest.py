@@ -15,7 +15,7 @@ import pytest
 
 from lsp_server.model.errors import HandoffError
 from lsp_server.store.embedded import SCHEMA_VERSION, StateStore, writing
-from lsp_server.store.embedded import embedded as store_module
+from lsp_server.store import embedded as store_module
 from lsp_server.surfaces.service import HandoffService
 
 from ..helpers import (

@@ -161,7 +161,7 @@ def test_a_writer_process_killed_mid_transaction_leaves_nothing(pg_store, worksp
     code = (
         "import os, signal, sys\n"
         "from lsp_server.surfaces.service import HandoffService\n"
-        "from lsp_server import lifecycle as lc\n"
+        "from lsp_server.model import lifecycle as lc\n"
         f"svc = HandoffService({str(workspace)!r})\n"
         "with svc.store.transaction() as tx:\n"
         "    lc.append_source(tx, 'openapi-client', 'task_outcome', {'status': 'partial',"
