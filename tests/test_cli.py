@@ -206,7 +206,7 @@ def test_demo_exits_zero_and_ends_with_continuity(tmp_path):
 def _parsers():
     import argparse
 
-    from lsp_server.surfaces.cli.verbs import build_parser
+    from lsp_server.surfaces.cli.parser import build_parser
 
     top = build_parser()
     yield "handoff", top

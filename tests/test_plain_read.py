@@ -360,6 +360,9 @@ NOT_IMPORTED_BY_A_COLD_READ = (
     "uuid",
     "datetime",
     "lsp_server.surfaces.cli.verbs",
+    "lsp_server.surfaces.cli.parser",
+    "lsp_server.surfaces.cli.verbcalls",
+    "lsp_server.surfaces.cli.human",
 )
 
 
@@ -418,7 +421,7 @@ CALL_LINES = [
 
 
 def _parse(verbs: bool, argv: list[str], capsys) -> tuple[Any, str, str]:
-    from lsp_server.surfaces.cli.verbs import build_parser
+    from lsp_server.surfaces.cli.parser import build_parser
 
     try:
         ns, extra = build_parser(verbs=verbs).parse_known_args(argv)

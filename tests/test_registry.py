@@ -249,7 +249,7 @@ def test_mutations_are_the_entries_that_say_so():
 def test_every_command_has_a_cli_verb_and_the_verbs_call_only_registry_names():
     import ast
 
-    tree = ast.parse((REPO / "lsp_server" / "surfaces" / "cli" / "verbs.py").read_text(encoding="utf-8"))
+    tree = ast.parse((REPO / "lsp_server" / "surfaces" / "cli" / "verbcalls.py").read_text(encoding="utf-8"))
     called = {
         node.args[0].value
         for node in ast.walk(tree)

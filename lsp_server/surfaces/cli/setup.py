@@ -1,6 +1,6 @@
 """The ``handoff`` verbs about the setup rather than the record: ``init``, ``status``,
 ``scopes``, ``doctor``, ``help`` and ``completion`` (the parser of the others is in
-``cliverbs.py``)."""
+``parser.py``)."""
 
 from __future__ import annotations
 
@@ -249,7 +249,7 @@ def human_doctor(result: dict[str, Any]) -> str:
 
 def add_setup_verbs(verb: Any, status: Any, scopes: Any) -> None:
     """The sub-commands init, status and scopes (``status`` and ``scopes``: their verbs,
-    which ``cliverbs.py`` keeps with every other service call)."""
+    which ``verbcalls.py`` keeps with every other service call)."""
     verb(
         "status",
         "where the work stands: scope, head, transfer, outcome, stale evidence, draft",
