@@ -45,6 +45,7 @@ def _choices(values) -> str:
 @functools.cache
 def _formatter() -> type[argparse.HelpFormatter]:
     """The help formatter of every parser (made with the first parser)."""
+
     class Formatter(argparse.HelpFormatter):
         """Wraps descriptions and epilogs paragraph by paragraph; lines that start with a
         space (lists, examples) are kept as written."""
@@ -57,8 +58,14 @@ def _formatter() -> type[argparse.HelpFormatter]:
                 if para.startswith(" ") or "\n " in para:
                     out.append(para)
                 else:
-                    out.append(textwrap.fill(" ".join(para.split()), width, initial_indent=indent,
-                                             subsequent_indent=indent))
+                    out.append(
+                        textwrap.fill(
+                            " ".join(para.split()),
+                            width,
+                            initial_indent=indent,
+                            subsequent_indent=indent,
+                        )
+                    )
             return "\n\n".join(out)
 
     return Formatter
@@ -119,9 +126,9 @@ def _add_call_and_demo(sub: Any, common: argparse.ArgumentParser) -> None:
         help="run one contract command; JSON in, JSON out",
         description="Run one command of the command contract (the same commands an editor "
         "runs over LSP): the params object in, the result object out, as JSON. Exit 0 with "
-        "the result on stdout; 1 with {\"error\": {\"code\", \"message\", \"data\", "
-        "\"jsonrpcCode\"}} on stdout; 2 on a usage error (on stderr).",
-        epilog=f"commands:\n{call_list}\n\nThe scope is the params' \"scope\", else "
+        'the result on stdout; 1 with {"error": {"code", "message", "data", '
+        '"jsonrpcCode"}} on stdout; 2 on a usage error (on stderr).',
+        epilog=f'commands:\n{call_list}\n\nThe scope is the params\' "scope", else '
         "--scope, else the scope of the prepared handoff the params carry (as the verbs "
         "take it), else the git branch, else 'default'. Params, results and error codes: "
         "docs/commands.md.",
@@ -200,7 +207,9 @@ def _add_record_verbs(verb: _Verbs) -> None:
         "scope, and how it is accepted. --in-scope, --out-of-scope and --acceptance may "
         "be repeated, one item each.",
     )
-    p.add_argument("--objective", required=True, metavar="TEXT", help="what the work is for (required)")
+    p.add_argument(
+        "--objective", required=True, metavar="TEXT", help="what the work is for (required)"
+    )
     p.add_argument(
         "--in-scope",
         action="append",
@@ -227,10 +236,13 @@ def _add_record_verbs(verb: _Verbs) -> None:
         description="Record where the work stands: one state FACT, a disposition, and the "
         "next actions (each a FACT). Every fact cites its evidence.",
         epilog=FACT_SYNTAX + "\n\nexample:\n  handoff work --state 'client regenerated "
-        ":: client/pets_client.py' \\\n      --next \"run contract tests :: $CONTRACT\"",
+        ':: client/pets_client.py\' \\\n      --next "run contract tests :: $CONTRACT"',
     )
     p.add_argument(
-        "--state", required=True, metavar="FACT", help="where the work stands: 'TEXT :: CITE[, CITE…]'"
+        "--state",
+        required=True,
+        metavar="FACT",
+        help="where the work stands: 'TEXT :: CITE[, CITE…]'",
     )
     p.add_argument(
         "--disposition",
@@ -459,20 +471,32 @@ def _add_store_verb(verb: _Verbs) -> None:
         "check verifies the project's records in the database.",
     )
     p.add_argument(
-        "action", choices=["check", "repair", "migrate", "copy"],
+        "action",
+        choices=["check", "repair", "migrate", "copy"],
         help="check, repair, migrate (PostgreSQL schema) or copy (.handoff into PostgreSQL)",
     )
     p.add_argument("--restore", metavar="FILE", help="repair: put this state file back")
     p.add_argument(
         "--fresh", action="store_true", help="repair: start over (the lost store is kept aside)"
     )
-    p.add_argument("--from", dest="from_", default=".handoff", metavar="FOLDER",
-                   help="copy: the embedded store to copy (default .handoff)")
-    p.add_argument("--to", "--url", dest="url", metavar="URL",
-                   help="migrate/copy: the postgresql:// database (default: $HANDOFF_STORE)")
+    p.add_argument(
+        "--from",
+        dest="from_",
+        default=".handoff",
+        metavar="FOLDER",
+        help="copy: the embedded store to copy (default .handoff)",
+    )
+    p.add_argument(
+        "--to",
+        "--url",
+        dest="url",
+        metavar="URL",
+        help="migrate/copy: the postgresql:// database (default: $HANDOFF_STORE)",
+    )
     p.add_argument("--project", help="copy: the project id in the database (default: from git)")
-    p.add_argument("--grant", metavar="ROLE",
-                   help="migrate: grant ROLE the application's least privilege")
+    p.add_argument(
+        "--grant", metavar="ROLE", help="migrate: grant ROLE the application's least privilege"
+    )
 
 
 def _add_generate_verb(verb: _Verbs) -> None:
@@ -526,9 +550,7 @@ def _add_generate_verb(verb: _Verbs) -> None:
     p.add_argument(
         "--timeout", type=float, metavar="SECONDS", help="the provider's timeout in seconds"
     )
-    p.add_argument(
-        "--max-prompt-tokens", type=int, metavar="N", help="the prompt's token budget"
-    )
+    p.add_argument("--max-prompt-tokens", type=int, metavar="N", help="the prompt's token budget")
 
 
 def _add_start_and_schema_verbs(verb: _Verbs) -> None:
@@ -549,9 +571,7 @@ def _add_start_and_schema_verbs(verb: _Verbs) -> None:
         choices=["pi", "omp", "claude", "codex"],
         help="pi, omp, claude or codex (default: the agent of the session handed off from)",
     )
-    p.add_argument(
-        "--draft", metavar="FILE", help="a Markdown handoff (default: the newest draft)"
-    )
+    p.add_argument("--draft", metavar="FILE", help="a Markdown handoff (default: the newest draft)")
     p.add_argument(
         "--prepared", dest="prepared_file", metavar="FILE", help="a prepared handoff JSON file"
     )

@@ -53,14 +53,17 @@ def _typed_here(params: dict[str, Any], svc) -> dict[str, Any]:
 def verb_work(args, svc):
     return svc.call(
         "handoff.recordWork",
-        _typed_here(_with_scope(
-            args,
-            {
-                "state": args.state,  # the server parses TEXT :: CITE lines
-                "disposition": args.disposition,
-                "nextActions": list(args.next or []),
-            },
-        ), svc),
+        _typed_here(
+            _with_scope(
+                args,
+                {
+                    "state": args.state,  # the server parses TEXT :: CITE lines
+                    "disposition": args.disposition,
+                    "nextActions": list(args.next or []),
+                },
+            ),
+            svc,
+        ),
     )
 
 
@@ -302,7 +305,9 @@ def verb_start(args, svc):
         try:
             params["document"] = Path(draft).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"cannot read the draft {draft}: {getattr(exc, 'strerror', exc)}") from None
+            raise UsageError(
+                f"cannot read the draft {draft}: {getattr(exc, 'strerror', exc)}"
+            ) from None
         # The draft's own generation decides the parent session, not the newest one.
         own = _draft_generation(Path(draft))
         if own:
@@ -310,7 +315,6 @@ def verb_start(args, svc):
             if not args.scope and "scope" in own:
                 params["scope"] = own["scope"]
     return svc.call("handoff.startSession", _with_scope(args, params))
-
 
 
 def verb_store(args, svc):

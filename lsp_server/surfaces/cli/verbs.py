@@ -37,7 +37,12 @@ def _parse(argv: list[str] | None) -> tuple[argparse.ArgumentParser | None, Any]
         check_verb(parser, words)  # "did you mean" for a mistyped verb
         args, extra = parser.parse_known_args(argv)
         # argparse cannot take a positional after options (call CMD --workspace W JSON).
-        if extra and getattr(args, "verb", None) == "call" and args.params is None and len(extra) == 1:
+        if (
+            extra
+            and getattr(args, "verb", None) == "call"
+            and args.params is None
+            and len(extra) == 1
+        ):
             args.params, extra = extra[0], []
         if extra:
             check_extra(parser, getattr(args, "verb", None), extra)
@@ -73,7 +78,11 @@ def run_line(argv: list[str] | None = None) -> int:
         if args.verb in ("help", "completion"):
             assert parser is not None
             try:
-                text = help_of(parser, args.topic) if args.verb == "help" else SCRIPTS[args.shell](parser)
+                text = (
+                    help_of(parser, args.topic)
+                    if args.verb == "help"
+                    else SCRIPTS[args.shell](parser)
+                )
             except Spelling as exc:
                 raise UsageError(str(exc)) from None
             sys.stdout.write(text)
