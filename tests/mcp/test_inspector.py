@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 
-from lsp_server.surfaces.mcp.server import TOOLS
+from lsp_server.surfaces.mcp.tools import TOOLS
 
 from ..helpers import SCOPE, record_contract, record_work
 from .support import REPO

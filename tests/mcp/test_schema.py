@@ -12,7 +12,8 @@ from jsonschema import Draft202012Validator
 
 from lsp_server.model.errors import HandoffError
 from lsp_server.model.paramschema import class_schema, type_schema
-from lsp_server.surfaces.mcp.server import PARAMS_CLASSES, TOOLS, list_tools, summary, tool_schema
+from lsp_server.surfaces.mcp.texts import summary
+from lsp_server.surfaces.mcp.tools import PARAMS_CLASSES, TOOLS, list_tools, tool_schema
 from lsp_server.surfaces.service import HandoffService
 
 from ..helpers import ALL_CHECKS, SCOPE, artifact, draft, record_contract, record_work, source

@@ -14,7 +14,8 @@ import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from lsp_server.surfaces.mcp.server import TOOLS, resource_uri
+from lsp_server.surfaces.mcp.resources import resource_uri
+from lsp_server.surfaces.mcp.tools import TOOLS
 
 from .support import ALL_CHECKS, CONTRACT, SCOPE, call, cli, connect, refused, wait_for, work
 
