@@ -82,7 +82,9 @@ def summary(command: str, result: dict[str, Any]) -> str:
     if command == "handoff.status":
         if not result.get("known"):
             near = result.get("closest")
-            return f"Scope {scope!r} has no records" + (f"; did you mean {near!r}?" if near else ".")
+            return f"Scope {scope!r} has no records" + (
+                f"; did you mean {near!r}?" if near else "."
+            )
         stale = len(result.get("staleEvidence") or [])
         return (
             f"Scope {scope!r}: head {result.get('head') or 'none'} (transfer "
