@@ -165,9 +165,7 @@ def load_ahead() -> None:
 
     from ..support.gcpause import return_freed_memory
     from ..views.rendering import text_environment as _environment
-    from . import (
-        claude,  # noqa: F401  (the readers, imported by format)
-        )
+    from . import claude, codex, pi  # noqa: F401  (the readers, imported by format)
     from .providers.extractive import TEMPLATE
 
     _environment().get_template(TEMPLATE)

@@ -949,9 +949,8 @@ _WARM = threading.Event()
 def warm_imports() -> None:
     """Import what the first command needs (run in a thread after ``initialized``)."""
     try:
-        from ...model import (
-            lifecycle,  # noqa: F401
-        )
+        from ...model import lifecycle, params  # noqa: F401
+        from ...views import reports  # noqa: F401
     except Exception:  # the first command reports it properly
         log.exception("could not import the service layer")
     else:
