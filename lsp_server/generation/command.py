@@ -19,7 +19,7 @@ from ..model.errors import HandoffError
 from ..model.params import GenerateParams, SessionsParams, StartSessionParams, structure
 from ..model.records import Generation
 from ..support.faults import pause_point
-from ..support.gcpause import gc_paused, release_set_aside, return_freed_memory, set_aside
+from ..support.gcpause import gc_paused, release_set_aside, set_aside
 from ..support.redaction import redact
 from ..views.projections import table
 from ..views.rendering import plain_text
@@ -159,19 +159,14 @@ def load_ahead() -> None:
     """Load what a first generation would load during the call: the providers'
     modules and the extractive template (the language server does it after start),
     the store's cross-process lock (a generation records itself: the lock's import
-    was a third of a first generation's fixed cost) and the C library's
-    ``malloc_trim``."""
+    was a third of a first generation's fixed cost)."""
     from filelock import FileLock  # noqa: F401  (imported by the store's first write)
 
-    from ..support.gcpause import return_freed_memory
     from ..views.rendering import text_environment as _environment
-    from . import (
-        claude,  # noqa: F401  (the readers, imported by format)
-        )
+    from . import claude, codex, pi  # noqa: F401  (the readers, imported by format)
     from .providers.extractive import TEMPLATE
 
     _environment().get_template(TEMPLATE)
-    return_freed_memory()
 
 
 def guard(t: Transcript) -> None:
@@ -216,13 +211,9 @@ def run_generate(service: Workspace, p: GenerateParams, ctx: CallContext) -> dic
     is written (``handoff.startSession`` starts one from the edited text), except with
     ``startSession: true``, the one-step flow for scripts. The transcript and its facts
     are freed after the reply (``gcpause.set_aside``), an earlier generation's before
-    this one reads; on a failure, at once, and the memory goes back to the system."""
+    this one reads; on a failure, at once."""
     release_set_aside()  # never two transcripts held at once
-    try:
-        return _generate(service, p, ctx)
-    except BaseException:
-        return_freed_memory()
-        raise
+    return _generate(service, p, ctx)
 
 
 @attrs.define

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from ..store.embedded.writing import fsync_dir
+from ..store.embedded.durable import fsync_dir
 from ..support.faults import pause_point
 
 SESSION_VERSION = 3

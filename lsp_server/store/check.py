@@ -14,18 +14,13 @@ import orjson
 
 from ..model.errors import HandoffError
 from ..model.lifecycle import revision_intact
-from .embedded import (
-    SCHEMA_VERSION,
-    SEALED_TABLES,
-    STATE_FILE,
-    TABLES,
-    JournalDamaged,
-    ManifestProblem,
-    StateStore,
-    apply_journal,
-    read_regular,
-)
-from .embedded.writing import atomic_write, manifest_blob
+from .embedded import StateStore
+from .embedded.durable import atomic_write
+from .embedded.files import read_regular
+from .embedded.journal import JournalDamaged, apply_journal
+from .embedded.layout import SCHEMA_VERSION, SEALED_TABLES, STATE_FILE, TABLES
+from .embedded.manifest import ManifestProblem
+from .embedded.seal import manifest_blob
 
 
 def _problem(kind: str, message: str, **data: Any) -> dict[str, Any]:

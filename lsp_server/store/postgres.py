@@ -45,7 +45,8 @@ else:
     _DRIVER_MISSING = None
 from ..model.port import head_moved
 from ..model.records import Generation, Revision, ScopeHead, SessionStart, Source, as_json
-from .embedded import DEFAULT_LOCK_TIMEOUT, StateStore
+from .embedded import StateStore
+from .embedded.layout import DEFAULT_LOCK_TIMEOUT
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
 """Memory housekeeping around big one-off work: pausing the cyclic garbage collector
-while many acyclic objects are built, and handing freed memory back to the system."""
+while many acyclic objects are built, and freeing them after the reply."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import contextlib
 import gc
 import threading
 from collections.abc import Iterator
-from functools import cache
 
 #: Guards the two counts below and every switch of the collector made here.
 _LOCK = threading.Lock()
@@ -77,32 +76,6 @@ def pause_held() -> bool:
         return _holder is not None
 
 
-@cache
-def _malloc_trim():
-    """glibc's ``malloc_trim``, or None where the C library has none (musl, macOS).
-
-    Looked up in the C library the process has loaded already: searching for the
-    library by name (``ctypes.util.find_library``) runs ``ldconfig`` in a subprocess,
-    which cost a fresh process's first generation some 7 ms."""
-    import ctypes  # here, not at import: a cold CLI call never needs it
-
-    try:
-        return ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError, TypeError):
-        return None
-
-
-def return_freed_memory() -> bool:
-    """Give the C allocator's free pages back to the system after a big one-off job (a
-    generation frees tens of MB that glibc would otherwise keep for the process's
-    life). True when the allocator could be asked."""
-    trim = _malloc_trim()
-    if trim is None:
-        return False
-    trim(0)
-    return True
-
-
 #: Seconds after a generation's reply when what it set aside is freed, if no new
 #: generation freed it first (see ``set_aside``).
 RELEASE_DELAY = 0.5
@@ -116,7 +89,7 @@ def set_aside(*objects: object, delay: float | None = None) -> None:
     """Keep a finished job's big structures (a generation's transcript and facts) to be
     freed after its reply instead of before it: freeing the ~40,000 messages of a 100 MB
     session took about a fifth of an orjson pass over it, on the reply's path. They are
-    freed (by reference counting, then ``return_freed_memory``) by a background timer
+    freed (by reference counting) by a background timer
     ``delay`` seconds later, or by the next ``release_set_aside`` (a new generation
     calls it before it reads, so two transcripts are never held at once)."""
     global _release_timer
@@ -130,8 +103,7 @@ def set_aside(*objects: object, delay: float | None = None) -> None:
 
 
 def release_set_aside() -> bool:
-    """Free now what ``set_aside`` holds, and give the memory back to the system. True
-    when something was held."""
+    """Free now what ``set_aside`` holds. True when something was held."""
     global _release_timer
     with _ASIDE_LOCK:
         held = _aside[:]
@@ -142,7 +114,6 @@ def release_set_aside() -> bool:
     if not held:
         return False
     held.clear()  # the last references: freed here, outside the lock
-    return_freed_memory()
     return True
 
 

@@ -36,8 +36,10 @@ from typing import Any
 
 import orjson
 
-from lsp_server.store.embedded import SCHEMA_VERSION, StateStore
-from lsp_server.store.embedded.writing import atomic_write, new_store_id
+from lsp_server.store.embedded import StateStore
+from lsp_server.store.embedded.durable import atomic_write
+from lsp_server.store.embedded.layout import SCHEMA_VERSION
+from lsp_server.store.embedded.writing import new_store_id
 from lsp_server.surfaces.service import HandoffService, ServiceConfig
 from lsp_server.views import projections
 

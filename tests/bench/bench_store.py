@@ -554,7 +554,7 @@ def bench_lock_wait(tmp: Path, args: argparse.Namespace, result: BenchResult) ->
     import fcntl
     import threading
 
-    from lsp_server.store.embedded.writing import StateLock
+    from lsp_server.store.embedded.lock import StateLock
 
     path = tmp / "wait.lock"
     holder = subprocess.Popen(

@@ -9,7 +9,7 @@ import time
 import orjson
 import pytest
 
-from lsp_server.store.embedded import SCHEMA_VERSION
+from lsp_server.store.embedded.layout import SCHEMA_VERSION
 from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
 from ..helpers import SCOPE, record_contract, refused

@@ -11,12 +11,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from lsp_server.store.embedded import (
-    MERGE_AFTER_SNAPSHOTS,
-    SCHEMA_VERSION,
-    SEAL_MARK_PREFIX,
-    StateStore,
-)
+from lsp_server.store.embedded import StateStore
+from lsp_server.store.embedded.layout import MERGE_AFTER_SNAPSHOTS, SCHEMA_VERSION, SEAL_MARK_PREFIX
 from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
 from ..helpers import (

@@ -1,4 +1,4 @@
-"""The cross-process state lock (``store.writing.StateLock``): a waiter sleeps in a blocking
+"""The cross-process state lock (``store.embedded.lock.StateLock``): a waiter sleeps in a blocking
 ``flock`` and is woken at release; the main thread waits in the call itself, ended at
 the deadline by an interval timer, unless the process has a SIGALRM handler of its own;
 any other waiter waits in a helper thread, which hands the lock back when it gets it

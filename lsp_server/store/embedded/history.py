@@ -14,7 +14,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...support.gcpause import gc_paused
-from . import _BYTES, _NAME, SEALED_TABLES, Segment, SegmentList
+from .layout import SEALED_TABLES
+from .manifest import _BYTES, _NAME, SegmentList
+from .segments import Segment
 
 if TYPE_CHECKING:
     from . import StateStore

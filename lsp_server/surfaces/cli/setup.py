@@ -216,7 +216,7 @@ def _store_checks(svc, add: Any, refusal: type[Exception]) -> None:
                 "the next write puts one there (the store out of git)",
             )
         else:
-            from ...store.embedded import OLD_GITIGNORES
+            from ...store.embedded.layout import OLD_GITIGNORES
 
             if "\n".join(lines) + "\n" in OLD_GITIGNORES:
                 add(

@@ -24,7 +24,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 from lsprotocol import types
@@ -34,8 +34,9 @@ from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.uris import to_fs_path, uri_scheme
 
 from ... import __version__
-from ...commands import BY_NAME, Command
+from ...commands import BY_NAME, Command, run
 from ...config import DEFAULT_LOG_LEVEL, SECTION
+from ...model.context import CallContext, CancelToken
 from ...model.errors import JSONRPC_INVALID_PARAMS, JSONRPC_REQUEST_FAILED, HandoffError
 from ...settings import (
     LOG_LEVELS,
@@ -44,11 +45,8 @@ from ...settings import (
     looks_like_section,
     parse_settings,
 )
+from ...workspace import Workspace, cited_from, find_workspace
 from . import logmessage
-
-if TYPE_CHECKING:
-    from ...model.context import CallContext, CancelToken
-    from ...workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -185,7 +183,10 @@ class HandoffProtocol(LanguageServerProtocol):
             return super().handle_message(message)
         problem = None
         if self._shutdown:
-            problem = (JSONRPC_INVALID_REQUEST, "The server is shutting down; only 'exit' is accepted.")
+            problem = (
+                JSONRPC_INVALID_REQUEST,
+                "The server is shutting down; only 'exit' is accepted.",
+            )
         elif not self._initialize_seen:
             if method == types.INITIALIZE and is_request:
                 self._initialize_seen = True
@@ -206,7 +207,11 @@ class HandoffProtocol(LanguageServerProtocol):
             return super().handle_message(message)
         log.warning("%s (%s)", problem[1], method)
         if is_request:
-            data = {"code": "not_initialized"} if problem[0] == JSONRPC_SERVER_NOT_INITIALIZED else None
+            data = (
+                {"code": "not_initialized"}
+                if problem[0] == JSONRPC_SERVER_NOT_INITIALIZED
+                else None
+            )
             self._send_response(
                 message.id,
                 None,
@@ -433,8 +438,6 @@ class HandoffLanguageServer(LanguageServer):
         key = str(folder.path)
         svc = self._services.get(key)
         if svc is None:
-            from ...workspace import Workspace, find_workspace
-
             config = self.settings.service_config()
             root, found = find_workspace(folder.path, config.state_folder)
             if root != folder.path.resolve():  # a subfolder of the project is open
@@ -540,14 +543,9 @@ class HandoffLanguageServer(LanguageServer):
             try:
                 if not _WARM.is_set():  # never import on the event loop
                     await loop.run_in_executor(None, warm_imports)
-                from ...commands import run
-                from ...model.context import CallContext, CancelToken
-
                 entry = SERVICE_COMMANDS[command]
                 svc = self.service_for(folder)
                 if command in ("handoff.recordWork", "handoff.prepare"):
-                    from ...workspace import cited_from  # paths typed in the open folder
-
                     args = cited_from(args, folder.path.resolve(), svc.workspace)
                 if client_token is None:
                     served = self._answer_quick(entry, svc, args)
@@ -604,7 +602,9 @@ class HandoffLanguageServer(LanguageServer):
         try:
             return entry.quick(svc, dict(args))
         except Exception:  # the worker path gives the real answer (or error)
-            log.debug("the quick path of %s failed; taking the worker path", entry.name, exc_info=True)
+            log.debug(
+                "the quick path of %s failed; taking the worker path", entry.name, exc_info=True
+            )
             return None
 
     async def _finish(self, work: asyncio.Future[Any], ctx: CallContext) -> Any:
@@ -949,9 +949,8 @@ _WARM = threading.Event()
 def warm_imports() -> None:
     """Import what the first command needs (run in a thread after ``initialized``)."""
     try:
-        from ...model import (
-            lifecycle,  # noqa: F401
-            )
+        from ...model import lifecycle, params  # noqa: F401
+        from ...views import reports  # noqa: F401
     except Exception:  # the first command reports it properly
         log.exception("could not import the service layer")
     else:
