@@ -1,11 +1,9 @@
 """The language server: every command of ``docs/commands.md`` over
-``workspace/executeCommand``, a thin adapter over the command registry
-(:mod:`lsp_server.commands`) the CLI and the MCP server read too.
+``workspace/executeCommand`` (a thin adapter over the command registry the CLI and the MCP
+server read too), its settings, folders, cancellation, progress and ``handoff/didChange``.
 
-It owns the protocol edge only: one object argument per command, the workspace folder,
-settings, work-done progress, cancellation, the mapping of errors to JSON-RPC, and the
-``handoff/didChange`` notification. The domain modules, the store and Jinja are
-imported lazily (the registry itself is light) so that ``initialize`` is answered as fast as a bare pygls server answers it.
+The parts of the protocol edge live beside it: ``protocol`` (message order, plain
+results), ``transport`` (frames over stdio), ``refusals`` (JSON-RPC errors), ``progress``.
 """
 
 from __future__ import annotations
@@ -13,11 +11,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import inspect
-import json
 import logging
 import os
-import re
 import sys
 import threading
 import uuid
@@ -26,18 +21,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
 from lsprotocol import types
-from pygls.exceptions import FeatureRequestError, JsonRpcException
+from pygls.exceptions import FeatureRequestError
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.uris import to_fs_path, uri_scheme
 
 from ... import __version__
 from ...commands import BY_NAME, Command, run
 from ...config import DEFAULT_LOG_LEVEL, SECTION
 from ...model.context import CallContext, CancelToken
-from ...model.errors import JSONRPC_INVALID_PARAMS, JSONRPC_REQUEST_FAILED, HandoffError
+from ...model.errors import JSONRPC_REQUEST_FAILED, HandoffError
 from ...settings import (
     LOG_LEVELS,
     HandoffSettings,
@@ -47,6 +40,18 @@ from ...settings import (
 )
 from ...workspace import Workspace, cited_from, find_workspace
 from . import logmessage
+from .progress import WorkDone
+from .protocol import HandoffProtocol
+from .refusals import (
+    JSONRPC_SERVER_NOT_INITIALIZED,
+    CommandError,
+    command_error,
+    from_domain,
+    internal_error,
+    invalid_params,
+    json_type,
+)
+from .transport import claim_stdio, serve_stdio
 
 log = logging.getLogger(__name__)
 
@@ -65,24 +70,10 @@ SERVICE_COMMANDS: dict[str, Command] = BY_NAME
 #: Every command advertised in ``executeCommandProvider``.
 COMMANDS: tuple[str, ...] = (*SERVICE_COMMANDS, PING)
 
-#: JSON-RPC codes the server uses besides those of ``HandoffError``.
-JSONRPC_INTERNAL_ERROR = -32603
-JSONRPC_SERVER_NOT_INITIALIZED = -32002
-
-JSONRPC_PARSE_ERROR = -32700
-JSONRPC_INVALID_REQUEST = -32600
-
-#: The largest LSP message read (bytes); a bigger Content-Length closes the connection.
-#: ``HANDOFF_MAX_MESSAGE_BYTES`` overrides it.
-MAX_MESSAGE_BYTES = 64 * 1024 * 1024
-#: The longest header line read at once; longer ones are junk and skipped.
-MAX_HEADER_LINE = 8 * 1024
 #: Threads that run commands, and how many of them one command may hold at once (so a
 #: slow command, e.g. six prepares of huge artifacts, cannot starve the others).
 COMMAND_WORKERS = 8
 WORKERS_PER_COMMAND = 3
-#: After stdin closes, how long in-flight commands get to stop before the process exits.
-EXIT_GRACE_SECONDS = 2.0
 
 PROGRESS_CREATE_TIMEOUT = 5.0
 PARENT_POLL_SECONDS = 3.0
@@ -90,52 +81,6 @@ PARENT_POLL_SECONDS = 3.0
 #: made (the CLI, another editor), announced as ``handoff/didChange`` with no command.
 #: ``HANDOFF_WATCH_SECONDS`` overrides it; 0 turns the watch off.
 WATCH_SECONDS = 1.0
-
-
-class CommandError(JsonRpcException):
-    """A refusal sent to the client exactly as ``code``/``message``/``data``."""
-
-
-def command_error(code: int, message: str, data_code: str, **data: Any) -> CommandError:
-    return CommandError(message=message, code=code, data={"code": data_code, **data})
-
-
-def invalid_params(message: str, **data: Any) -> CommandError:
-    return command_error(JSONRPC_INVALID_PARAMS, message, "invalid_params", **data)
-
-
-def from_domain(exc: HandoffError) -> CommandError:
-    """A ``HandoffError`` as the JSON-RPC error of the contract."""
-    err = exc.to_json()
-    return CommandError(message=err["message"], code=err["code"], data=err["data"])
-
-
-def internal_error(command: str) -> CommandError:
-    """Log the current exception with its traceback; tell the client only a short id."""
-    error_id = uuid.uuid4().hex[:8]
-    log.exception("internal error %s in %s", error_id, command)
-    return command_error(
-        JSONRPC_INTERNAL_ERROR,
-        f"Internal error in {command} (error id {error_id}). This is a bug in handoff-lsp; "
-        "the server log (stderr) has the details under that id.",
-        "internal_error",
-        errorId=error_id,
-        command=command,
-    )
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return type(value).__name__
 
 
 def command_keys(command: str) -> tuple[list[str], list[str]]:
@@ -160,124 +105,6 @@ class ServerLogFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
         return not isinstance(exc, CommandError)
-
-
-class HandoffProtocol(LanguageServerProtocol):
-    """pygls's protocol with ``workspace/executeCommand`` handled by the server itself.
-
-    The built-in handler unpacks the JSON arguments into Python parameters and runs the
-    command as an inner task that ``$/cancelRequest`` cannot reach; this one receives
-    the whole ``ExecuteCommandParams`` (with its ``workDoneToken``) and runs as the
-    request's own task, so a ``$/cancelRequest`` cancels it.
-    """
-
-    _server: HandoffLanguageServer
-    _initialize_seen = False
-
-    def handle_message(self, message: Any) -> None:
-        """Protocol state first: ``initialize`` once and before anything else; after
-        ``shutdown`` only ``exit``. A request out of turn gets an error, never silence."""
-        method = getattr(message, "method", None)
-        is_request = method is not None and getattr(message, "id", None) is not None
-        if method == types.EXIT:
-            return super().handle_message(message)
-        problem = None
-        if self._shutdown:
-            problem = (
-                JSONRPC_INVALID_REQUEST,
-                "The server is shutting down; only 'exit' is accepted.",
-            )
-        elif not self._initialize_seen:
-            if method == types.INITIALIZE and is_request:
-                self._initialize_seen = True
-                return super().handle_message(message)
-            problem = (
-                JSONRPC_SERVER_NOT_INITIALIZED,
-                f"The server has not been initialized yet; send 'initialize' before {method!r}.",
-            )
-        elif method == types.INITIALIZE:
-            problem = (
-                JSONRPC_INVALID_REQUEST,
-                "The server is already initialized; a second 'initialize' is refused and the "
-                "workspace stays as it is.",
-            )
-        if problem is None:
-            return super().handle_message(message)
-        if method is None:  # a response of the client: nothing to say
-            return super().handle_message(message)
-        log.warning("%s (%s)", problem[1], method)
-        if is_request:
-            data = (
-                {"code": "not_initialized"}
-                if problem[0] == JSONRPC_SERVER_NOT_INITIALIZED
-                else None
-            )
-            self._send_response(
-                message.id,
-                None,
-                types.ResponseError(code=problem[0], message=problem[1], data=data),
-            )
-        return None
-
-    def send_parse_error(self, why: str) -> None:
-        """The JSON-RPC answer to a frame that is not JSON (its id is unknown: null)."""
-        self._send_data(  # a plain dict: lsprotocol would drop the null id
-            {
-                "jsonrpc": "2.0",
-                "id": None,
-                "error": {
-                    "code": JSONRPC_PARSE_ERROR,
-                    "message": f"The message is not valid JSON: {why}",
-                },
-            }
-        )
-
-    @lsp_method(types.WORKSPACE_EXECUTE_COMMAND)
-    async def lsp_workspace__execute_command(self, params: types.ExecuteCommandParams) -> Any:
-        return await self._server.execute_command(params)
-
-    def _send_response(self, msg_id, result=None, error=None):
-        """Last line of defence: a traceback never travels to the client."""
-        data = getattr(error, "data", None)
-        if isinstance(data, dict) and "traceback" in data:
-            error_id = uuid.uuid4().hex[:8]
-            log.error(
-                "internal error %s (request %s): %s\n%s",
-                error_id,
-                msg_id,
-                error.message,
-                "".join(data["traceback"]),
-            )
-            error = types.ResponseError(
-                code=JSONRPC_INTERNAL_ERROR,
-                message=f"Internal error (error id {error_id}); the server log has the details.",
-                data={"code": "internal_error", "errorId": error_id},
-            )
-        if error is None and type(result) is dict and self._send_plain_result(msg_id, result):
-            return None
-        return super()._send_response(msg_id, result, error)
-
-    def _send_plain_result(self, msg_id: Any, result: dict[str, Any]) -> bool:
-        """A command's JSON result framed and written by orjson in one piece.
-
-        pygls would walk the plain dict with cattrs (as if it were a typed message) and
-        encode it with the ``json`` module: about a fifth of a ``handoff.continue`` round
-        trip. Non-ASCII text travels as UTF-8 (Content-Length counts bytes). A result
-        orjson cannot encode (a non-string key, a foreign type) takes pygls's path."""
-        if self.writer is None:
-            return False
-        try:
-            body = orjson.dumps({"jsonrpc": "2.0", "id": msg_id, "result": result})
-        except TypeError:  # orjson.JSONEncodeError
-            return False
-        self._result_types.pop(msg_id, None)
-        if self._include_headers:
-            header = f"Content-Length: {len(body)}\r\nContent-Type: {self.CONTENT_TYPE}; "
-            body = f"{header}charset={self.CHARSET}\r\n\r\n".encode() + body
-        written = self.writer.write(body)  # a client gone: dropped (``ClientWriter``)
-        if inspect.isawaitable(written):
-            asyncio.ensure_future(written)
-        return True
 
 
 class HandoffLanguageServer(LanguageServer):
@@ -405,7 +232,7 @@ class HandoffLanguageServer(LanguageServer):
             if not isinstance(requested, str) or not requested:
                 raise invalid_params(
                     f"'workspace' must be the URI of an open workspace folder, not "
-                    f"{_json_type(requested)}.",
+                    f"{json_type(requested)}.",
                     workspace=requested if isinstance(requested, str) else None,
                 )
             folder = self._match_folder(requested, folders)
@@ -524,7 +351,7 @@ class HandoffLanguageServer(LanguageServer):
         if not isinstance(arg, dict):
             required, optional = command_keys(command)
             raise invalid_params(
-                f"{command} takes one JSON object as its argument, not {_json_type(arg)}.",
+                f"{command} takes one JSON object as its argument, not {json_type(arg)}.",
                 command=command,
                 required=required,
                 optional=optional,
@@ -757,186 +584,6 @@ class HandoffLanguageServer(LanguageServer):
         os._exit(0)
 
 
-class FrameTooLarge(Exception):
-    """A Content-Length above the message limit."""
-
-    def __init__(self, length: int, limit: int) -> None:
-        super().__init__(f"{length} bytes")
-        self.length = length
-        self.limit = limit
-
-
-_CONTENT_LENGTH = re.compile(rb"Content-Length:[ \t]*([0-9]{1,20})[ \t]*\r?\n\Z", re.IGNORECASE)
-
-
-class FrameReader:
-    """LSP frames from a byte stream: header lines and bodies both bounded; after junk
-    (a frame without a length, a body shorter than it said) it finds the next
-    ``Content-Length`` header and goes on."""
-
-    def __init__(self, stream: Any, max_bytes: int) -> None:
-        self.stream = stream
-        self.max_bytes = max_bytes
-
-    def read_frame(self) -> bytes | None:
-        """The next body; ``None`` at end of input. Raises FrameTooLarge."""
-        length: int | None = None
-        while True:
-            line = self.stream.readline(MAX_HEADER_LINE)
-            if not line:
-                return None
-            m = _CONTENT_LENGTH.search(line)
-            if m is not None:
-                length = int(m.group(1))
-            elif line.strip() == b"" and line.endswith(b"\n") and length is not None:
-                break
-            # Anything else (Content-Type, junk, a blank line with no length): skipped.
-        if length > self.max_bytes:
-            raise FrameTooLarge(length, self.max_bytes)
-        body = self.stream.read(length)
-        return body if len(body) == length else None
-
-
-def _max_message_bytes() -> int:
-    try:
-        return int(os.environ.get("HANDOFF_MAX_MESSAGE_BYTES", MAX_MESSAGE_BYTES))
-    except ValueError:
-        return MAX_MESSAGE_BYTES
-
-
-async def serve_frames(server: HandoffLanguageServer, reader: FrameReader) -> int:
-    """Read and dispatch messages until end of input, ``exit`` or a refused frame; then
-    cancel what is in flight and give it ``EXIT_GRACE_SECONDS``. Returns the exit code."""
-    loop = asyncio.get_running_loop()
-    pool = ThreadPoolExecutor(1, thread_name_prefix="lsp-reader")
-    protocol = server.protocol
-    code = 1
-    while True:
-        try:
-            body = await loop.run_in_executor(pool, reader.read_frame)
-        except FrameTooLarge as exc:
-            log.error(
-                "Refusing a message of %s bytes (the limit is %s; HANDOFF_MAX_MESSAGE_BYTES); "
-                "closing the connection.",
-                exc.length,
-                exc.limit,
-            )
-            break
-        except (OSError, ValueError) as exc:
-            log.error("Could not read from the client (%s); stopping.", exc)
-            break
-        if body is None:
-            code = 0 if protocol._shutdown else 1
-            log.info("The client closed the connection (end of input); stopping.")
-            break
-        try:
-            message = json.loads(body, object_hook=protocol.structure_message)
-        except Exception as exc:  # not JSON, too deep, or not a JSON-RPC message
-            log.error("Could not parse a message (%s); answered with a parse error.", exc)
-            protocol.send_parse_error(type(exc).__name__)
-            continue
-        try:
-            protocol.handle_message(message)
-        except SystemExit as exc:  # the exit notification
-            code = exc.code if isinstance(exc.code, int) else 0
-            break
-        except Exception:
-            log.exception("Could not handle a message")
-    server.cancel_all("the connection is closing")
-    deadline = loop.time() + EXIT_GRACE_SECONDS
-    while server._in_flight and loop.time() < deadline:
-        await asyncio.sleep(0.05)
-    if server._in_flight:
-        log.warning("exiting with %d command(s) still running", len(server._in_flight))
-    return code
-
-
-class ClientWriter:
-    """The server's output to the client, which stops at the client's end: once a write
-    finds the pipe closed (the editor crashed or quit mid-command), the rest is dropped
-    with one line in the log, instead of a ``BrokenPipeError`` per message that pygls
-    logged with its traceback and the result of the command in flight reported as an
-    internal error. The end of input then stops the server as usual."""
-
-    def __init__(self, stdout: Any) -> None:
-        self._stdout = stdout
-        self.gone = False
-
-    def write(self, data: bytes) -> None:
-        if self.gone:
-            return
-        try:
-            self._stdout.write(data)
-            self._stdout.flush()
-        except BrokenPipeError:
-            self.gone = True
-            log.info("The client closed its end of the connection; nothing more is sent to it.")
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self._stdout.close()
-
-
-def serve_stdio(server: HandoffLanguageServer, stdin: Any, stdout: Any) -> int:
-    """LSP over the given streams until the client is gone; returns the exit code."""
-    server.protocol.set_writer(ClientWriter(stdout))
-    # Not asyncio.run: its teardown would cancel and wait for what is still running;
-    # the process exits right after this returns instead (see ``main``).
-    loop = asyncio.new_event_loop()
-    asyncio.set_event_loop(loop)
-    try:
-        return loop.run_until_complete(
-            serve_frames(server, FrameReader(stdin, _max_message_bytes()))
-        )
-    except BrokenPipeError:
-        log.error("The connection to the client is lost; stopping.")
-        return 1
-    except KeyboardInterrupt:
-        return 130
-
-
-class WorkDone:
-    """One work-done progress: begin, reports from any thread, end once."""
-
-    def __init__(self, server: HandoffLanguageServer, token: Any, loop: asyncio.AbstractEventLoop):
-        self.server = server
-        self.token = token
-        self.loop = loop
-        self.ended = False
-
-    def begin(self, title: str, *, cancellable: bool, cancel: CancelToken) -> None:
-        progress = self.server.work_done_progress
-        progress.begin(
-            self.token,
-            types.WorkDoneProgressBegin(title=title, cancellable=cancellable),
-        )
-        future = progress.tokens.get(self.token)
-        if future is not None:
-            # window/workDoneProgress/cancel cancels this future.
-            future.add_done_callback(lambda f: f.cancelled() and cancel.cancel())
-
-    def report(self, message: str, percentage: int | None) -> None:
-        if self.ended:
-            return
-        if percentage is not None:
-            percentage = max(0, min(100, int(percentage)))
-        self.server.work_done_progress.report(
-            self.token, types.WorkDoneProgressReport(message=message, percentage=percentage)
-        )
-
-    def report_threadsafe(self, message: str, percentage: int | None = None) -> None:
-        # RuntimeError: the loop has closed (shutting down), nobody is watching.
-        with contextlib.suppress(RuntimeError):
-            self.loop.call_soon_threadsafe(self.report, str(message), percentage)
-
-    def end(self, message: str) -> None:
-        if self.ended:
-            return
-        self.ended = True
-        self.server.work_done_progress.end(self.token, types.WorkDoneProgressEnd(message=message))
-        self.server.work_done_progress.tokens.pop(self.token, None)
-
-
 def _uncancel() -> None:
     task = asyncio.current_task()
     if task is not None:
@@ -1089,22 +736,6 @@ def configure_logging(level: str, log_file: str | None) -> None:
     logging.getLogger("pygls.protocol.json_rpc").addFilter(ServerLogFilter())
     logging.getLogger("pygls.protocol.language_server").addFilter(ServerLogFilter())
     set_log_level(level)
-
-
-def claim_stdio() -> tuple[Any, Any]:
-    """Keep the protocol streams for ourselves; fd 0/1 become /dev/null and stderr.
-
-    A stray ``print`` or a child process (a generation command) then writes to stderr
-    and reads nothing, instead of corrupting or stealing the protocol stream.
-    """
-    proto_in = os.fdopen(os.dup(0), "rb")
-    proto_out = os.fdopen(os.dup(1), "wb")
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    return proto_in, proto_out
 
 
 def main(argv: list[str] | None = None) -> int:
