@@ -69,8 +69,11 @@ def _read_live(store: StateStore) -> tuple[dict[str, Any] | None, list[dict[str,
         apply_journal(data, journal, data["_meta"]["1"].get("journal"))
     except JournalDamaged as exc:
         return None, [
-            _problem("journal_damaged", f"{store.journal_path}: line {exc.line} is not whole but later ones are",
-                     journalFile=str(store.journal_path))
+            _problem(
+                "journal_damaged",
+                f"{store.journal_path}: line {exc.line} is not whole but later ones are",
+                journalFile=str(store.journal_path),
+            )
         ]
     return data, []
 
@@ -93,8 +96,10 @@ def check_store(store: StateStore) -> dict[str, Any]:
         marker = store.read_marker()
         if store_id is not None and marker not in (None, store_id):
             problems.append(
-                _problem("marker_mismatch", f"{store.marker_path} names store {marker}, the "
-                         f"state file {store_id}")
+                _problem(
+                    "marker_mismatch",
+                    f"{store.marker_path} names store {marker}, the state file {store_id}",
+                )
             )
         entries, found = _listed_segments(store, meta)
         problems += found
@@ -113,16 +118,28 @@ def check_store(store: StateStore) -> dict[str, Any]:
         counts["sources"] = len(sealed["sources"])
         counts["revisions"] = len(sealed["revisions"])
         for rec in sealed["revisions"].values():
-            if isinstance(rec, dict) and isinstance(rec.get("ref"), str) and not revision_intact(rec):
+            if (
+                isinstance(rec, dict)
+                and isinstance(rec.get("ref"), str)
+                and not revision_intact(rec)
+            ):
                 problems.append(
-                    _problem("digest_mismatch", f"revision {rec['ref']} does not match its digest "
-                             "(changed on disk after it was committed)", revision=rec["ref"])
+                    _problem(
+                        "digest_mismatch",
+                        f"revision {rec['ref']} does not match its digest "
+                        "(changed on disk after it was committed)",
+                        revision=rec["ref"],
+                    )
                 )
         top = _top_seq(sealed)
         if top >= meta["nextSeq"]:
             problems.append(
-                _problem("next_seq_behind", f"nextSeq is {meta['nextSeq']} but the log already "
-                         f"holds {top}", nextSeq=meta["nextSeq"], highestSeq=top)
+                _problem(
+                    "next_seq_behind",
+                    f"nextSeq is {meta['nextSeq']} but the log already holds {top}",
+                    nextSeq=meta["nextSeq"],
+                    highestSeq=top,
+                )
             )
     return {
         "ok": not problems,
@@ -181,7 +198,9 @@ def _rebuild_manifest(store: StateStore) -> str | None:
             ) from None
     # The format the last seal wrote: 2 (sizes only), or 1 for a store sealed before.
     blobs = [manifest_blob(store_id, entries, fmt) for fmt in (2, 1)]
-    blob = next((b for b in blobs if len(b) == ref["bytes"] and zlib.crc32(b) == ref["crc32"]), None)
+    blob = next(
+        (b for b in blobs if len(b) == ref["bytes"] and zlib.crc32(b) == ref["crc32"]), None
+    )
     if blob is None:
         raise HandoffError(
             "store_corrupt",
@@ -196,7 +215,9 @@ def _rebuild_manifest(store: StateStore) -> str | None:
 
 def _top_seq(tables: dict[str, dict[str, Any]]) -> int:
     seqs = [
-        r["seq"] for t in tables.values() for r in t.values()
+        r["seq"]
+        for t in tables.values()
+        for r in t.values()
         if isinstance(r, dict) and type(r.get("seq")) is int
     ]
     return max(seqs, default=0)
@@ -235,8 +256,12 @@ def _start_fresh(store: StateStore, fresh: bool) -> str:
         )
     lost = store.folder / f"lost-{time.strftime('%Y%m%dT%H%M%S')}"
     lost.mkdir()
-    for path in [store.marker_path, store.segment_dir, store.journal_path,
-                 *store.folder.glob(f"{STATE_FILE}.corrupt-*")]:
+    for path in [
+        store.marker_path,
+        store.segment_dir,
+        store.journal_path,
+        *store.folder.glob(f"{STATE_FILE}.corrupt-*"),
+    ]:
         if os.path.lexists(path):
             os.replace(path, lost / path.name)
     return f"started a fresh store; the lost store's files are in {lost}"

@@ -11,9 +11,8 @@ from typing import Any
 from ..model.errors import HandoffError
 from ..model.lifecycle import revision_intact
 from .embedded import StateStore
+from .pgschema import APPEND_ONLY, SCHEMA_VERSION, grant, migrate, schema_version
 from .postgres import (
-    APPEND_ONLY,
-    SCHEMA_VERSION,
     UNREADABLE,
     PgStore,
     PgTransaction,
@@ -22,11 +21,8 @@ from .postgres import (
     _loads,
     _text,
     census,
-    grant,
-    migrate,
     require_driver,
     safe_target,
-    schema_version,
 )
 from .project import project_id
 from .selection import is_postgres, store_target
@@ -166,31 +162,47 @@ def check_pg(store: PgStore) -> dict[str, Any]:
     for rec in revisions:
         if isinstance(rec.get("ref"), str) and not revision_intact(rec):
             problems.append(
-                _problem("digest_mismatch", f"revision {rec['ref']} does not match its digest",
-                         revision=rec["ref"])
+                _problem(
+                    "digest_mismatch",
+                    f"revision {rec['ref']} does not match its digest",
+                    revision=rec["ref"],
+                )
             )
     refs = {r.get("ref"): r for r in revisions}
     for head in full["scopes"].values():
         rev = refs.get(head.get("head")) if isinstance(head, dict) else None
         if rev is None or rev.get("number") != head.get("headNumber"):
             problems.append(
-                _problem("head_missing", f"the head of {head.get('scope')!r} names "
-                         f"{head.get('head')}, which is not a committed revision of that number",
-                         scope=head.get("scope"))
+                _problem(
+                    "head_missing",
+                    f"the head of {head.get('scope')!r} names "
+                    f"{head.get('head')}, which is not a committed revision of that number",
+                    scope=head.get("scope"),
+                )
             )
     seqs = [
-        r["seq"] for name in ("sources", "revisions", "generations")
-        for r in full[name].values() if isinstance(r, dict) and type(r.get("seq")) is int
+        r["seq"]
+        for name in ("sources", "revisions", "generations")
+        for r in full[name].values()
+        if isinstance(r, dict) and type(r.get("seq")) is int
     ]
     next_seq = full["_meta"]["1"]["nextSeq"]
     if seqs and max(seqs) >= next_seq:
-        problems.append(_problem("next_seq_behind", f"nextSeq is {next_seq} but the log "
-                                 f"already holds {max(seqs)}"))
+        problems.append(
+            _problem(
+                "next_seq_behind", f"nextSeq is {next_seq} but the log already holds {max(seqs)}"
+            )
+        )
     for table, key, reason in unreadable_rows(store):
         problems.append(
-            _problem("unreadable_record", f"{table} row {key} cannot be read ({reason}); "
-                     "the views skip it. 'handoff store repair' run as the database's "
-                     "owner moves it to handoff_quarantine.", table=table, key=key)
+            _problem(
+                "unreadable_record",
+                f"{table} row {key} cannot be read ({reason}); "
+                "the views skip it. 'handoff store repair' run as the database's "
+                "owner moves it to handoff_quarantine.",
+                table=table,
+                key=key,
+            )
         )
     counts = {name: len(full[name]) for name in ("sources", "revisions", "scopes", "generations")}
     counts["segments"] = 0
@@ -229,8 +241,14 @@ def _insert_records(tx: PgTransaction, project_: str, full: dict[str, Any]) -> N
         "INSERT INTO handoff_sources (project, id, seq, scope, kind, record) "
         "VALUES (%s, %s, %s, %s, %s, %s::json)",
         [
-            (project_, _key(r.get("id")), tx._seq_of(r), _text(r.get("scope")),
-             _text(r.get("kind")), _dumps(r))
+            (
+                project_,
+                _key(r.get("id")),
+                tx._seq_of(r),
+                _text(r.get("scope")),
+                _text(r.get("kind")),
+                _dumps(r),
+            )
             for r in _records(full, "sources")
         ],
     )
@@ -238,8 +256,14 @@ def _insert_records(tx: PgTransaction, project_: str, full: dict[str, Any]) -> N
         "INSERT INTO handoff_revisions (project, ref, scope, digest, seq, record) "
         "VALUES (%s, %s, %s, %s, %s, %s::json)",
         [
-            (project_, _key(r.get("ref")), _text(r.get("scope")), _text(r.get("digest")),
-             tx._seq_of(r), _dumps(r))
+            (
+                project_,
+                _key(r.get("ref")),
+                _text(r.get("scope")),
+                _text(r.get("digest")),
+                tx._seq_of(r),
+                _dumps(r),
+            )
             for r in _records(full, "revisions")
         ],
     )
@@ -252,8 +276,7 @@ def _insert_records(tx: PgTransaction, project_: str, full: dict[str, Any]) -> N
         ],
     )
     cur.executemany(
-        "INSERT INTO handoff_generations (project, doc, seq, record) "
-        "VALUES (%s, %s, %s, %s::json)",
+        "INSERT INTO handoff_generations (project, doc, seq, record) VALUES (%s, %s, %s, %s::json)",
         [
             (project_, doc, tx._seq_of(r), _dumps(r))
             for doc, r in enumerate(_records(full, "generations"), start=1)
@@ -263,15 +286,23 @@ def _insert_records(tx: PgTransaction, project_: str, full: dict[str, Any]) -> N
 
 def _advance_seq(tx: PgTransaction, full: dict[str, Any], next_seq: int) -> None:
     """Set the database's next sequence number past every copied record's."""
-    top = max((s for s in (tx._seq_of(r) for name in ("sources", "revisions", "generations")
-                           for r in _records(full, name)) if s is not None), default=0)
+    top = max(
+        (
+            s
+            for s in (
+                tx._seq_of(r)
+                for name in ("sources", "revisions", "generations")
+                for r in _records(full, name)
+            )
+            if s is not None
+        ),
+        default=0,
+    )
     tx.seq = max(next_seq, top + 1)
     tx.dirty = True
 
 
-def run_copy(
-    workspace: Path, source: str, url: str | None, project: str | None
-) -> dict[str, Any]:
+def run_copy(workspace: Path, source: str, url: str | None, project: str | None) -> dict[str, Any]:
     """Copy every record of the embedded store ``source`` (a folder of the workspace) into
     the database under ``project``, in one transaction; verified by counts and digests."""
     folder = _embedded_folder(workspace, source)
@@ -319,8 +350,10 @@ def human(result: dict[str, Any]) -> str:
     """One line per fact of a migrate or copy result."""
     if result["action"] == "migrate":
         applied = ", ".join(map(str, result["applied"])) or "none (already current)"
-        lines = [f"{result['store']}: schema {result['from']} -> {result['to']}; "
-                 f"migrations applied: {applied}"]
+        lines = [
+            f"{result['store']}: schema {result['from']} -> {result['to']}; "
+            f"migrations applied: {applied}"
+        ]
         lines += [f"  {g}" for g in result["granted"]]
         return "\n".join(lines)
     verdict = "verified" if result["ok"] else "MISMATCH"
@@ -328,6 +361,8 @@ def human(result: dict[str, Any]) -> str:
     lines = [f"{result['from']} -> {result['to']} (project {result['project']}): {how}, {verdict}"]
     for name, b in result["before"].items():
         a = result["after"][name]
-        lines.append(f"  {name}: {b['count']} -> {a['count']}, sha256 {b['digest'][:16]}… "
-                     f"{'=' if a == b else '!='} {a['digest'][:16]}…")
+        lines.append(
+            f"  {name}: {b['count']} -> {a['count']}, sha256 {b['digest'][:16]}… "
+            f"{'=' if a == b else '!='} {a['digest'][:16]}…"
+        )
     return "\n".join(lines)

@@ -19,7 +19,8 @@ import pytest
 
 from lsp_server.model import lifecycle as lc
 from lsp_server.model.errors import HandoffError
-from lsp_server.store.postgres import SCHEMA_VERSION, PgStore, PgTransaction, migrate
+from lsp_server.store.pgschema import SCHEMA_VERSION, migrate
+from lsp_server.store.postgres import PgStore, PgTransaction
 from lsp_server.store.project import normalise_remote, project_id
 from lsp_server.surfaces.service import HandoffService, ServiceConfig
 

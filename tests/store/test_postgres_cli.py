@@ -9,7 +9,8 @@ import psycopg
 import pytest
 
 from lsp_server.store.embedded import StateStore
-from lsp_server.store.postgres import SCHEMA_VERSION, census
+from lsp_server.store.pgschema import SCHEMA_VERSION
+from lsp_server.store.postgres import census
 from lsp_server.surfaces.cli import main as cli
 from lsp_server.surfaces.service import HandoffService
 

@@ -128,7 +128,10 @@ class JournalAppending:
         try:
             fd, created = os.open(self.store.journal_path, flags), False
         except FileNotFoundError:
-            fd, created = os.open(self.store.journal_path, flags | os.O_CREAT | os.O_EXCL, 0o644), True
+            fd, created = (
+                os.open(self.store.journal_path, flags | os.O_CREAT | os.O_EXCL, 0o644),
+                True,
+            )
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
@@ -157,10 +160,14 @@ class JournalAppending:
         (they name the previous live file): cut them, keeping the file."""
         if size:
             try:
-                fd = os.open(self.store.journal_path, os.O_WRONLY | os.O_CLOEXEC | _NOFOLLOW | _NONBLOCK)
+                fd = os.open(
+                    self.store.journal_path, os.O_WRONLY | os.O_CLOEXEC | _NOFOLLOW | _NONBLOCK
+                )
                 try:
                     os.ftruncate(fd, 0)
                 finally:
                     os.close(fd)
             except OSError as exc:  # harmless: the lines name the previous live file
-                log.warning("Could not empty the journal %s (%s)", self.store.journal_path, exc.strerror)
+                log.warning(
+                    "Could not empty the journal %s (%s)", self.store.journal_path, exc.strerror
+                )

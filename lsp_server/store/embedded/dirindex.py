@@ -262,7 +262,9 @@ class DirectoryReading:
                 self._units_of = (names, sizes, units, entries)
         return list(units)
 
-    def _lookup_units_of(self, entries: list[dict[str, Any]], rising: bool = False) -> list[Segment]:
+    def _lookup_units_of(
+        self, entries: list[dict[str, Any]], rising: bool = False
+    ) -> list[Segment]:
         units: list[Segment] = []
         pos, count = 0, len(entries)
         while pos < count:
@@ -297,7 +299,6 @@ class DirectoryReading:
                 if end:
                     ends.append(end)
         return ends
-
 
     def _directory(self, entries: list[dict[str, Any]], first: int, last: int) -> Directory | None:
         """The directory of segments ``first``..``last`` (its header read once per
@@ -371,9 +372,8 @@ class DirectoryReading:
         stop = blob.find(b"\n") + 1 or len(blob)
         index_raw = blob[:stop]
         del blob, rest
-        if (
-            header.get("indexBytes") == len(index_raw)
-            and header.get("indexCrc32") == zlib.crc32(index_raw)
+        if header.get("indexBytes") == len(index_raw) and header.get("indexCrc32") == zlib.crc32(
+            index_raw
         ):
             return Directory(path, header, index_raw, len(head) + len(index_raw), size)
         return None

@@ -252,5 +252,8 @@ def _with_sealed(store: StateStore, live: dict[str, Any]) -> dict[str, Any]:
         meta = full.get("_meta", {}).get("1")
         if isinstance(meta, dict) and isinstance(meta.get("segments"), SegmentList):
             # A full read is plain JSON data (exports, checks): the list as a list.
-            full["_meta"] = {**full["_meta"], "1": {**meta, "segments": meta["segments"].materialized()}}
+            full["_meta"] = {
+                **full["_meta"],
+                "1": {**meta, "segments": meta["segments"].materialized()},
+            }
         return full

@@ -20,7 +20,10 @@ from .layout import MANIFEST_FORMAT, MANIFEST_NAME_RE, SEGMENT_NAME_RE
 #: The bytes allowed at each position of a segment name (``seg-<12 hex>-<6
 #: digits>.json``, as ``SEGMENT_NAME_RE`` reads it).
 _SEGMENT_NAME_COLUMNS = (
-    [c.encode() for c in "seg-"] + [b"0123456789abcdef"] * 12 + [b"-"] + [b"0123456789"] * 6
+    [c.encode() for c in "seg-"]
+    + [b"0123456789abcdef"] * 12
+    + [b"-"]
+    + [b"0123456789"] * 6
     + [c.encode() for c in ".json"]
 )
 _SEGMENT_NAME_LEN = len(_SEGMENT_NAME_COLUMNS)
@@ -131,7 +134,8 @@ class SegmentList(Sequence):
         if self._all is None:
             sid = self.store_id
             self._all = [
-                {"name": segment_name(sid, n), "bytes": size} for n, size in enumerate(self.sizes, 1)
+                {"name": segment_name(sid, n), "bytes": size}
+                for n, size in enumerate(self.sizes, 1)
             ]
         return self._all
 
@@ -264,7 +268,10 @@ class ManifestReading:
                 raise ManifestProblem(path, "is malformed", "manifest_damaged")
             return SegmentList(store_id, sizes)
         entries = body.get("segments")
-        if not _manifest_entries_ok(entries) or not len(entries) == body.get("count") == ref["count"]:
+        if (
+            not _manifest_entries_ok(entries)
+            or not len(entries) == body.get("count") == ref["count"]
+        ):
             raise ManifestProblem(path, "is malformed", "manifest_damaged")
         return entries
 

@@ -53,7 +53,13 @@ def empty_state() -> dict[str, Any]:
     """The tables of a store that has never been written."""
     state: dict[str, Any] = {name: {} for name in TABLES}
     state["_meta"] = {
-        "1": {"schema": SCHEMA_VERSION, "nextSeq": 1, "segments": [], "manifest": None, "idFloor": {}}
+        "1": {
+            "schema": SCHEMA_VERSION,
+            "nextSeq": 1,
+            "segments": [],
+            "manifest": None,
+            "idFloor": {},
+        }
     }
     return state
 
@@ -133,7 +139,9 @@ class StateStore(ManifestReading, SegmentReading, DirectoryReading):
         )
         #: What must be checked before the lock file is opened (the rest is checked
         #: again under the lock, where a transaction reads and writes).
-        self._lock_checks = tuple(c for c in self._layout_checks if c[1] in ("state folder", "lock file"))
+        self._lock_checks = tuple(
+            c for c in self._layout_checks if c[1] in ("state folder", "lock file")
+        )
         #: The state folder's own check, and the others by the name listed in it.
         self._folder_checks = self._layout_checks[:1]
         self._listed_checks = {os.path.basename(c[0]): c for c in self._layout_checks[1:]}
@@ -412,7 +420,9 @@ class StateStore(ManifestReading, SegmentReading, DirectoryReading):
                 return LiveRead(self._migrate(data), True, None, raw, b"", len(journal))
             done = b""
         try:
-            good, top_seq = apply_journal(data, journal[len(done) :], data["_meta"]["1"].get("journal"))
+            good, top_seq = apply_journal(
+                data, journal[len(done) :], data["_meta"]["1"].get("journal")
+            )
         except JournalDamaged as exc:
             line = exc.line + done.count(b"\n")
             raise HandoffError(
@@ -554,7 +564,6 @@ class StateStore(ManifestReading, SegmentReading, DirectoryReading):
                 signs=signs,
             )
         return empty_state()
-
 
     def _shape_problem(self, data: Any) -> str | None:
         if not isinstance(data, dict):

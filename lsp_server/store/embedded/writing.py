@@ -68,7 +68,9 @@ class StoreWriter(JournalAppending, Sealing):
             if self.store.read_marker() != store_id:
                 atomic_write(self.store.marker_path, (store_id + "\n").encode())
         except OSError as exc:
-            log.warning("Could not write the store marker %s (%s)", self.store.marker_path, exc.strerror)
+            log.warning(
+                "Could not write the store marker %s (%s)", self.store.marker_path, exc.strerror
+            )
             return
         self.store._marker_ok = True
 
@@ -260,7 +262,9 @@ class StoreWriter(JournalAppending, Sealing):
                 pause_point("tx.applied")
                 data = tx.storage.data
                 meta = data["_meta"]["1"]
-                sound = tx._seq_checked or (read.parsed is not None and read.parsed is self.store._seq_sound)
+                sound = tx._seq_checked or (
+                    read.parsed is not None and read.parsed is self.store._seq_sound
+                )
                 if self._appended(read, data):
                     self.store._seq_sound = data if sound else None
                     pause_point("tx.written")
