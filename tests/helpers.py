@@ -30,9 +30,9 @@ ALL_CHECKS = {
 def forget_kept_views() -> None:
     """Drop what this process keeps from view to view (the kept scope logs and the
     history report's blocks), so a test's views start from scratch."""
-    from lsp_server.views import projections, reports
+    from lsp_server.views import reports, scopelog
 
-    projections.KEPT.forget()
+    scopelog.KEPT.forget()
     reports.HISTORY_BLOCKS.forget()
 
 

@@ -21,8 +21,8 @@ from ..model.records import Generation
 from ..support.faults import pause_point
 from ..support.gcpause import gc_paused, release_set_aside, set_aside
 from ..support.redaction import redact
-from ..views.projections import table
 from ..views.rendering import plain_text
+from ..views.shapes import table
 from . import discovery
 from .capture import capture_text, missing_sections, wrap
 from .chain import earlier_handoff, started_as

@@ -19,8 +19,8 @@ from ..model.params import ReportParams, StartSessionParams
 from ..model.records import SessionStart, as_json
 from ..support.faults import pause_point
 from ..support.redaction import redact
-from ..views.projections import table
 from ..views.reports import run_report
+from ..views.shapes import table
 from . import discovery
 from .capture import wrap
 from .newsession import kept_if_recorded, save_text, write_pi_session

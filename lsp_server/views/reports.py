@@ -15,7 +15,7 @@ from ..model.errors import HandoffError
 from ..model.params import ReportKind, ReportParams
 from ..model.port import revision_shape
 from ..support.redaction import redact
-from . import projections, rendering
+from . import projections, rendering, scopelog, shapes
 from .rendering import (  # noqa: F401  (the filters, as the report templates know them)
     RENDER_MODES,
     builtin_templates,
@@ -68,7 +68,7 @@ def render(
 
 def _block_reads(r: dict[str, Any]) -> frozenset[str]:
     """The cited Sources whose summaries a revision's block prints."""
-    return frozenset(projections.cited_refs(r["content"]))
+    return frozenset(scopelog.cited_refs(r["content"]))
 
 
 class _RevisionBlocks:
@@ -298,7 +298,7 @@ def _committed_view(
         rec = ledger.revision(ref)
     except HandoffError as exc:
         raw = ledger.history.revision(ref) if exc.data.get("reason") == "digest_mismatch" else None
-        if raw is not None and not projections.revision_well_formed(raw):
+        if raw is not None and not shapes.revision_well_formed(raw):
             raise _malformed_revision(ref) from None  # the more precise diagnosis
         raise
     if rec is None and revision_shape(ledger.history.revision(ref)):
@@ -386,7 +386,7 @@ def run_report(service: Workspace, p: ReportParams, scope: str, ctx: CallContext
         data = handoff_view(service, p, scope)
     else:
         # The TinyDB store hands out its log as sealed parts + live tail, which the
-        # projections keep per scope (projections.KeptScopeLogs); others: every record.
+        # projections keep per scope (scopelog.KeptScopeLogs); others: every record.
         read_log = getattr(service.store, "read_log", None)
         data = _projection(p.kind, read_log() if read_log else service.store.read(), scope)
     ctx.cancel.raise_if_cancelled()

@@ -499,7 +499,7 @@ def test_an_older_snapshot_read_after_a_newer_one_shows_only_its_own_records(svc
 def test_views_kept_across_writes_equal_views_projected_from_scratch(workspace):
     """The records a projection already checked are not checked again; what depends on
     other records (a malformed record, a receipt) still counts every time."""
-    from lsp_server.views import projections
+    from lsp_server.views import projections, shapes
 
     svc = service(workspace)
     contract = record_contract(svc)
@@ -514,7 +514,7 @@ def test_views_kept_across_writes_equal_views_projected_from_scratch(workspace):
     cold = StateStore(svc.store.folder).read()
     for project in (projections.continuity, projections.history, projections.lineage):
         kept = project(warm, SCOPE)
-        projections.CHECKED.finish({})  # nothing remembered
+        shapes.CHECKED.finish({})  # nothing remembered
         assert kept == project(cold, SCOPE)
     assert projections.continuity(warm, SCOPE)["invalidRecordCount"] == 1
     assert projections.continuity(warm, SCOPE)["invalidRecordCount"] == 1

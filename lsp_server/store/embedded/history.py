@@ -53,7 +53,7 @@ class SealedTables:
     """The sealed segments of one history, parsed when a fold reads them and let go.
 
     Sealed segments never change and a manifest only grows at its end, so a kept
-    projection (``projections.KeptScopeLogs``) folds each segment in once, in order,
+    projection (``scopelog.KeptScopeLogs``) folds each segment in once, in order,
     and keeps only what its views read. The parsed records are not kept here: at
     100,000 Sources they were ~190 MB of Python dicts held for the life of a server
     (docs/performance.md, "Round five: sealed records let go after the fold"). A
@@ -170,7 +170,7 @@ class StoreLog:
     """One snapshot as a log: the sealed segments (the first ``count`` of this
     process's ``SealedTables``, shared and append-only) under the live tail.
 
-    What the kept projections read (``projections.KeptScopeLogs``): they fold in only
+    What the kept projections read (``scopelog.KeptScopeLogs``): they fold in only
     the segments after the ones they saw and lay the small live tail on top, instead of
     walking every record of the history after each write."""
 
