@@ -28,7 +28,8 @@ from .capture import capture_text, missing_sections, wrap
 from .chain import earlier_handoff, started_as
 from .check import check_answer
 from .draft import build_draft
-from .facts import SessionFacts, gather
+from .facts import SessionFacts
+from .gatherer import gather
 from .newsession import kept_if_recorded, save_document, save_text, write_new_file
 from .prompt import build_prompt
 from .readers import read_session

@@ -151,7 +151,10 @@ def _handed_text(
     scope = service.resolve_scope(p.scope if p.scope is not None else rec.scope)
     lc.select_target("exact", None, ref, scope, service.ledger())
     report = run_report(
-        service, ReportParams(kind="handoff", scope=scope, revision=ref, render="terminal"), scope, ctx
+        service,
+        ReportParams(kind="handoff", scope=scope, revision=ref, render="terminal"),
+        scope,
+        ctx,
     )
     return report["markdown"], scope, {"kind": "revision", "revision": ref}
 

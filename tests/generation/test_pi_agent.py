@@ -71,7 +71,9 @@ def pi_context(pi_agent, homes, session: Path, cwd: Path) -> list[dict]:
             proc.wait()
 
 
-def check_handoff_session(pi_agent, homes, started: dict, text: str, source: Path, workspace: Path) -> None:
+def check_handoff_session(
+    pi_agent, homes, started: dict, text: str, source: Path, workspace: Path
+) -> None:
     """pi opens the started session, and its only message is ``text`` (the handoff as
     the user approved it), wrapped."""
     new = Path(started["newSession"]["path"])

@@ -5,12 +5,8 @@ from __future__ import annotations
 
 import re
 
-from ..facts import (
-    is_noise,
-    one_line,
-    readable,
-)
 from ..gitstate import GitState
+from ..signals import is_noise, one_line, readable
 from ..transcript import call_command, read_repairs
 from .wording import (
     AGENTS,

@@ -10,11 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from ...support.gcpause import gc_paused
 from ..chain import EarlierHandoff, earlier_handoff
-from ..facts import (
-    Run,
-    SessionFacts,
-    gather,
-)
+from ..facts import Run, SessionFacts
+from ..gatherer import gather
 from ..gitstate import GitState, git_state
 from ..prompt import render_template
 from ..transcript import Transcript

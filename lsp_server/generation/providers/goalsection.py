@@ -7,12 +7,9 @@ import re
 from typing import Any
 
 from ..asks import QUESTION_END, is_placeholder
-from ..facts import (
-    Request,
-    is_noise,
-    one_line,
-)
+from ..facts import Request
 from ..ledger import Task, is_rejection
+from ..signals import is_noise, one_line
 from .wording import (
     ASKING,
     BULLET,

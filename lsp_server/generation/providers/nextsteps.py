@@ -5,12 +5,8 @@ from __future__ import annotations
 
 from ..asks import is_placeholder
 from ..chain import is_continuation
-from ..facts import (
-    ACTIVE,
-    DONE,
-    Request,
-    one_line,
-)
+from ..facts import Request
+from ..signals import ACTIVE, DONE, one_line
 from .wording import code
 
 

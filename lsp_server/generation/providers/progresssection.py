@@ -8,16 +8,8 @@ import re
 from typing import Any
 
 from ..chain import is_continuation
-from ..facts import (
-    ACTIVE,
-    DONE,
-    Change,
-    Request,
-    Run,
-    is_noise,
-    one_line,
-    readable,
-)
+from ..facts import Change, Request, Run
+from ..signals import ACTIVE, DONE, is_noise, one_line, readable
 from .wording import code, quote
 
 

@@ -5,11 +5,7 @@ from __future__ import annotations
 
 import re
 
-from ..facts import (
-    is_noise,
-    one_line,
-    readable,
-)
+from ..signals import is_noise, one_line, readable
 from ..transcript import clip
 
 #: How the document names each agent.
