@@ -122,7 +122,7 @@ class Workspace:
         self._ledger: lc.StoreLedger | None = None
         #: Rendered continuity/history reports (see ``reports.run_report``).
         self.report_cache: dict[tuple[Any, ...], dict[str, Any]] = {}
-        #: ``handoff.continue`` answers of the current state (``plainread.KeptContinue``).
+        #: ``handoff.continue`` answers of the current state (``store.fastread.KeptContinue``).
         self.kept_continues: dict[tuple[Any, ...], Any] = {}
         self.scope_defaulted: tuple[str, str] | None = None
 

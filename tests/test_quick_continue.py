@@ -1,4 +1,4 @@
-"""``handoff.continue`` answered without waiting (``plainread.continue_quick``, run by the
+"""``handoff.continue`` answered without waiting (``fastread.continue_quick``, run by the
 language server on its event loop): from the answer kept for the store's current state,
 with every cited artifact opened through every check on every call; byte for byte what
 the worker path gives; and ``None`` (the worker path) whenever anything would have to be

@@ -66,7 +66,7 @@ _ROW_KEYS = {
 
 def unreadable_rows(store: PgStore) -> list[tuple[str, str, str]]:
     """``(table, key, reason)`` of every row of the project whose record the views
-    cannot read (see ``pgstore.UNREADABLE``)."""
+    cannot read (see ``postgres.UNREADABLE``)."""
     found = []
     with store.connection() as conn:
         for table, key in _ROW_KEYS.items():

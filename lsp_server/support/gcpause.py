@@ -37,7 +37,8 @@ def command_running() -> Iterator[None]:
 def gc_paused(*, promote: bool = False) -> Iterator[None]:
     """Pause the cyclic garbage collector while building a large acyclic structure
     (parsed JSON, a session's messages): collections its allocations trigger would
-    rescan every object and free nothing.
+    rescan every object and free nothing (40,000 session lines parsed 3.5x slower with
+    the collector on; docs/performance.md "Round eleven").
 
     The collector is process-wide, so the pause is taken only while this is the one
     command running (or outside any command), only when the collector is on, and by one

@@ -451,7 +451,7 @@ def test_a_seal_leaves_no_mark(workspace):
 def test_a_full_read_after_a_write_equals_a_fresh_read_and_the_process_keeps_no_sealed_record(
     workspace,
 ):
-    """A full read (a refold, storecheck, an export) parses the sealed segments again
+    """A full read (a refold, store check, an export) parses the sealed segments again
     instead of keeping every sealed record for the process's life; the views read the
     kept logs (docs/performance.md, "Round five: sealed records let go after the fold")."""
     svc = service(workspace)

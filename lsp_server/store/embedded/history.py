@@ -234,7 +234,7 @@ def sealed_for(store: StateStore, live: dict[str, Any]) -> SealedTables:
 
 def _with_sealed(store: StateStore, live: dict[str, Any]) -> dict[str, Any]:
     """The live tables over every sealed segment's, each segment parsed afresh in
-    order (a full read: a refold, ``storecheck``, an export)."""
+    order (a full read: a refold, ``store.check``, an export)."""
     view = sealed_for(store, live)
     count = len(live["_meta"]["1"]["segments"])
     with store._sealed_lock:

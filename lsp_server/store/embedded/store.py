@@ -165,7 +165,7 @@ class StateStore(ManifestReading, SegmentReading, DirectoryReading):
         self._live_key: tuple[int, ...] | None = None
         self._live: dict[str, Any] | None = None
         self._history: History | None = None
-        #: The whole log's state (see ``store.wholelog``): the last full view and the live
+        #: The whole log's state (see ``store.embedded.history``): the last full view and the live
         #: snapshot it is of, and this process's ``SealedTables``.
         self._full_of: dict[str, Any] | None = None
         self._full: dict[str, Any] | None = None
@@ -342,13 +342,13 @@ class StateStore(ManifestReading, SegmentReading, DirectoryReading):
         return self.assemble(self._read_live())
 
     def assemble(self, live: dict[str, Any]) -> dict[str, Any]:
-        """The full view of one live snapshot (``store.wholelog.assemble``)."""
+        """The full view of one live snapshot (``history.assemble``)."""
         from .history import assemble
 
         return assemble(self, live)
 
     def read_log(self, live: dict[str, Any] | None = None) -> StoreLog:
-        """The current state (or the snapshot ``live``) as a ``store.wholelog.StoreLog``."""
+        """The current state (or the snapshot ``live``) as a ``history.StoreLog``."""
         from .history import StoreLog
 
         live = self._read_live() if live is None else live

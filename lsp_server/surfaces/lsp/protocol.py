@@ -124,8 +124,9 @@ class HandoffProtocol(LanguageServerProtocol):
         """A command's JSON result framed and written by orjson in one piece.
 
         pygls would walk the plain dict with cattrs (as if it were a typed message) and
-        encode it with the ``json`` module: about a fifth of a ``handoff.continue`` round
-        trip. Non-ASCII text travels as UTF-8 (Content-Length counts bytes). A result
+        encode it with the ``json`` module: 9.5 us against 1.0 us for a 0.4 kB result,
+        70 us against 2 us for a 4.7 kB one, a tenth of a 0.7 ms ``handoff.continue``
+        round trip (docs/performance.md "Round eleven"). Non-ASCII text travels as UTF-8 (Content-Length counts bytes). A result
         orjson cannot encode (a non-string key, a foreign type) takes pygls's path."""
         if self.writer is None:
             return False
