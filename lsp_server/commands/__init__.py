@@ -44,7 +44,7 @@ class Command(
       handler, named ``module.function`` of this package: imported on first use
       (reading either attribute gives the class or the function): a cold ``handoff
       call handoff.continue`` that imported every params class and handler up front
-      took 2.99x as long (paired, bytecode compiled; docs/performance.md "Round eleven").
+      took 2.40x as long (paired, bytecode compiled; docs/performance.md "Round eleven").
     - ``summary``: one line for ``handoff call --help`` and the docs.
     - ``result``: the keys of its result object (``key?``: present only sometimes), as
       ``docs/commands.md`` lists them; ``handoff schema`` exports them.

@@ -1,7 +1,7 @@
 """A ``handoff call COMMAND [PARAMS]`` line: parsed without argparse, run through the
 service, its result or refusal printed as JSON. Kept beside the verbs' argparse parser
 because it pays: a cold ``handoff call`` that also loaded the parser and the verbs took
-1.19x as long (paired, bytecode compiled, docs/performance.md "Round eleven")."""
+1.23x as long (paired, bytecode compiled, docs/performance.md "Round eleven")."""
 
 from __future__ import annotations
 
