@@ -2,6 +2,6 @@
 
 import sys
 
-from .server import main
+from .surfaces.lsp.server import main
 
 sys.exit(main())

@@ -13,7 +13,7 @@ from types import MappingProxyType
 from typing import Any
 
 from .config import DEFAULT_LOG_LEVEL, DEFAULT_STATE_FOLDER, SECTION, ServiceConfig
-from .vocabulary import SCOPE_RE
+from .model.vocabulary import SCOPE_RE
 
 #: ``logLevel`` values and the logging level each one means (``logging.ERROR`` … as
 #: numbers: a cold ``handoff call`` does not import logging; tests/lsp/test_config.py

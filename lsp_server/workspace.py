@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .config import DEFAULT_STATE_FOLDER, ServiceConfig
-from .context import CallContext
-from .evidence import WorkspaceFiles
-from .storage import open_store
-from .vocabulary import SCOPE_RE, check_scope
+from .model.context import CallContext
+from .model.evidence import WorkspaceFiles
+from .model.vocabulary import SCOPE_RE, check_scope
+from .store.selection import open_store
 
 if TYPE_CHECKING:
-    from . import lifecycle as lc
+    from .model import lifecycle as lc
 
 __all__ = ["DEFAULT_STATE_FOLDER", "ServiceConfig", "Workspace", "find_workspace", "git_branch"]
 
@@ -122,7 +122,7 @@ class Workspace:
         self._ledger: lc.StoreLedger | None = None
         #: Rendered continuity/history reports (see ``reports.run_report``).
         self.report_cache: dict[tuple[Any, ...], dict[str, Any]] = {}
-        #: ``handoff.continue`` answers of the current state (``plainread.KeptContinue``).
+        #: ``handoff.continue`` answers of the current state (``store.fastread.KeptContinue``).
         self.kept_continues: dict[tuple[Any, ...], Any] = {}
         self.scope_defaulted: tuple[str, str] | None = None
 
@@ -134,7 +134,7 @@ class Workspace:
     def ledger(self) -> lc.StoreLedger:
         """The ledger of the current state: narrow lookups over the live file and the
         sealed segments' indexes (kept until the live file changes)."""
-        from . import lifecycle as lc  # the typed rules: not loaded by the plain read path
+        from .model import lifecycle as lc  # the typed rules: not loaded by the plain read path
 
         history = self.store.snapshot()
         if self._ledger is None or self._ledger.history is not history:

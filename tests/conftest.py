@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.service import HandoffService, ServiceConfig
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
 REPO = Path(__file__).resolve().parent.parent
 #: The sessions the project recorded itself (see tests/fixtures/sessions/README.md).
@@ -139,7 +139,7 @@ def pg_cluster():
         pgcluster.migrated(cluster)
         yield cluster
     finally:
-        from lsp_server.pgstore import close_pools
+        from lsp_server.store.postgres import close_pools
 
         close_pools()
         cluster.close()
@@ -160,7 +160,7 @@ def pg_store(pg_cluster, monkeypatch):
 def own_cluster(pg_cluster, monkeypatch):
     """A cluster of this test's own (the test stops and starts it), selected as the
     store with a short wait (``HANDOFF_LOCK_TIMEOUT=2``)."""
-    from lsp_server.pgstore import close_pools
+    from lsp_server.store.postgres import close_pools
 
     from . import pgcluster
 

@@ -12,10 +12,10 @@ from typing import Any
 
 import orjson
 
-from lsp_server import faults
-from lsp_server.errors import HandoffError
-from lsp_server.service import HandoffService
-from lsp_server.store import StateStore
+from lsp_server.model.errors import HandoffError
+from lsp_server.store.embedded import StateStore
+from lsp_server.support import faults
+from lsp_server.surfaces.service import HandoffService
 
 SCOPE = "openapi-client"
 
@@ -30,9 +30,9 @@ ALL_CHECKS = {
 def forget_kept_views() -> None:
     """Drop what this process keeps from view to view (the kept scope logs and the
     history report's blocks), so a test's views start from scratch."""
-    from lsp_server import projections, reports
+    from lsp_server.views import reports, scopelog
 
-    projections.KEPT.forget()
+    scopelog.KEPT.forget()
     reports.HISTORY_BLOCKS.forget()
 
 
@@ -140,7 +140,7 @@ def refused(fn, *args: Any, **kwargs: Any) -> HandoffError:
 
 
 # ---------------------------------------------------------------------------
-# Crash tests: stop a writer at a named point, then SIGKILL it (lsp_server/faults.py)
+# Crash tests: stop a writer at a named point, then SIGKILL it (lsp_server/support/faults.py)
 # ---------------------------------------------------------------------------
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from lsp_server.lifecycle import SOURCE_KINDS, SOURCE_RE, revision_intact
-from lsp_server.storage import revision_shape, source_shape
+from lsp_server.model.lifecycle import SOURCE_KINDS, SOURCE_RE, revision_intact
+from lsp_server.model.port import revision_shape, source_shape
 
 
 class Ledger:

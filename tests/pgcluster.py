@@ -133,7 +133,7 @@ class Cluster:
 
 def migrated(cluster: Cluster) -> None:
     """Schema at the current version, the application role granted."""
-    from lsp_server.pgstore import grant, migrate
+    from lsp_server.store.pgschema import grant, migrate
 
     with psycopg.connect(cluster.owner_url) as conn:
         migrate(conn, "test")

@@ -18,7 +18,7 @@ def handoff(
     *args: str, cwd: Path | None = None, stdin: str | None = None
 ) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "lsp_server.cli", *args],
+        [sys.executable, "-m", "lsp_server.surfaces.cli.main", *args],
         cwd=cwd or REPO,
         input=stdin,
         capture_output=True,
@@ -206,7 +206,7 @@ def test_demo_exits_zero_and_ends_with_continuity(tmp_path):
 def _parsers():
     import argparse
 
-    from lsp_server.cliverbs import build_parser
+    from lsp_server.surfaces.cli.parser import build_parser
 
     top = build_parser()
     yield "handoff", top
@@ -233,7 +233,7 @@ def test_every_option_and_argument_has_help_listing_its_valid_values():
 
 
 def test_call_help_lists_every_command_with_one_line():
-    from lsp_server.server import COMMANDS, PING
+    from lsp_server.surfaces.lsp.server import COMMANDS, PING
 
     out = handoff("call", "--help")
     assert out.returncode == 0
@@ -252,7 +252,7 @@ def test_ack_offers_no_latest():
 def _piped(args: list[str], cwd: Path, lines: int = 1) -> tuple[int, str, str]:
     """``handoff ARGS | head -LINES``: our status, what head printed, our stderr."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "lsp_server.cli", *args],
+        [sys.executable, "-m", "lsp_server.surfaces.cli.main", *args],
         cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
     head = [proc.stdout.readline() for _ in range(lines)]
@@ -262,7 +262,7 @@ def _piped(args: list[str], cwd: Path, lines: int = 1) -> tuple[int, str, str]:
 
 
 def test_a_closed_pipe_ends_quietly(workspace, tmp_path):
-    from lsp_server.service import HandoffService, ServiceConfig
+    from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
     svc = HandoffService(workspace, ServiceConfig())
     for i in range(120):  # a history long enough to fill the pipe's buffer

@@ -19,7 +19,7 @@ SCOPE = "pets-fix"
 def handoff(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.run(
-        [sys.executable, "-m", "lsp_server.cli", *args],
+        [sys.executable, "-m", "lsp_server.surfaces.cli.main", *args],
         cwd=cwd,
         input=stdin,
         capture_output=True,

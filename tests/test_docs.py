@@ -13,11 +13,11 @@ from pathlib import Path
 import attrs
 import pytest
 
-from lsp_server import params as params_module
-from lsp_server.errors import ERROR_CODES
-from lsp_server.params import camel
-from lsp_server.server import COMMANDS, SERVICE_COMMANDS
-from lsp_server.service import HandoffService, ServiceConfig
+from lsp_server.model import params as params_module
+from lsp_server.model.errors import ERROR_CODES
+from lsp_server.model.params import camel
+from lsp_server.surfaces.lsp.server import COMMANDS, SERVICE_COMMANDS
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
 REPO = Path(__file__).resolve().parent.parent
 COMMANDS_MD = REPO / "docs" / "commands.md"
@@ -84,7 +84,7 @@ def test_every_error_code_is_documented():
 
 
 def test_every_result_key_of_the_walkthrough_is_documented(tmp_path):
-    from lsp_server import demo
+    from lsp_server.surfaces import demo
 
     seen: dict[str, set[str]] = {}
     svc = HandoffService(tmp_path, ServiceConfig())

@@ -8,8 +8,8 @@ import os
 import orjson
 import pytest
 
-from lsp_server.service import HandoffService, ServiceConfig
-from lsp_server.store import StateStore
+from lsp_server.store.embedded import StateStore
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
 from .helpers import (
     ALL_CHECKS,
@@ -136,7 +136,7 @@ def test_prepare_writes_nothing(svc):
 
 
 def test_prepared_digest_is_over_canonical_json(svc):
-    from lsp_server.lifecycle import digest_of
+    from lsp_server.model.lifecycle import digest_of
 
     contract = record_contract(svc)
     prepared = prepare(svc, contract)
@@ -187,7 +187,7 @@ def test_handoff_current_work_needs_contract_and_work_state(svc):
 def test_handoff_current_work_refuses_a_latest_work_state_that_makes_no_draft_naming_it(svc):
     """A record edited by hand past the store's shape check (a citation with a key no
     citation has) is refused with the record and the problem named, writing nothing."""
-    from lsp_server import lifecycle as lc
+    from lsp_server.model import lifecycle as lc
 
     contract = record_contract(svc)
     record_work(svc, contract)
@@ -211,7 +211,7 @@ def test_handoff_current_work_reports_a_defect_as_itself_not_as_nothing_to_hand_
 ):
     """Only the converter's refusal of a record is a refusal: any other error while
     drafting (a defect) surfaces as itself instead of a wrong error code."""
-    from lsp_server import records
+    from lsp_server.model import records
 
     class Broken:
         def structure(self, *_):
@@ -270,7 +270,7 @@ def test_commit_refuses_edited_prepared_digest_mismatch(svc):
     err = refused(svc.call, "handoff.commit", {"scope": SCOPE, "prepared": edited})
     assert err.code == "invalid_prepared"
     forged = copy.deepcopy(edited)
-    from lsp_server.lifecycle import digest_of
+    from lsp_server.model.lifecycle import digest_of
 
     forged["content"]["nextActions"] = []
     forged["evidence"] = [c for c in forged["evidence"] if c["kind"] == "artifact"]
@@ -639,7 +639,7 @@ def test_coverage_receipt_not_accepted_covers_nothing(svc):
 def test_coverage_receipt_recorded_after_the_outcome_does_not_count(svc):
     """An outcome that precedes its receipt in the log (e.g. a log written by another
     version) covers nothing, even though it names an accepted exact receipt."""
-    from lsp_server import lifecycle as lc
+    from lsp_server.model import lifecycle as lc
 
     _, _, rev = committed(svc)
     receipt_id = "receiptlater000000"
@@ -841,7 +841,7 @@ def test_reference_shapes_refuse_trailing_newline(svc, ref):
 
 @pytest.mark.parametrize("path", ["C:\\x", "/etc/passwd", "../outside.txt", "a\x00b"])
 def test_prepared_with_an_artifact_path_prepare_never_records_is_invalid(svc, path):
-    from lsp_server.lifecycle import digest_of
+    from lsp_server.model.lifecycle import digest_of
 
     contract = record_contract(svc)
     forged = copy.deepcopy(prepare(svc, contract))

@@ -21,7 +21,7 @@ _RUN = """
 import sys
 for name in {blocked!r}:
     sys.modules[name] = None
-from lsp_server.cli import main
+from lsp_server.surfaces.cli.main import main
 sys.exit(main({argv!r}))
 """
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.params import Citation, Fact, parse_fact
+from lsp_server.model.params import Citation, Fact, parse_fact
 
 from .helpers import SCOPE, record_contract, refused
 
@@ -62,7 +62,7 @@ def test_record_work_stores_a_fact_line_as_the_fact_object_it_spells(svc):
 def test_the_cli_sends_the_line_as_typed_and_the_server_parses_it(workspace):
     def handoff(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run(
-            [sys.executable, "-m", "lsp_server.cli", *args, "--workspace", str(workspace)],
+            [sys.executable, "-m", "lsp_server.surfaces.cli.main", *args, "--workspace", str(workspace)],
             cwd=REPO, capture_output=True, text=True, timeout=60,
         )
 
@@ -74,7 +74,7 @@ def test_the_cli_sends_the_line_as_typed_and_the_server_parses_it(workspace):
     )
     assert proc.returncode == 0, proc.stderr
     source = json.loads(proc.stdout)["source"]
-    from lsp_server.service import HandoffService, ServiceConfig
+    from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
     stored = HandoffService(workspace, ServiceConfig()).ledger().source(source).payload
     assert stored.state.citations[0].lines == [2, 2]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import threading
 
-from lsp_server.gcpause import command_running, gc_paused, pause_held
+from lsp_server.support.gcpause import command_running, gc_paused, pause_held
 
 
 def test_a_pause_inside_the_only_running_command_turns_the_collector_off_and_back_on():

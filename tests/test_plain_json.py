@@ -1,4 +1,4 @@
-"""``lsp_server/plainjson.py``: the standard library's json stands in for orjson on a
+"""``lsp_server/support/plainjson.py``: the standard library's json stands in for orjson on a
 cold read only where the two give the same bytes, values and errors; everything else
 goes to orjson. Each test runs the standard library's side (as a process that has not
 loaded orjson does) against orjson itself."""
@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 import pytest
 
-from lsp_server import plainjson
+from lsp_server.support import plainjson
 
 
 @pytest.fixture

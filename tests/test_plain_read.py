@@ -1,4 +1,4 @@
-"""The plain read path (``lsp_server/plainread.py``): ``handoff.continue`` served from the
+"""The plain read path (``lsp_server/store/fastread.py``): ``handoff.continue`` served from the
 stored JSON gives what the typed path gives, byte for byte, error for error; what it does
 not serve goes to the typed path; and a cold ``handoff call handoff.continue`` imports
 none of the converter, the language server or TinyDB."""
@@ -15,13 +15,14 @@ import attrs
 import orjson
 import pytest
 
-from lsp_server import params as params_mod
-from lsp_server import plainread, records
 from lsp_server.commands import BY_NAME, handoffs
-from lsp_server.context import CallContext
-from lsp_server.errors import HandoffError
-from lsp_server.lifecycle import digest_of
-from lsp_server.service import HandoffService, ServiceConfig
+from lsp_server.model import params as params_mod
+from lsp_server.model import records
+from lsp_server.model.context import CallContext
+from lsp_server.model.errors import HandoffError
+from lsp_server.model.lifecycle import digest_of
+from lsp_server.store import fastread as plainread
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
 from .helpers import SCOPE, artifact, record_contract, source
 
@@ -304,17 +305,17 @@ NOT_IMPORTED = (
     "tinydb",
     "jinja2",
     "filelock",
-    "lsp_server.params",
-    "lsp_server.records",
-    "lsp_server.lifecycle",
-    "lsp_server.server",
+    "lsp_server.model.params",
+    "lsp_server.model.records",
+    "lsp_server.model.lifecycle",
+    "lsp_server.surfaces.lsp.server",
     "argparse",
 )
 
 
 def _imported(workspace: Path, *args: str, status: int = 0) -> tuple[set[str], str]:
     proc = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "lsp_server.cli", *args],
+        [sys.executable, "-X", "importtime", "-m", "lsp_server.surfaces.cli.main", *args],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -344,7 +345,7 @@ def test_cold_call_continue_imports_no_converter_server_or_tinydb(workspace):
             "handoff.continue",
             orjson.dumps(params).decode(),
         )
-        assert "lsp_server.plainread" in names and "json" in names  # the list is real
+        assert "lsp_server.store.fastread" in names and "json" in names  # the list is real
         assert sorted(names & set(NOT_IMPORTED)) == [], params
         assert orjson.loads(out) == svc.call("handoff.continue", params)
 
@@ -358,7 +359,10 @@ NOT_IMPORTED_BY_A_COLD_READ = (
     "inspect",
     "uuid",
     "datetime",
-    "lsp_server.cliverbs",
+    "lsp_server.surfaces.cli.verbs",
+    "lsp_server.surfaces.cli.parser",
+    "lsp_server.surfaces.cli.verbcalls",
+    "lsp_server.surfaces.cli.human",
 )
 
 
@@ -393,7 +397,7 @@ def test_cold_call_continue_imports_no_orjson_dataclasses_uuid_or_verbs(workspac
         line = ("call", "-w", str(workspace), "handoff.continue", orjson.dumps(params).decode())
         want = orjson.dumps(svc.call("handoff.continue", params), option=orjson.OPT_INDENT_2)
         for names, out in (_imported(workspace, *line), _imported_by_script(*line)):
-            assert "lsp_server.plainjson" in names, params  # the list is real
+            assert "lsp_server.support.plainjson" in names, params  # the list is real
             assert sorted(names & set(NOT_IMPORTED_BY_A_COLD_READ)) == [], params
             assert sorted(names & set(NOT_IMPORTED)) == [], params
             assert out.encode() == want + b"\n"
@@ -417,7 +421,7 @@ CALL_LINES = [
 
 
 def _parse(verbs: bool, argv: list[str], capsys) -> tuple[Any, str, str]:
-    from lsp_server.cliverbs import build_parser
+    from lsp_server.surfaces.cli.parser import build_parser
 
     try:
         ns, extra = build_parser(verbs=verbs).parse_known_args(argv)
@@ -468,7 +472,7 @@ PARSER_CALL_LINES = [
 
 
 def _parsed(argv: list[str]) -> Any:
-    from lsp_server.cliverbs import _parse
+    from lsp_server.surfaces.cli.verbs import _parse
 
     try:
         return sorted(vars(_parse(argv)[1]).items())
@@ -477,7 +481,8 @@ def _parsed(argv: list[str]) -> Any:
 
 
 def test_plain_call_line_parses_like_the_parser(capsys, monkeypatch):
-    from lsp_server import cli, cliverbs
+    from lsp_server.surfaces.cli import main as cli
+    from lsp_server.surfaces.cli import verbs as cliverbs
 
     for argv in PLAIN_CALL_LINES:
         assert cli.parse_call_line(argv) is not None, argv  # no parser built for these

@@ -1,4 +1,4 @@
-"""``handoff.continue`` answered without waiting (``plainread.continue_quick``, run by the
+"""``handoff.continue`` answered without waiting (``fastread.continue_quick``, run by the
 language server on its event loop): from the answer kept for the store's current state,
 with every cited artifact opened through every check on every call; byte for byte what
 the worker path gives; and ``None`` (the worker path) whenever anything would have to be
@@ -13,11 +13,12 @@ from pathlib import Path
 import orjson
 import pytest
 
-from lsp_server import evidence, plainread
-from lsp_server.context import CallContext
-from lsp_server.errors import HandoffError
-from lsp_server.evidence import ArtifactHashes
-from lsp_server.service import HandoffService, ServiceConfig
+from lsp_server.model import evidence
+from lsp_server.model.context import CallContext
+from lsp_server.model.errors import HandoffError
+from lsp_server.model.evidence import ArtifactHashes
+from lsp_server.store import fastread as plainread
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
 from .helpers import SCOPE, record_contract
 from .test_plain_read import committed, registry_continue, typed_continue

@@ -15,11 +15,11 @@ from typing import get_args
 import attrs
 import pytest
 
-from lsp_server import params
 from lsp_server.commands import BY_NAME, MUTATIONS, REGISTRY, run
-from lsp_server.context import CallContext
-from lsp_server.errors import HandoffError
-from lsp_server.server import COMMANDS, PING, build_server
+from lsp_server.model import params
+from lsp_server.model.context import CallContext
+from lsp_server.model.errors import HandoffError
+from lsp_server.surfaces.lsp.server import COMMANDS, PING, build_server
 from lsp_server.workspace import Workspace
 
 REPO = Path(__file__).resolve().parent.parent
@@ -138,7 +138,7 @@ def test_execute_command_provider_is_the_registry_plus_ping():
 
 def test_cli_call_help_lists_every_command_with_its_summary():
     out = subprocess.run(
-        [sys.executable, "-m", "lsp_server.cli", "call", "--help"],
+        [sys.executable, "-m", "lsp_server.surfaces.cli.main", "call", "--help"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -151,7 +151,7 @@ def test_cli_call_help_lists_every_command_with_its_summary():
 
 def test_handoff_schema_exports_every_command_params_result_and_flags():
     out = subprocess.run(
-        [sys.executable, "-m", "lsp_server.cli", "schema"],
+        [sys.executable, "-m", "lsp_server.surfaces.cli.main", "schema"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -249,7 +249,7 @@ def test_mutations_are_the_entries_that_say_so():
 def test_every_command_has_a_cli_verb_and_the_verbs_call_only_registry_names():
     import ast
 
-    tree = ast.parse((REPO / "lsp_server" / "cliverbs.py").read_text(encoding="utf-8"))
+    tree = ast.parse((REPO / "lsp_server" / "surfaces" / "cli" / "verbcalls.py").read_text(encoding="utf-8"))
     called = {
         node.args[0].value
         for node in ast.walk(tree)

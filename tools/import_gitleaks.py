@@ -128,7 +128,7 @@ def _toml(value) -> str:
 def convert(source: Path, commit: str) -> str:
     data = tomllib.loads(source.read_text(encoding="utf-8"))
     out = [
-        "# Secret rules from gitleaks, as data, for lsp_server/redaction.py.",
+        "# Secret rules from gitleaks, as data, for lsp_server/support/redaction.py.",
         "#",
         "# Source: https://github.com/gitleaks/gitleaks, config/gitleaks.toml",
         f"# at commit {commit}; converted by tools/import_gitleaks.py (Go RE2 regexes",

@@ -7,7 +7,7 @@ counts: top-level, inside a function, or under ``TYPE_CHECKING``).
 
 The layers (lowest first) are :data:`LAYERS`; a module may import its own layer or
 lower ones only. There is no circle: a package that loads one of its own submodules
-(``lsp_server.store`` its write side, on the first write) is not one, since Python
+(``lsp_server.store.embedded`` its write side, on the first write) is not one, since Python
 imports a submodule's package first in any case; any other way back is.
 ``tests/test_architecture.py`` runs the check.
 """
@@ -21,65 +21,42 @@ from pathlib import Path
 PACKAGE = "lsp_server"
 ROOT = Path(__file__).resolve().parents[1] / PACKAGE
 
-#: Layer name → the modules (or packages, by prefix) in it, lowest layer first.
+#: Layer name → the modules (or packages, by prefix) in it, lowest layer first. The
+#: parts of the house (docs/architecture.md): support, the handoff model and its rules,
+#: the store's engines, the workspace that ties a folder to its store, the views,
+#: generation, the command registry, the surfaces.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    (
-        "ground",
-        (
-            "lsp_server",
-            "lsp_server.errors",
-            "lsp_server.faults",
-            "lsp_server.gcpause",
-            "lsp_server.redaction",
-            "lsp_server.context",
-            "lsp_server.plainjson",
-            "lsp_server.vocabulary",
-            "lsp_server.params",
-            "lsp_server.records",
-            "lsp_server.config",
-            "lsp_server.settings",
-        ),
-    ),
-    (
-        "domain",
-        (
-            "lsp_server.mcp_schema",
-            "lsp_server.evidence",
-            "lsp_server.tinylive",
-            "lsp_server.store",
-            "lsp_server.storage",
-            "lsp_server.project",
-            "lsp_server.plainread",
-            "lsp_server.pgstore",
-            "lsp_server.storecheck",
-            "lsp_server.storeops",
-            "lsp_server.lifecycle",
-            "lsp_server.projections",
-            "lsp_server.templatefiles",
-            "lsp_server.rendering",
-            "lsp_server.workspace",
-        ),
-    ),
-    ("features", ("lsp_server.reports", "lsp_server.generation")),
+    ("support", ("lsp_server", "lsp_server.support")),
+    ("model", ("lsp_server.model",)),
+    ("store", ("lsp_server.store",)),
+    ("workspace", ("lsp_server.config", "lsp_server.settings", "lsp_server.workspace")),
+    ("views", ("lsp_server.views",)),
+    ("generation", ("lsp_server.generation",)),
     ("commands", ("lsp_server.commands",)),
-    (
-        "adapters",
-        (
-            "lsp_server.service",
-            "lsp_server.server",
-            "lsp_server.logmessage",
-            "lsp_server.mcp_server",
-            "lsp_server.mcphttp",
-            "lsp_server.cliverbs",
-            "lsp_server.clisetup",
-            "lsp_server.clicomplete",
-            "lsp_server.callline",
-            "lsp_server.cli",
-            "lsp_server.demo",
-            "lsp_server.__main__",
-        ),
-    ),
+    ("surfaces", ("lsp_server.surfaces", "lsp_server.__main__")),
 ]
+
+#: The size past which a module is a warehouse (split it by concept).
+MAX_LINES = 850
+
+#: The handoff model: it owns its rules and the storage port, and imports no engine.
+MODEL = "lsp_server.model"
+#: The store's engines (and the libraries they are made of) the model never reaches.
+ENGINES = ("lsp_server.store",)
+ENGINE_LIBRARIES = ("tinydb", "psycopg", "psycopg_pool", "pygls", "lsprotocol", "jinja2", "mcp")
+
+#: Parts drawn as one box in the Mermaid graph.
+FOLDED = (
+    "lsp_server.support",
+    "lsp_server.model",
+    "lsp_server.store.embedded",
+    "lsp_server.views",
+    "lsp_server.generation",
+    "lsp_server.commands",
+    "lsp_server.surfaces.lsp",
+    "lsp_server.surfaces.mcp",
+    "lsp_server.surfaces.cli",
+)
 
 
 def module_name(path: Path) -> str:
@@ -139,7 +116,8 @@ def layer_of(module: str) -> int:
     best, depth = -1, -1
     for i, (_name, members) in enumerate(LAYERS):
         for m in members:
-            if (module == m or module.startswith(m + ".")) and len(m) > depth:
+            inside = module.startswith(m + ".") and m != PACKAGE  # the root: itself only
+            if (module == m or inside) and len(m) > depth:
                 best, depth = i, len(m)
     if best < 0:
         raise KeyError(f"{module} is in no layer of tools/import_graph.py")
@@ -192,6 +170,53 @@ def circles(edges: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
+def reach(edges: dict[str, set[str]], start: str) -> set[str]:
+    """Every module ``start`` imports, directly or through other modules."""
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for t in edges.get(todo.pop(), ()):
+            if t not in seen:
+                seen.add(t)
+                todo.append(t)
+    return seen
+
+
+def model_reaches_engine(edges: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """(model module, engine module) for each engine the model reaches, directly or
+    through other modules: none, in the house's plan."""
+    return sorted(
+        (m, t)
+        for m in edges
+        if m == MODEL or m.startswith(MODEL + ".")
+        for t in reach(edges, m)
+        if any(t == e or t.startswith(e + ".") for e in ENGINES)
+    )
+
+
+def third_party(path: Path) -> set[str]:
+    """The top-level names of the modules outside the package that a file imports."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module.split(".")[0])
+    return found - {PACKAGE}
+
+
+def model_engine_libraries(edges: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """(model module, library) for each storage or protocol library a model module, or a
+    module it reaches, imports: none, in the house's plan."""
+    known = modules()
+    out = []
+    for m in edges:
+        if m == MODEL or m.startswith(MODEL + "."):
+            for n in {m} | reach(edges, m):
+                out += [(m, lib) for lib in third_party(known[n]) if lib in ENGINE_LIBRARIES]
+    return sorted(set(out))
+
+
 def upward(edges: dict[str, set[str]]) -> list[tuple[str, str]]:
     """Imports from a lower layer into a higher one."""
     return sorted(
@@ -203,11 +228,9 @@ def mermaid(edges: dict[str, set[str]]) -> str:
     """The graph folded to one node per layer member (packages as one box)."""
 
     def box(module: str) -> str:
-        for _name, members in LAYERS:
-            for m in members:
-                folded = m in ("lsp_server.generation", "lsp_server.commands", "lsp_server.store")
-                if folded and (module == m or module.startswith(m + ".")):
-                    return m
+        for m in FOLDED:
+            if module == m or module.startswith(m + "."):
+                return m
         return module
 
     lines = ["graph BT"]
@@ -236,6 +259,8 @@ def main(argv: list[str]) -> int:
     if "--check" in argv:
         problems = [" <-> ".join(c) for c in circles(edges)]
         problems += [f"{m} -> {t} (upward)" for m, t in upward(edges)]
+        problems += [f"{m} reaches the engine {t}" for m, t in model_reaches_engine(edges)]
+        problems += [f"{m} reaches {lib}" for m, lib in model_engine_libraries(edges)]
         print("\n".join(problems) or "no circle, no upward import")
         return 1 if problems else 0
     for m in sorted(edges):

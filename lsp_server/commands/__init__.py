@@ -5,7 +5,7 @@ read :data:`REGISTRY`; nothing else lists the commands.
 
 A handler is a plain function ``handler(ws, params, ctx) -> result``: ``ws`` the
 :class:`~lsp_server.workspace.Workspace`, ``params`` the structured params object,
-``ctx`` the :class:`~lsp_server.context.CallContext`. Adding a command is one entry
+``ctx`` the :class:`~lsp_server.model.context.CallContext`. Adding a command is one entry
 here, its params class in ``params.py`` and its handler in this package.
 """
 
@@ -16,10 +16,10 @@ from collections import namedtuple
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..context import CallContext
-from ..errors import HandoffError
-from ..gcpause import command_running
-from ..plainread import continue_plain, continue_quick
+from ..model.context import CallContext
+from ..model.errors import HandoffError
+from ..store.fastread import continue_plain, continue_quick
+from ..support.gcpause import command_running
 
 if TYPE_CHECKING:
     from ..workspace import Workspace
@@ -42,8 +42,9 @@ class Command(
     - ``name``: its contract name.
     - ``params``, ``handler``: its params class, named as in ``params.py``, and its
       handler, named ``module.function`` of this package: imported on first use
-      (reading either attribute gives the class or the function), since the typed
-      params cost a cold CLI call ~100 ms of attrs and cattrs.
+      (reading either attribute gives the class or the function): a cold ``handoff
+      call handoff.continue`` that imported every params class and handler up front
+      took 2.40x as long (paired, bytecode compiled; docs/performance.md "Round eleven").
     - ``summary``: one line for ``handoff call --help`` and the docs.
     - ``result``: the keys of its result object (``key?``: present only sometimes), as
       ``docs/commands.md`` lists them; ``handoff schema`` exports them.
@@ -78,7 +79,7 @@ class Command(
     def __getattribute__(self, name: str) -> Any:
         value = object.__getattribute__(self, name)
         if name == "params" and isinstance(value, str):
-            return getattr(importlib.import_module("lsp_server.params"), value)
+            return getattr(importlib.import_module("lsp_server.model.params"), value)
         if name == "handler" and isinstance(value, str):
             module, function = value.split(".")
             return getattr(importlib.import_module(f"{__package__}.{module}"), function)
@@ -288,6 +289,6 @@ def run(ws: Workspace, name: str, params: Any, ctx: CallContext | None = None) -
             served = command.plain(ws, params, ctx)
             if served is not None:
                 return served
-        from ..params import structure  # the converter: imported by the first typed call
+        from ..model.params import structure  # the converter: imported by the first typed call
 
         return command.handler(ws, structure(params, command.params, name), ctx)

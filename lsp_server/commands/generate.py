@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..context import CallContext
-    from ..params import GenerateParams, SessionsParams, StartSessionParams
+    from ..model.context import CallContext
+    from ..model.params import GenerateParams, SessionsParams, StartSessionParams
     from ..workspace import Workspace
 
 
@@ -24,7 +24,7 @@ def sessions(ws: Workspace, p: SessionsParams, ctx: CallContext) -> dict[str, An
 
     result = run_sessions(ws, p, ctx)
     if p.render is not None:
-        from ..reports import render_view
+        from ..views.reports import render_view
 
         context = {"view": result, "workspace": str(ws.workspace), "surface": ctx.surface}
         result["markdown"] = render_view(ws, "sessions", context, p.render)

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .. import records
-from ..errors import HandoffError
-from ..params import (
+from ..model import lifecycle as lc
+from ..model import records
+from ..model.continuing import continue_result
+from ..model.errors import HandoffError
+from ..model.params import (
     AcknowledgeParams,
     CommitParams,
     ContinueParams,
@@ -15,28 +17,26 @@ from ..params import (
     HandoffDraftParams,
     PrepareParams,
 )
-from ..plainread import continue_result
-from ..records import Source, WorkContract, WorkState
+from ..model.records import HandoffBoundary, Receipt, Source, WorkContract, WorkState
 
 if TYPE_CHECKING:
-    from ..context import CallContext
-    from ..lifecycle import StoreLedger
+    from ..model.context import CallContext
+    from ..model.lifecycle import StoreLedger
     from ..workspace import Workspace
 
 
 def prepare(ws: Workspace, p: PrepareParams, ctx: CallContext) -> dict[str, Any]:
     """Finalise a draft into a PreparedHandoff; writes nothing."""
-    from .. import lifecycle as lc  # imported on first use, not at server start
 
     scope = ws.resolve_scope(p.scope)
     prepared = lc.finalize_draft(p.draft, scope, ws.ledger(), ws.files(ctx))
     return {"scope": scope, "prepared": lc.prepared_json(prepared), "written": False}
 
 
-def handoff_current_work(ws: Workspace, p: HandoffCurrentWorkParams, ctx: CallContext) -> dict[str, Any]:
+def handoff_current_work(
+    ws: Workspace, p: HandoffCurrentWorkParams, ctx: CallContext
+) -> dict[str, Any]:
     """Write a handoff boundary and prepare the latest contract and work state."""
-    from .. import lifecycle as lc  # imported on first use, not at server start
-    from ..records import HandoffBoundary
 
     scope = ws.resolve_scope(p.scope)
     files = ws.files(ctx)
@@ -73,8 +73,7 @@ def _latest_records(ledger: StoreLedger, scope: str) -> tuple[Source, Source]:
     if not ledger.known_scope(scope):
         raise HandoffError(
             "unknown_scope",
-            f"Scope {scope!r} has no records yet: record a Work Contract and the work "
-            "state first.",
+            f"Scope {scope!r} has no records yet: record a Work Contract and the work state first.",
             scope=scope,
         )
     contract = ledger.latest(scope, "work_contract")
@@ -103,7 +102,12 @@ def _malformed_latest(ledger: StoreLedger, scope: str) -> HandoffError:
     citation has): it names both records and what is wrong."""
     stored = [_stored_latest(ledger, scope, kind) for kind in ("work_contract", "work_state")]
     refs = [f"source/{rec.get('id')}" for rec in stored if rec is not None]
-    problems = [p for rec in stored if rec is not None for p in records.shape_problems(rec, Source, "source")]
+    problems = [
+        p
+        for rec in stored
+        if rec is not None
+        for p in records.shape_problems(rec, Source, "source")
+    ]
     shown = "; ".join(problems[:3]) or "not a record"
     return HandoffError(
         "nothing_to_hand_off",
@@ -125,7 +129,9 @@ def _draft_from(contract: Source, work: Source, document: str | None) -> Handoff
     """The draft the latest contract and work state make (``document`` attached)."""
     terms, state = contract.payload, work.payload
     if not isinstance(terms, WorkContract) or not isinstance(state, WorkState):
-        raise HandoffError("nothing_to_hand_off", "The latest records are not a Work Contract and a work state.")
+        raise HandoffError(
+            "nothing_to_hand_off", "The latest records are not a Work Contract and a work state."
+        )
     return HandoffDraftParams(
         objective=terms.objective,
         state=state.state,
@@ -137,7 +143,6 @@ def _draft_from(contract: Source, work: Source, document: str | None) -> Handoff
 
 def commit(ws: Workspace, p: CommitParams, ctx: CallContext) -> dict[str, Any]:
     """Commit a PreparedHandoff as the scope's next revision (compare-and-swap)."""
-    from .. import lifecycle as lc  # imported on first use, not at server start
 
     scope = ws.resolve_scope(p.scope)
     files = ws.files(ctx)
@@ -150,7 +155,6 @@ def commit(ws: Workspace, p: CommitParams, ctx: CallContext) -> dict[str, Any]:
 
 def continue_(ws: Workspace, p: ContinueParams, ctx: CallContext) -> dict[str, Any]:
     """Read a handoff (latest, exact or prepared) as untrusted history."""
-    from .. import lifecycle as lc  # imported on first use, not at server start
 
     scope = ws.resolve_scope(p.scope)
     ledger = ws.ledger()
@@ -186,8 +190,8 @@ def _continue_markdown(
 ) -> str:
     """The continue view: what was selected and what to check, then the handoff itself
     (the ``handoff`` report of the selected revision or prepared value)."""
-    from ..params import ReportParams
-    from ..reports import handoff_view, render_view
+    from ..model.params import ReportParams
+    from ..views.reports import handoff_view, render_view
 
     view = None
     if result["found"]:
@@ -206,13 +210,13 @@ def _continue_markdown(
 
 def acknowledge(ws: Workspace, p: AcknowledgeParams, ctx: CallContext) -> dict[str, Any]:
     """Acknowledge an exact target; ``accepted`` needs the four checks."""
-    from .. import lifecycle as lc  # imported on first use, not at server start
-    from ..records import Receipt
 
     scope = ws.resolve_scope(p.scope)
     files = ws.files(ctx)
     before = ws.ledger()  # read the artifacts before the lock
-    lc.evidence_chain(lc.select_target(p.mode, p.prepared, p.revision, scope, before)[0], before, files)
+    lc.evidence_chain(
+        lc.select_target(p.mode, p.prepared, p.revision, scope, before)[0], before, files
+    )
     ctx.cancel.raise_if_cancelled()
     with ws.store.transaction() as tx:
         ledger = lc.ledger_of(tx)
@@ -250,9 +254,10 @@ def acknowledge(ws: Workspace, p: AcknowledgeParams, ctx: CallContext) -> dict[s
     return result
 
 
-def _refuse_unconfirmed(p: AcknowledgeParams, unreadable: list[dict[str, Any]], target: str) -> None:
+def _refuse_unconfirmed(
+    p: AcknowledgeParams, unreadable: list[dict[str, Any]], target: str
+) -> None:
     """``accepted`` needs the four checks confirmed and every piece of evidence readable."""
-    from .. import lifecycle as lc
 
     failed = lc.checks_failing(p.checks)
     unconfirmed = list(failed)

@@ -1,6 +1,6 @@
 """The records a session writes as it works: the Work Contract, the work state, and the
-Task Outcome of a successor's work. (Handlers import the domain modules when first run,
-so the registry costs the language server's start nothing.)"""
+Task Outcome of a successor's work. (The registry imports this module on the first call
+of one of its commands, not at the language server's start.)"""
 
 from __future__ import annotations
 
@@ -8,18 +8,18 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ..errors import HandoffError
-from ..params import ContractParams, OutcomeParams, RecordWorkParams
+from ..model import lifecycle as lc
+from ..model.errors import HandoffError
+from ..model.params import ContractParams, OutcomeParams, RecordWorkParams
+from ..model.records import TaskOutcome, WorkContract, WorkState
 
 if TYPE_CHECKING:
-    from ..context import CallContext
+    from ..model.context import CallContext
     from ..workspace import Workspace
 
 
 def contract(ws: Workspace, p: ContractParams, ctx: CallContext) -> dict[str, Any]:
     """Record the Work Contract of a scope: objective, scope, acceptance."""
-    from .. import lifecycle as lc  # imported on first use, not at server start
-    from ..records import WorkContract
 
     scope = ws.resolve_scope(p.scope)
     payload = WorkContract(
@@ -36,8 +36,6 @@ def contract(ws: Workspace, p: ContractParams, ctx: CallContext) -> dict[str, An
 
 def record_work(ws: Workspace, p: RecordWorkParams, ctx: CallContext) -> dict[str, Any]:
     """Record the work state: the state and next actions as facts with evidence."""
-    from .. import lifecycle as lc  # imported on first use, not at server start
-    from ..records import WorkState
 
     scope = ws.resolve_scope(p.scope)
     files = ws.files(ctx)
@@ -62,8 +60,6 @@ def record_work(ws: Workspace, p: RecordWorkParams, ctx: CallContext) -> dict[st
 
 def record_outcome(ws: Workspace, p: OutcomeParams, ctx: CallContext) -> dict[str, Any]:
     """Record the Task Outcome, optionally bound to an acknowledgement receipt."""
-    from .. import lifecycle as lc  # imported on first use, not at server start
-    from ..records import TaskOutcome
 
     scope = ws.resolve_scope(p.scope)
     ctx.cancel.raise_if_cancelled()

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any, get_args
 
 from .. import __version__
-from ..mcp_schema import params_schema
-from ..params import ENUMS
+from ..model.params import ENUMS
+from ..model.paramschema import params_schema
 from . import REGISTRY, Command
 
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 import difflib
 from typing import TYPE_CHECKING, Any
 
-from ..errors import HandoffError
+from ..model.errors import HandoffError
 
 if TYPE_CHECKING:
-    from ..context import CallContext
-    from ..params import ScopesParams, StatusParams
+    from ..model.context import CallContext
+    from ..model.params import ScopesParams, StatusParams
     from ..workspace import Workspace
 
 
@@ -71,8 +71,8 @@ def unknown_scope(ws: Workspace, scope: str, why: str | None = None) -> HandoffE
 def status(ws: Workspace, p: StatusParams, ctx: CallContext) -> dict[str, Any]:
     """One scope on one screen: its head, transfer and outcome, the evidence that
     changed since, the newest draft and the agent sessions found."""
-    from ..params import ContinueParams, ReportParams, SessionsParams
-    from ..reports import run_report
+    from ..model.params import ContinueParams, ReportParams, SessionsParams
+    from ..views.reports import run_report
     from .generate import sessions
     from .handoffs import continue_
 

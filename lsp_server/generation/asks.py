@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Protocol
 
-from ..redaction import redact
+from ..support.redaction import redact
 
 
 class Message(Protocol):

@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from ..rendering import plain_text
+from ..views.rendering import plain_text
 from .prompt import SECTIONS
 
 WRAPPER_OPEN = "<handoff-context>"

@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .capture import _normal, headings, missing_sections, section_lines
-from .facts import SessionFacts, one_line
+from .facts import SessionFacts
 from .prompt import SECTIONS
+from .signals import one_line
 
 #: The six sections of a handoff (Progress's three parts are under one of them).
 MAIN_SECTIONS = tuple(s.name for s in SECTIONS if s.heading.startswith("## "))

@@ -14,21 +14,22 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from .. import lifecycle as lc
-from ..errors import HandoffError
-from ..faults import pause_point
-from ..gcpause import gc_paused, release_set_aside, return_freed_memory, set_aside
-from ..params import GenerateParams, SessionsParams, StartSessionParams, structure
-from ..projections import table
-from ..records import Generation
-from ..redaction import redact
-from ..rendering import plain_text
+from ..model import lifecycle as lc
+from ..model.errors import HandoffError
+from ..model.params import GenerateParams, SessionsParams, StartSessionParams, structure
+from ..model.records import Generation
+from ..support.faults import pause_point
+from ..support.gcpause import gc_paused, release_set_aside, set_aside
+from ..support.redaction import redact
+from ..views.rendering import plain_text
+from ..views.shapes import table
 from . import discovery
 from .capture import capture_text, missing_sections, wrap
 from .chain import earlier_handoff, started_as
 from .check import check_answer
 from .draft import build_draft
-from .facts import SessionFacts, gather
+from .facts import SessionFacts
+from .gatherer import gather
 from .newsession import kept_if_recorded, save_document, save_text, write_new_file
 from .prompt import build_prompt
 from .readers import read_session
@@ -36,7 +37,7 @@ from .settings import PROVIDERS, GenerationSettings
 from .transcript import FORMATS, Transcript
 
 if TYPE_CHECKING:
-    from ..context import CallContext
+    from ..model.context import CallContext
     from ..workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -159,17 +160,14 @@ def load_ahead() -> None:
     """Load what a first generation would load during the call: the providers'
     modules and the extractive template (the language server does it after start),
     the store's cross-process lock (a generation records itself: the lock's import
-    was a third of a first generation's fixed cost) and the C library's
-    ``malloc_trim``."""
+    was a third of a first generation's fixed cost)."""
     from filelock import FileLock  # noqa: F401  (imported by the store's first write)
 
-    from ..gcpause import return_freed_memory
-    from ..rendering import text_environment as _environment
+    from ..views.rendering import text_environment as _environment
     from . import claude, codex, pi  # noqa: F401  (the readers, imported by format)
     from .providers.extractive import TEMPLATE
 
     _environment().get_template(TEMPLATE)
-    return_freed_memory()
 
 
 def guard(t: Transcript) -> None:
@@ -214,13 +212,9 @@ def run_generate(service: Workspace, p: GenerateParams, ctx: CallContext) -> dic
     is written (``handoff.startSession`` starts one from the edited text), except with
     ``startSession: true``, the one-step flow for scripts. The transcript and its facts
     are freed after the reply (``gcpause.set_aside``), an earlier generation's before
-    this one reads; on a failure, at once, and the memory goes back to the system."""
+    this one reads; on a failure, at once."""
     release_set_aside()  # never two transcripts held at once
-    try:
-        return _generate(service, p, ctx)
-    except BaseException:
-        return_freed_memory()
-        raise
+    return _generate(service, p, ctx)
 
 
 @attrs.define

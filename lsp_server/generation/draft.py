@@ -8,8 +8,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..evidence import OutsideWorkspace, resolve_artifact
-from ..rendering import plain_text
+from ..model.evidence import OutsideWorkspace, resolve_artifact
+from ..views.rendering import plain_text
 from .capture import section_lines
 from .transcript import Transcript
 

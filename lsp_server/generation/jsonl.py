@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from ..errors import HandoffError
+from ..model.errors import HandoffError
 from .transcript import ReadStats
 
 READ_BUFFER = 1 << 20

@@ -13,7 +13,7 @@ from typing import Any
 
 from .asks import QUESTION_END
 
-# The ledger reads the session facts (``facts.py``), which build it: the names below
+# The ledger reads the session facts (``facts.py``, gathered by ``gatherer.py``), which build it: the names below
 # stand for facts' ``Request``, ``Run`` and ``SessionFacts`` without an import circle.
 Request = Any
 Run = Any
@@ -333,9 +333,7 @@ def _ending(f: SessionFacts, task: Task, runs: list[Run], end: int, last: bool) 
         task.status = "superseded"
         task.detail = "the user sent the next request while the agent was still working"
         return
-    if failed is not None and (
-        names_work_left(text) or failed.position > task.last.report_at
-    ):
+    if failed is not None and (names_work_left(text) or failed.position > task.last.report_at):
         task.status = "failed"
         task.detail = f"`{one_line(failed.command, 100)}` failed" + (
             f": {failed.error}" if failed.error else ""

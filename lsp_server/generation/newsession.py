@@ -15,8 +15,8 @@ from typing import Any
 
 import orjson
 
-from ..faults import pause_point
-from ..store.writing import fsync_dir
+from ..store.embedded.durable import fsync_dir
+from ..support.faults import pause_point
 
 SESSION_VERSION = 3
 
@@ -52,7 +52,7 @@ def kept_if_recorded(what: str, **data: Any) -> Iterator[list[Path]]:
             with contextlib.suppress(OSError):
                 path.unlink()
         if isinstance(exc, OSError):
-            from ..errors import HandoffError
+            from ..model.errors import HandoffError
 
             raise HandoffError(
                 "generation_failed",
@@ -146,7 +146,7 @@ def save_text(
     (``sync_folder``: see :func:`write_new_file`)."""
     target = folder / kind
     if target.is_symlink():
-        from ..errors import HandoffError
+        from ..model.errors import HandoffError
 
         raise HandoffError(
             "generation_failed",

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 import orjson
 
-from ..redaction import redact
-from ..rendering import text_environment
+from ..support.redaction import redact
+from ..views.rendering import text_environment
 from .transcript import Message, Transcript, clip
 
 PROMPT_TEMPLATE = "handoff_prompt.md.j2"

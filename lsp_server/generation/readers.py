@@ -9,8 +9,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 
-from ..errors import HandoffError
-from ..gcpause import gc_paused
+from ..model.errors import HandoffError
+from ..support.gcpause import gc_paused
 from .jsonl import first_objects
 from .transcript import FORMATS, ReadStats, Transcript
 

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import HandoffError
+from ..model.errors import HandoffError
 
 PROVIDERS = ("extractive", "openai", "anthropic", "command")
 DEFAULT_MAX_PROMPT_TOKENS = 24_000

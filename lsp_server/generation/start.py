@@ -13,21 +13,21 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from .. import lifecycle as lc
-from ..errors import HandoffError
-from ..faults import pause_point
-from ..params import ReportParams, StartSessionParams
-from ..projections import table
-from ..records import SessionStart, as_json
-from ..redaction import redact
-from ..reports import run_report
+from ..model import lifecycle as lc
+from ..model.errors import HandoffError
+from ..model.params import ReportParams, StartSessionParams
+from ..model.records import SessionStart, as_json
+from ..support.faults import pause_point
+from ..support.redaction import redact
+from ..views.reports import run_report
+from ..views.shapes import table
 from . import discovery
 from .capture import wrap
 from .newsession import kept_if_recorded, save_text, write_pi_session
 from .readers import SUMMARIES, sniff_format
 
 if TYPE_CHECKING:
-    from ..context import CallContext
+    from ..model.context import CallContext
     from ..workspace import Workspace
 
 #: The agents a session can be started in, and the program that runs each.
@@ -151,7 +151,10 @@ def _handed_text(
     scope = service.resolve_scope(p.scope if p.scope is not None else rec.scope)
     lc.select_target("exact", None, ref, scope, service.ledger())
     report = run_report(
-        service, ReportParams(kind="handoff", scope=scope, revision=ref, render="terminal"), scope, ctx
+        service,
+        ReportParams(kind="handoff", scope=scope, revision=ref, render="terminal"),
+        scope,
+        ctx,
     )
     return report["markdown"], scope, {"kind": "revision", "revision": ref}
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from ..redaction import Redactor
+from ..support.redaction import Redactor
 
 #: Caps applied while reading, so a transcript's size does not follow the file's.
 MAX_MESSAGE_CHARS = 16_000

@@ -231,7 +231,7 @@ def verdicts(runs: dict[str, Run]) -> list[Verdict]:
     first = Verdict(
         "Continuity view over 100,000 Sources vs a bare orjson.loads of the same data",
         "≤ 3×",
-        plan="Profile the projection (lsp_server/projections.py) and the store's full view.",
+        plan="Profile the projection (lsp_server/views/projections.py) and the store's full view.",
     )
     again = Verdict(
         "The same continuity view again with nothing changed, vs the first",
@@ -423,7 +423,7 @@ def write_doc(runs: list[Run], found: list[Verdict], args: argparse.Namespace, t
         "",
         "## The store layout that meets the commit target",
         "",
-        "Schema 2 (`lsp_server/store.py`): the TinyDB file `.handoff/state.json` is the "
+        "Schema 2 (`lsp_server/store/embedded.py`): the TinyDB file `.handoff/state.json` is the "
         "*live* file: metadata (schema, sequence counter, store id, the manifest of sealed "
         "segments), the heads of every scope, and only the unsealed tail of the log tables "
         "(Sources, revisions, generations). When a transaction leaves the live file above "
@@ -466,7 +466,7 @@ def write_doc(runs: list[Run], found: list[Verdict], args: argparse.Namespace, t
         "4 million characters (messages already as small as a cut would leave them are "
         "not even counted). The branch walk and the compaction use the parent links only. "
         "While it reads, and while the extractive provider makes its one pass over the "
-        "messages, the cyclic garbage collector is paused (`lsp_server/gcpause.py`: the "
+        "messages, the cyclic garbage collector is paused (`lsp_server/support/gcpause.py`: the "
         "data has no cycles, and each full collection rescanned every message), and what "
         "was built then goes to the oldest generation without a scan. Secrets are "
         "replaced where the transcript is used — each quoted message whole, before a line "

@@ -36,10 +36,12 @@ from typing import Any
 
 import orjson
 
-from lsp_server import projections
-from lsp_server.service import HandoffService, ServiceConfig
-from lsp_server.store import SCHEMA_VERSION, StateStore
-from lsp_server.store.writing import atomic_write, new_store_id
+from lsp_server.store.embedded import StateStore
+from lsp_server.store.embedded.durable import atomic_write
+from lsp_server.store.embedded.layout import SCHEMA_VERSION
+from lsp_server.store.embedded.writing import new_store_id
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
+from lsp_server.views import projections
 
 from .bench_store import SCOPE, fsync_append, make_workspace, new_records_bytes, write_v1_history
 from .common import BenchResult, Table, emit
@@ -129,7 +131,7 @@ IMPORT_TINYDB = [sys.executable, "-c", "import tinydb"]
 
 
 #: The ``handoff`` console script the project installs beside the interpreter: what a
-#: user (or an agent) runs (``python -m lsp_server.cli`` also loads ``runpy``).
+#: user (or an agent) runs (``python -m lsp_server.surfaces.cli.main`` also loads ``runpy``).
 HANDOFF_SCRIPT = Path(sys.executable).parent / "handoff"
 
 
@@ -177,7 +179,7 @@ def cached_bytecode_env(prefix: Path) -> dict[str, str]:
 REPORT_PROCESS = """
 import sys
 from pathlib import Path
-from lsp_server.service import HandoffService, ServiceConfig
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 svc = HandoffService(Path(sys.argv[1]), ServiceConfig())
 svc.call("handoff.recordOutcome", {"scope": sys.argv[2], "status": "partial", "summary": "rss"})
 for kind in ("continuity", "history", "lineage"):

@@ -108,8 +108,8 @@ class StdioSession:
 
 def walkthrough_workspace(root: Path) -> Path:
     """A workspace after the OpenAPI walkthrough (one revision, accepted, covered)."""
-    from lsp_server.demo import Narrator, _write_project, walkthrough
-    from lsp_server.service import HandoffService
+    from lsp_server.surfaces.demo import Narrator, _write_project, walkthrough
+    from lsp_server.surfaces.service import HandoffService
 
     _write_project(root)
     walkthrough(HandoffService(root), Narrator(out=io.StringIO()))
@@ -358,7 +358,7 @@ def write_doc(result: BenchResult, args) -> None:
         "",
         "## Why start-up stays close to a bare pygls server",
         "",
-        "`lsp_server/server.py` imports pygls, lsprotocol and the small settings module "
+        "`lsp_server/surfaces/lsp/server.py` imports pygls, lsprotocol and the small settings module "
         "only. The service layer, the store (TinyDB, orjson, filelock) and the report "
         "templates (Jinja) are imported in a worker thread after `initialized`, so they "
         "are usually loaded by the time the first command arrives (the last row of the "

@@ -25,9 +25,9 @@ from pathlib import Path
 
 import orjson
 
-from lsp_server.pgstore import PgStore, close_pools
-from lsp_server.service import HandoffService, ServiceConfig
-from lsp_server.storeops import run_copy
+from lsp_server.store.ops import run_copy
+from lsp_server.store.postgres import PgStore, close_pools
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
 from ..pgcluster import Cluster, migrated, server_bindir
 from .bench_store import make_workspace, small_store, write_v1_history

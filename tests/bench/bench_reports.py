@@ -23,10 +23,12 @@ from typing import Any
 
 import orjson
 
-from lsp_server import projections
-from lsp_server.lifecycle import digest_of
-from lsp_server.service import HandoffService
-from lsp_server.store import STATE_FILE, StateStore, empty_state
+from lsp_server.model.lifecycle import digest_of
+from lsp_server.store.embedded import StateStore
+from lsp_server.store.embedded.layout import STATE_FILE
+from lsp_server.store.embedded.store import empty_state
+from lsp_server.surfaces.service import HandoffService
+from lsp_server.views import projections
 
 SCOPE = "openapi-client"
 REPO = Path(__file__).resolve().parents[2]

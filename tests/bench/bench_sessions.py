@@ -129,7 +129,7 @@ if mode == "orjson":
 elif mode == "reader":
     from lsp_server.generation.readers import read_session
 else:
-    from lsp_server.service import HandoffService, ServiceConfig
+    from lsp_server.surfaces.service import HandoffService, ServiceConfig
     service = HandoffService(Path(sys.argv[3]), ServiceConfig())
     if mode == "generate":  # as the language server has them (server.warm_everything)
         from lsp_server.generation.command import load_ahead

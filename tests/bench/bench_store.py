@@ -22,10 +22,10 @@ from typing import Any
 
 import orjson
 
-from lsp_server import lifecycle as lc
-from lsp_server.evidence import sha256_file
-from lsp_server.service import HandoffService, ServiceConfig
-from lsp_server.store import StateStore
+from lsp_server.model import lifecycle as lc
+from lsp_server.model.evidence import sha256_file
+from lsp_server.store.embedded import StateStore
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
 from .common import BenchResult, Table, Target, emit, ms, p50, pct
 from .store_worker import ARTIFACT, commit_once, record_contract
@@ -554,7 +554,7 @@ def bench_lock_wait(tmp: Path, args: argparse.Namespace, result: BenchResult) ->
     import fcntl
     import threading
 
-    from lsp_server.store.writing import StateLock
+    from lsp_server.store.embedded.lock import StateLock
 
     path = tmp / "wait.lock"
     holder = subprocess.Popen(

@@ -138,8 +138,8 @@ def section(doc: str, name: str) -> str:
 
 def check(probe: Probe, provider: str = "extractive") -> Outcome:
     """Generate the handoff of one session and hold its probes against it."""
-    from lsp_server.errors import HandoffError
-    from lsp_server.service import HandoffService
+    from lsp_server.model.errors import HandoffError
+    from lsp_server.surfaces.service import HandoffService
 
     out = Outcome(probe)
     with tempfile.TemporaryDirectory(prefix="handoff-quality-") as tmp:

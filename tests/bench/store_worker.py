@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 
-from lsp_server.service import HandoffService, ServiceConfig
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
 ARTIFACT = "client/pets_client.py"
 

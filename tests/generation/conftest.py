@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from filelock import FileLock
 
-from lsp_server.service import HandoffService, ServiceConfig
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 from tests.conftest import OWN, shared_fixtures
 
 from .support import place_session

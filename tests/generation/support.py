@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 from lsp_server.generation.discovery import claude_slug
-from lsp_server.service import CallContext, CancelToken
-from lsp_server.store import StateStore
+from lsp_server.store.embedded import StateStore
+from lsp_server.surfaces.service import CallContext, CancelToken
 
 
 def recorded_cwd(lines: list[str]) -> str | None:
@@ -117,7 +117,7 @@ def alive(pid: int) -> bool:
 def run_cli(workspace: Path, *args: str) -> subprocess.CompletedProcess:
     """``handoff ARGS -w WORKSPACE`` in a real process."""
     return subprocess.run(
-        [sys.executable, "-m", "lsp_server.cli", *args, "-w", str(workspace)],
+        [sys.executable, "-m", "lsp_server.surfaces.cli.main", *args, "-w", str(workspace)],
         capture_output=True,
         text=True,
         timeout=60,

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.context import CallContext
 from lsp_server.generation.discovery import agent_homes, belongs
-from lsp_server.service import HandoffService, ServiceConfig
+from lsp_server.model.context import CallContext
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 from tests.conftest import OWN_SMALL_PI
 
 PI = "pi/kenn-io__agentsview__session.jsonl"

@@ -103,7 +103,10 @@ def test_failures_corrections_decisions_and_plan(tmp_path: Path, workspace: Path
     assert missing_sections(doc) == []
     assert "> Fix the login timeout in src/auth.py." in section(doc, "Goal")
     constraints = section(doc, "Constraints & Preferences")
-    assert "The user: “Don't touch the session store, and keep the public API unchanged.”" in constraints
+    assert (
+        "The user: “Don't touch the session store, and keep the public API unchanged.”"
+        in constraints
+    )
     assert "- `src/auth.py` (edited)" in section(doc, "Done")
     progress = section(doc, "In Progress")
     # The user's limit continues the task whose test run failed: the failure stays open.

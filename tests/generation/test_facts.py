@@ -9,14 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.errors import HandoffError
+from lsp_server.generation.asks import request_text
 from lsp_server.generation.check import check_answer
-from lsp_server.generation.facts import gather, request_text
+from lsp_server.generation.gatherer import gather
 from lsp_server.generation.providers.extractive import extract
 from lsp_server.generation.readers import read_session
 from lsp_server.generation.shell import analyse, main_step
 from lsp_server.generation.transcript import Message
-from lsp_server.service import HandoffService
+from lsp_server.model.errors import HandoffError
+from lsp_server.surfaces.service import HandoffService
 
 from .test_extractive import assistant, pi_session, result, section, user
 
@@ -60,17 +61,42 @@ def test_a_slash_command_with_arguments_gives_its_arguments_as_the_request() -> 
         "<command-args>update @CLAUDE.md to the latest state</command-args>",
     )
     assert request_text(m) == ("update @CLAUDE.md to the latest state", "/orchestrator")
-    assert request_text(Message("user", "<command-name>/exit</command-name><command-args></command-args>")) is None
+    assert (
+        request_text(
+            Message("user", "<command-name>/exit</command-name><command-args></command-args>")
+        )
+        is None
+    )
 
 
 def test_thinking_keywords_and_compaction_prompts_are_not_the_goal() -> None:
-    assert request_text(Message("user", "@plan.md really ULTRATHINK this")) == ("@plan.md really this", None)
-    assert request_text(Message("user", "Your task is to create a detailed summary of the conversation so far")) is None
-    assert request_text(Message("user", "This session is being continued from a previous conversation that ran out")) is None
+    assert request_text(Message("user", "@plan.md really ULTRATHINK this")) == (
+        "@plan.md really this",
+        None,
+    )
+    assert (
+        request_text(
+            Message("user", "Your task is to create a detailed summary of the conversation so far")
+        )
+        is None
+    )
+    assert (
+        request_text(
+            Message(
+                "user", "This session is being continued from a previous conversation that ran out"
+            )
+        )
+        is None
+    )
 
 
-def test_the_goal_on_a_real_slash_command_session_is_the_request_not_the_command(fixtures_dir) -> None:
-    path = fixtures_dir / "sessions/claude/d-kimuson__claude-code-viewer__5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl"
+def test_the_goal_on_a_real_slash_command_session_is_the_request_not_the_command(
+    fixtures_dir,
+) -> None:
+    path = (
+        fixtures_dir
+        / "sessions/claude/d-kimuson__claude-code-viewer__5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl"
+    )
     t = read_session(path)
     doc = extract(t, Path("/nonexistent-workspace"), None)
     goal = section(doc, "Goal")
@@ -81,27 +107,85 @@ def test_the_goal_on_a_real_slash_command_session_is_the_request_not_the_command
 
 def test_a_queued_prompt_is_a_later_request(tmp_path, workspace) -> None:
     rows = [
-        {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": "s", "cwd": str(workspace),
-         "message": {"role": "user", "content": "Add a --verbose flag to cli.py"}},
-        {"type": "assistant", "uuid": "a1", "parentUuid": "u1", "sessionId": "s",
-         "message": {"id": "m1", "role": "assistant", "content": [
-             {"type": "tool_use", "id": "t1", "name": "Edit", "input": {"file_path": "cli.py", "old_string": "a", "new_string": "b"}}]}},
-        {"type": "queue-operation", "operation": "enqueue", "sessionId": "s",
-         "content": "also print the version with --version and document it in README.md please"},
-        {"type": "user", "uuid": "u2", "parentUuid": "a1", "sessionId": "s",
-         "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}},
-        {"type": "assistant", "uuid": "a2", "parentUuid": "u2", "sessionId": "s",
-         "message": {"id": "m2", "role": "assistant", "content": [
-             {"type": "tool_use", "id": "t2", "name": "Edit", "input": {"file_path": "README.md", "old_string": "a", "new_string": "b"}}]}},
-        {"type": "user", "uuid": "u3", "parentUuid": "a2", "sessionId": "s",
-         "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t2", "content": "ok"}]}},
+        {
+            "type": "user",
+            "uuid": "u1",
+            "parentUuid": None,
+            "sessionId": "s",
+            "cwd": str(workspace),
+            "message": {"role": "user", "content": "Add a --verbose flag to cli.py"},
+        },
+        {
+            "type": "assistant",
+            "uuid": "a1",
+            "parentUuid": "u1",
+            "sessionId": "s",
+            "message": {
+                "id": "m1",
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "t1",
+                        "name": "Edit",
+                        "input": {"file_path": "cli.py", "old_string": "a", "new_string": "b"},
+                    }
+                ],
+            },
+        },
+        {
+            "type": "queue-operation",
+            "operation": "enqueue",
+            "sessionId": "s",
+            "content": "also print the version with --version and document it in README.md please",
+        },
+        {
+            "type": "user",
+            "uuid": "u2",
+            "parentUuid": "a1",
+            "sessionId": "s",
+            "message": {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}],
+            },
+        },
+        {
+            "type": "assistant",
+            "uuid": "a2",
+            "parentUuid": "u2",
+            "sessionId": "s",
+            "message": {
+                "id": "m2",
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "t2",
+                        "name": "Edit",
+                        "input": {"file_path": "README.md", "old_string": "a", "new_string": "b"},
+                    }
+                ],
+            },
+        },
+        {
+            "type": "user",
+            "uuid": "u3",
+            "parentUuid": "a2",
+            "sessionId": "s",
+            "message": {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "t2", "content": "ok"}],
+            },
+        },
     ]
     path = tmp_path / "claude.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     t = read_session(path)
     f = gather(t, workspace)
     queued = [r for r in f.requests if r.queued]
-    assert [r.text for r in queued] == ["also print the version with --version and document it in README.md please"]
+    assert [r.text for r in queued] == [
+        "also print the version with --version and document it in README.md please"
+    ]
     assert queued[0] in f.redirections
     assert "(typed while the agent worked)" in section(extract(t, workspace, None, f), "Goal")
 
@@ -134,11 +218,22 @@ def test_a_failure_resolved_by_a_differently_spelled_retry_is_not_open(tmp_path,
         [
             user("Push the fix and make the auth tests pass"),
             assistant("", bash("p1", f"cd {workspace} && git push 2>&1")),
-            result("p1", "bash", "fatal: The current branch fix has no upstream branch.\nCommand exited with code 128", error=True),
+            result(
+                "p1",
+                "bash",
+                "fatal: The current branch fix has no upstream branch.\nCommand exited with code 128",
+                error=True,
+            ),
             assistant("", bash("p2", "git push --set-upstream origin fix")),
-            result("p2", "bash", "branch 'fix' set up to track 'origin/fix'.\n * [new branch]      fix -> fix"),
+            result(
+                "p2",
+                "bash",
+                "branch 'fix' set up to track 'origin/fix'.\n * [new branch]      fix -> fix",
+            ),
             assistant("", bash("t1", f"python3 -m pytest {workspace}/tests/test_auth.py -q")),
-            result("t1", "bash", "1 failed, 3 passed in 0.2s\nCommand exited with code 1", error=True),
+            result(
+                "t1", "bash", "1 failed, 3 passed in 0.2s\nCommand exited with code 1", error=True
+            ),
             assistant("", bash("t2", "FOO=1 pytest tests/test_auth.py 2>&1 | tail -3")),
             result("t2", "bash", "4 passed in 0.2s"),
             assistant("All green and pushed."),
@@ -148,7 +243,9 @@ def test_a_failure_resolved_by_a_differently_spelled_retry_is_not_open(tmp_path,
     assert {r.key for r in f.failed_runs} == {"git push", "pytest tests/test_auth.py"}
     assert all(r.resolved_by and r.resolved_by.startswith("a later") for r in f.failed_runs)
     doc = extract(t, workspace, None, f)
-    assert "no upstream" not in section(doc, "Next Steps") and "1 failed" not in section(doc, "Next Steps")
+    assert "no upstream" not in section(doc, "Next Steps") and "1 failed" not in section(
+        doc, "Next Steps"
+    )
     assert "`fix` → `fix`" in section(doc, "Done")
 
 
@@ -176,7 +273,9 @@ def test_a_masked_pipeline_failure_shows_in_its_output(tmp_path, workspace) -> N
         [
             user("Build the site"),
             assistant("", bash("b1", "npm run build 2>&1 | tail -5")),
-            result("b1", "bash", "src/app.ts(3,1): error TS2304: Cannot find name 'x'.\nFound 1 error."),
+            result(
+                "b1", "bash", "src/app.ts(3,1): error TS2304: Cannot find name 'x'.\nFound 1 error."
+            ),
             assistant("", bash("b2", "npm run lint | tail -2")),
             result("b2", "bash", "lint done"),
         ],
@@ -192,7 +291,7 @@ def test_a_masked_pipeline_failure_shows_in_its_output(tmp_path, workspace) -> N
 
 
 def gather_masked(command: str) -> bool:
-    from lsp_server.generation.facts import _Gatherer
+    from lsp_server.generation.gatherer import _Gatherer
     from lsp_server.generation.transcript import Transcript
 
     g = _Gatherer(Transcript(Path("x"), "pi", "x"), None)
@@ -204,26 +303,89 @@ def test_apply_patch_through_a_shell_is_a_change(tmp_path, workspace) -> None:
     patch = "apply_patch <<'PATCH'\n*** Begin Patch\n*** Update File: src/app.py\n@@\n-x = 1\n+def x(): ...\n*** Add File: src/new.py\n+y\n*** End Patch\nPATCH"
     rows = [
         {"timestamp": "t", "type": "session_meta", "payload": {"id": "r1", "cwd": str(workspace)}},
-        {"timestamp": "t", "type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "rename x in src/app.py"}]}},
-        {"timestamp": "t", "type": "response_item", "payload": {"type": "function_call", "name": "shell", "call_id": "c0", "arguments": json.dumps({"command": ["bash", "-lc", "rg -n x src && sed -n '1,40p' src/app.py"]})}},
-        {"timestamp": "t", "type": "response_item", "payload": {"type": "function_call_output", "call_id": "c0", "output": json.dumps({"output": "src/app.py:1:x = 1", "metadata": {"exit_code": 0}})}},
-        {"timestamp": "t", "type": "response_item", "payload": {"type": "function_call", "name": "shell", "call_id": "c1", "arguments": json.dumps({"command": ["bash", "-lc", patch]})}},
-        {"timestamp": "t", "type": "response_item", "payload": {"type": "function_call_output", "call_id": "c1", "output": json.dumps({"output": "Success. Updated the following files:\nM src/app.py\nA src/new.py", "metadata": {"exit_code": 0}})}},
+        {
+            "timestamp": "t",
+            "type": "response_item",
+            "payload": {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "rename x in src/app.py"}],
+            },
+        },
+        {
+            "timestamp": "t",
+            "type": "response_item",
+            "payload": {
+                "type": "function_call",
+                "name": "shell",
+                "call_id": "c0",
+                "arguments": json.dumps(
+                    {"command": ["bash", "-lc", "rg -n x src && sed -n '1,40p' src/app.py"]}
+                ),
+            },
+        },
+        {
+            "timestamp": "t",
+            "type": "response_item",
+            "payload": {
+                "type": "function_call_output",
+                "call_id": "c0",
+                "output": json.dumps(
+                    {"output": "src/app.py:1:x = 1", "metadata": {"exit_code": 0}}
+                ),
+            },
+        },
+        {
+            "timestamp": "t",
+            "type": "response_item",
+            "payload": {
+                "type": "function_call",
+                "name": "shell",
+                "call_id": "c1",
+                "arguments": json.dumps({"command": ["bash", "-lc", patch]}),
+            },
+        },
+        {
+            "timestamp": "t",
+            "type": "response_item",
+            "payload": {
+                "type": "function_call_output",
+                "call_id": "c1",
+                "output": json.dumps(
+                    {
+                        "output": "Success. Updated the following files:\nM src/app.py\nA src/new.py",
+                        "metadata": {"exit_code": 0},
+                    }
+                ),
+            },
+        },
     ]
     path = tmp_path / "rollout.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     t = read_session(path)
     f = gather(t, workspace)
-    assert {p: c.verbs for p, c in f.changes.items()} == {"src/app.py": {"edited": 1}, "src/new.py": {"created": 1}}
+    assert {p: c.verbs for p, c in f.changes.items()} == {
+        "src/app.py": {"edited": 1},
+        "src/new.py": {"created": 1},
+    }
     done = section(extract(t, workspace, None, f), "Done")
     assert "`src/app.py` (edited" in done and "`src/new.py` (created" in done
     assert "rg -n" not in done and "sed -n" not in done  # looking is not doing
 
 
 def test_git_mv_rm_and_here_doc_writes_are_changes() -> None:
-    changes = [c for s in analyse("git mv a.py b.py && rm -rf build && cat > notes.md <<EOF\nx > y\nEOF", "/w") for c in s.changes]
+    changes = [
+        c
+        for s in analyse(
+            "git mv a.py b.py && rm -rf build && cat > notes.md <<EOF\nx > y\nEOF", "/w"
+        )
+        for c in s.changes
+    ]
     assert changes == [("moved", "a.py → b.py"), ("deleted", "build"), ("written", "notes.md")]
-    assert main_step(analyse("cd /w/app && git add . && git commit -m 'fix #3' 2>&1", "/w")).key == "git commit"
+    assert (
+        main_step(analyse("cd /w/app && git add . && git commit -m 'fix #3' 2>&1", "/w")).key
+        == "git commit"
+    )
 
 
 def test_test_runs_keep_their_last_counts(tmp_path, workspace) -> None:
@@ -263,7 +425,6 @@ def test_git_events_keep_their_results(tmp_path, workspace) -> None:
     ]
 
 
-
 def test_a_git_look_makes_no_git_event_and_a_chained_commit_still_does(tmp_path, workspace) -> None:
     """Only a commit, push, pull, merge or forge step has an event to read; ``git
     status`` / ``git log`` output that looks like one is not read (nor is a look that
@@ -292,7 +453,9 @@ def test_a_git_look_makes_no_git_event_and_a_chained_commit_still_does(tmp_path,
 
 
 def test_a_finished_session_says_so_and_proposes_verification(fixtures_dir) -> None:
-    path = fixtures_dir / "sessions/claude/marot__spotter__4d5611e5-241a-462a-8d15-5122611a9569.jsonl"
+    path = (
+        fixtures_dir / "sessions/claude/marot__spotter__4d5611e5-241a-462a-8d15-5122611a9569.jsonl"
+    )
     t = read_session(path)
     f = gather(t, None)
     assert f.final.status == "done"
@@ -313,7 +476,9 @@ def test_an_unanswered_last_message_is_the_next_step(fixtures_dir) -> None:
 
 
 def test_a_session_cut_off_mid_call_says_what_ran(fixtures_dir) -> None:
-    t = read_session(fixtures_dir / "sessions/codex/kunalcode12__Empire-of-bits-vorld__codex-session.jsonl")
+    t = read_session(
+        fixtures_dir / "sessions/codex/kunalcode12__Empire-of-bits-vorld__codex-session.jsonl"
+    )
     f = gather(t, None)
     assert f.final.status == "in progress" and f.cut_off
     nxt = section(extract(t, Path("/nonexistent-workspace"), None, f), "Next Steps")
@@ -324,7 +489,9 @@ def test_a_session_cut_off_mid_call_says_what_ran(fixtures_dir) -> None:
 def test_a_subagent_file_is_refused_naming_its_parent(fixtures_dir, tmp_path) -> None:
     path = fixtures_dir / "sessions/claude/iansherr__claude-code-log__agent-a4ca7529859c158c2.jsonl"
     with pytest.raises(HandoffError) as err:
-        HandoffService(tmp_path).call("handoff.generate", {"session": str(path), "startSession": False})
+        HandoffService(tmp_path).call(
+            "handoff.generate", {"session": str(path), "startSession": False}
+        )
     assert err.value.code == "nothing_to_hand_off"
     assert err.value.data["reason"] == "subagent"
     assert err.value.data["parentSession"] == "ef958aa1-0e93-49f0-bb71-150f63befcd1"
@@ -345,7 +512,12 @@ def test_noise_never_reaches_the_document(tmp_path, workspace) -> None:
         [
             user("Fix the bundle"),
             assistant("", bash("b1", "node build.js")),
-            result("b1", "bash", f"{minified}\n{html}\n{b64}\n\x1b[31m<tool_use_error>Error: bundle.js not found</tool_use_error>\x1b[0m\nCommand exited with code 1", error=True),
+            result(
+                "b1",
+                "bash",
+                f"{minified}\n{html}\n{b64}\n\x1b[31m<tool_use_error>Error: bundle.js not found</tool_use_error>\x1b[0m\nCommand exited with code 1",
+                error=True,
+            ),
         ],
     )
     doc = extract(t, workspace, None, f)
@@ -364,7 +536,11 @@ def test_the_tools_own_state_folder_is_not_the_users_change(tmp_path, workspace)
         workspace,
         [
             user("Write app.py and note it"),
-            assistant("", ("w1", "write", {"path": ".handoff/notes.md", "content": "x"}), ("w2", "write", {"path": "app.py", "content": "x"})),
+            assistant(
+                "",
+                ("w1", "write", {"path": ".handoff/notes.md", "content": "x"}),
+                ("w2", "write", {"path": "app.py", "content": "x"}),
+            ),
             result("w1", "write", "ok"),
             result("w2", "write", "ok"),
         ],
@@ -381,26 +557,54 @@ def test_key_decisions_never_come_from_narration(tmp_path, workspace) -> None:
         [
             user("Speed up the parser"),
             assistant("Let me fix the test by using a dict instead of a list."),
-            assistant("I'll use orjson instead of json because the profile shows json.loads at 60% of the time."),
+            assistant(
+                "I'll use orjson instead of json because the profile shows json.loads at 60% of the time."
+            ),
         ],
     )
     decisions = section(extract(t, workspace, None, f), "Key Decisions")
     assert "Let me fix the test" not in decisions
     assert "I'll use orjson instead of json because" in decisions
-    t2, f2 = session(tmp_path, workspace, [user("Speed up the parser"), assistant("Now I'll switch to a set instead.")])
+    t2, f2 = session(
+        tmp_path,
+        workspace,
+        [user("Speed up the parser"), assistant("Now I'll switch to a set instead.")],
+    )
     assert section(extract(t2, workspace, None, f2), "Key Decisions").strip() == "- None recorded."
 
 
 def test_a_compaction_summary_is_used_by_its_sections(tmp_path, workspace) -> None:
-    path = pi_session(tmp_path, workspace, [user("Port the CLI to click"), assistant("Working on it.")])
+    path = pi_session(
+        tmp_path, workspace, [user("Port the CLI to click"), assistant("Working on it.")]
+    )
     lines = path.read_text().splitlines()
     summary = (
         "## Goal\nPort the CLI from argparse to click, keeping every flag.\n\n"
         "## Key Decisions\n- Use click groups because subcommands share options\n\n"
         "## Next Steps\n- Wire the --dry-run flag (stale by now)\n"
     )
-    lines.append(json.dumps({"type": "compaction", "id": "c9", "parentId": "e1", "summary": summary, "firstKeptEntryId": "e1", "tokensBefore": 9000}))
-    lines.append(json.dumps({"type": "message", "id": "e9", "parentId": "c9", "message": assistant("Finished: the CLI runs on click now.")}))
+    lines.append(
+        json.dumps(
+            {
+                "type": "compaction",
+                "id": "c9",
+                "parentId": "e1",
+                "summary": summary,
+                "firstKeptEntryId": "e1",
+                "tokensBefore": 9000,
+            }
+        )
+    )
+    lines.append(
+        json.dumps(
+            {
+                "type": "message",
+                "id": "e9",
+                "parentId": "c9",
+                "message": assistant("Finished: the CLI runs on click now."),
+            }
+        )
+    )
     path.write_text("\n".join(lines) + "\n")
     t = read_session(path)
     doc = extract(t, workspace, None)
@@ -414,7 +618,9 @@ def test_a_focus_pulls_in_a_fact(tmp_path, workspace) -> None:
         user("Fix the flaky login test"),
         assistant("", ("r1", "read", {"path": "src/session_store.py"})),
         result("r1", "read", "class SessionStore: ..."),
-        assistant("", ("e1", "edit", {"path": "tests/test_login.py", "oldText": "a", "newText": "b"})),
+        assistant(
+            "", ("e1", "edit", {"path": "tests/test_login.py", "oldText": "a", "newText": "b"})
+        ),
         result("e1", "edit", "ok"),
     ]
     t, f = session(tmp_path, workspace, messages)
@@ -443,8 +649,12 @@ def test_every_fact_keeps_its_session_entries(tmp_path, workspace) -> None:
 
 
 def test_generate_returns_the_facts_with_entries(fixtures_dir, tmp_path) -> None:
-    path = fixtures_dir / "sessions/claude/marot__spotter__4d5611e5-241a-462a-8d15-5122611a9569.jsonl"
-    out = HandoffService(tmp_path).call("handoff.generate", {"session": str(path), "startSession": False})
+    path = (
+        fixtures_dir / "sessions/claude/marot__spotter__4d5611e5-241a-462a-8d15-5122611a9569.jsonl"
+    )
+    out = HandoffService(tmp_path).call(
+        "handoff.generate", {"session": str(path), "startSession": False}
+    )
     facts = out["facts"]
     assert facts["finalState"]["status"] == "done" and facts["finalState"]["entries"]
     commit = next(g for g in facts["git"] if g["kind"] == "commit" and "64f1b9a" in g["detail"])
@@ -501,13 +711,27 @@ def test_a_redacted_placeholder_is_not_quoted_as_the_goal(tmp_path, workspace) -
 
 
 def test_sessions_do_not_list_a_subagent_file(fixtures_dir, homes, place, workspace) -> None:
-    place(fixtures_dir / "sessions/claude/iansherr__claude-code-log__ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl", "claude", workspace)
-    place(fixtures_dir / "sessions/claude/iansherr__claude-code-log__agent-a4ca7529859c158c2.jsonl", "claude", workspace, name="agent-a4ca7529859c158c2.jsonl")
+    place(
+        fixtures_dir
+        / "sessions/claude/iansherr__claude-code-log__ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl",
+        "claude",
+        workspace,
+    )
+    place(
+        fixtures_dir / "sessions/claude/iansherr__claude-code-log__agent-a4ca7529859c158c2.jsonl",
+        "claude",
+        workspace,
+        name="agent-a4ca7529859c158c2.jsonl",
+    )
     listed = HandoffService(workspace).call("handoff.sessions", {})["sessions"]
-    assert [Path(s["path"]).name for s in listed] == ["iansherr__claude-code-log__ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl"]
+    assert [Path(s["path"]).name for s in listed] == [
+        "iansherr__claude-code-log__ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl"
+    ]
 
 
-def test_an_answer_that_leaves_a_code_fence_open_still_gets_its_sections(tmp_path, workspace) -> None:
+def test_an_answer_that_leaves_a_code_fence_open_still_gets_its_sections(
+    tmp_path, workspace
+) -> None:
     t, f = session(tmp_path, workspace, [user("Write notes.md"), assistant("Done.")])
     reference = extract(t, workspace, None, f)
     answer = "## Goal\n\nWrite notes.md\n\n```markdown\nHere is a summary of the work\n"
@@ -538,7 +762,7 @@ def test_an_answer_that_leaves_a_code_fence_open_still_gets_its_sections(tmp_pat
     ],
 )
 def test_a_masked_pipeline_failure_is_seen_in_every_form_it_prints(text: str) -> None:
-    from lsp_server.generation.facts import _FAILURE_MARK, failure_marked
+    from lsp_server.generation.signals import _FAILURE_MARK, failure_marked
 
     assert failure_marked("output\n" + text)
     assert bool(_FAILURE_MARK.search("output\n" + text))
@@ -546,7 +770,7 @@ def test_a_masked_pipeline_failure_is_seen_in_every_form_it_prints(text: str) ->
 
 def test_the_failure_words_admit_every_failure_mark_of_the_real_sessions(sessions: Path) -> None:
     """The cheap word check before the failure pattern never hides one of its matches."""
-    from lsp_server.generation.facts import _FAILURE_MARK, failure_marked, readable
+    from lsp_server.generation.signals import _FAILURE_MARK, failure_marked, readable
 
     texts = [
         readable(m.text)

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.errors import HandoffError
 from lsp_server.generation.capture import WRAPPER_CLOSE, WRAPPER_OPEN, missing_sections
 from lsp_server.generation.prompt import SECTIONS, build_prompt, estimate_tokens
 from lsp_server.generation.readers import read_session
 from lsp_server.generation.settings import GenerationSettings
+from lsp_server.model.errors import HandoffError
 from tests.conftest import OWN_SESSIONS
 from tests.helpers import live_state
 
@@ -34,7 +34,9 @@ FIXTURES = [
 
 def store_text(folder: Path) -> str:
     """The live file's and the journal's text (where a new record is written)."""
-    return "".join(p.read_text() for p in (folder / "state.json", folder / "state.journal") if p.is_file())
+    return "".join(
+        p.read_text() for p in (folder / "state.json", folder / "state.journal") if p.is_file()
+    )
 
 
 def state(workspace: Path) -> dict:
@@ -231,7 +233,10 @@ def test_git_branch_and_status_are_in_the_critical_context(
     result = gen_service().call(
         "handoff.generate", {"session": str(session), "startSession": False}
     )
-    assert "Git here now: branch `feature/login`; uncommitted changes: `client/` [??]" in result["document"]
+    assert (
+        "Git here now: branch `feature/login`; uncommitted changes: `client/` [??]"
+        in result["document"]
+    )
     assert result["scope"] == "feature/login"
 
 
@@ -309,9 +314,7 @@ def test_missing_sections_are_reported(
     sessions: Path, homes, place, workspace: Path, gen_service
 ) -> None:
     session = place(sessions / "pi/kenn-io__agentsview__session.jsonl", "pi", workspace)
-    doc = (
-        "## Goal\nFix the login tests.\n\n## Progress\n### Done\n- read auth.go\n\n```\n## Next Steps\n```\n"
-    )
+    doc = "## Goal\nFix the login tests.\n\n## Progress\n### Done\n- read auth.go\n\n```\n## Next Steps\n```\n"
     svc = gen_service(provider="command", command={"argv": printing_command(doc)})
     result = svc.call("handoff.generate", {"session": str(session)})
     assert result["missingSections"] == [
@@ -472,7 +475,9 @@ def test_cli_start_takes_the_edited_draft(sessions: Path, homes, place, workspac
     assert "Edited with $EDITOR before the start." in entry["content"]
     assert f"start it with: cd {workspace} && pi --session {new}" in started.stdout
     as_codex = json.loads(run("start", "--agent", "codex", "--json").stdout)
-    assert as_codex["newSession"] is None and as_codex["command"].startswith(f"cd {workspace} && codex ")
+    assert as_codex["newSession"] is None and as_codex["command"].startswith(
+        f"cd {workspace} && codex "
+    )
     assert run("start", "--draft", "missing.md").returncode == 2
 
 

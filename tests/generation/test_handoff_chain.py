@@ -11,7 +11,7 @@ from lsp_server.generation.capture import section_lines, wrap
 from lsp_server.generation.newsession import pi_session_folder
 from lsp_server.generation.providers.extractive import extract
 from lsp_server.generation.readers import read_session
-from lsp_server.service import HandoffService
+from lsp_server.surfaces.service import HandoffService
 
 from .test_start_session import write_pi_source
 

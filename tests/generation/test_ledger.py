@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lsp_server.generation.asks import SCAFFOLDING, request_text, without_scaffolding
-from lsp_server.generation.facts import gather
+from lsp_server.generation.gatherer import gather
 from lsp_server.generation.ledger import is_rejection, is_selection, picked_options
 from lsp_server.generation.providers.extractive import extract
 from lsp_server.generation.readers import read_session

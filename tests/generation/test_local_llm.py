@@ -35,10 +35,10 @@ from urllib.parse import urlsplit
 import pytest
 from filelock import FileLock
 
-from lsp_server.errors import HandoffError
 from lsp_server.generation.capture import missing_sections
 from lsp_server.generation.prompt import SECTIONS
-from lsp_server.service import CallContext, CancelToken
+from lsp_server.model.errors import HandoffError
+from lsp_server.surfaces.service import CallContext, CancelToken
 from tests.conftest import OWN_SMALL_PI, REPO, shared_fixtures
 
 from .support import alive, context, kept_in_order, nothing_written

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server import gcpause
 from lsp_server.generation import command
 from lsp_server.generation.readers import read_session
+from lsp_server.support import gcpause
 from tests.bench.bench_sessions import build_pi
 from tests.conftest import OWN_SESSIONS as OWN
 from tests.lsp.rawclient import RawClient

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from lsp_server.generation.readers import read_session
-from lsp_server.service import HandoffService, ServiceConfig
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 from tests.conftest import OWN, REPO
 from tests.fixtures import record_sessions as rec
 
@@ -102,9 +102,21 @@ def test_pi_generation_writes_a_draft_and_start_opens_a_new_pi_session(homes, pl
 def test_the_cli_generates_from_a_session_file(homes, place, project):
     placed = place(OWN["codex"], "codex", project)
     proc = subprocess.run(
-        [sys.executable, "-m", "lsp_server.cli", "generate", "--workspace", str(project),
-         "--session", str(placed), "the failing test"],
-        cwd=REPO, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "lsp_server.surfaces.cli.main",
+            "generate",
+            "--workspace",
+            str(project),
+            "--session",
+            str(placed),
+            "the failing test",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
     assert "## Next Steps" in proc.stdout and f"from codex session {placed}" in proc.stdout

@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 from lsp_server.generation.capture import WRAPPER_CLOSE, WRAPPER_OPEN, escape_document
-from lsp_server.service import HandoffService, ServiceConfig
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 from tests.conftest import OWN, shared_fixtures
 
 from .wire import Stream, WireServer, openai_text, openai_tool_call
@@ -71,7 +71,9 @@ def pi_context(pi_agent, homes, session: Path, cwd: Path) -> list[dict]:
             proc.wait()
 
 
-def check_handoff_session(pi_agent, homes, started: dict, text: str, source: Path, workspace: Path) -> None:
+def check_handoff_session(
+    pi_agent, homes, started: dict, text: str, source: Path, workspace: Path
+) -> None:
     """pi opens the started session, and its only message is ``text`` (the handoff as
     the user approved it), wrapped."""
     new = Path(started["newSession"]["path"])

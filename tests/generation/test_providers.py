@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.errors import HandoffError
 from lsp_server.generation.readers import read_session
-from lsp_server.service import CancelToken
+from lsp_server.model.errors import HandoffError
+from lsp_server.surfaces.service import CancelToken
 from tests.conftest import OWN, shared_fixtures
 
 from .support import alive, context, kept_in_order, nothing_written, printing_command

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from lsp_server.generation.facts import gather
+from lsp_server.generation.gatherer import gather
 from lsp_server.generation.providers.extractive import extract
 from lsp_server.generation.readers import read_session
 

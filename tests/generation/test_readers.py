@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.errors import HandoffError
 from lsp_server.generation.jsonl import MAX_LINE_BYTES, iter_objects
 from lsp_server.generation.readers import read_session, sniff_format
 from lsp_server.generation.transcript import ReadStats
+from lsp_server.model.errors import HandoffError
 
 PI_ROLE = {"summary": "compactionSummary", "tool": "toolResult"}
 

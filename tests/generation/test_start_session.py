@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.errors import HandoffError
 from lsp_server.generation.capture import WRAPPER_CLOSE, WRAPPER_OPEN, wrap
 from lsp_server.generation.newsession import pi_session_folder
-from lsp_server.service import CallContext, CancelToken, HandoffService, ServiceConfig
+from lsp_server.model.errors import HandoffError
+from lsp_server.surfaces.service import CallContext, CancelToken, HandoffService, ServiceConfig
 
 from ..helpers import prepare, record_contract
 from .support import printing_command
@@ -29,18 +29,69 @@ def write_pi_source(folder: Path, cwd: str, name: str = "source.jsonl") -> Path:
     """A small pi session (the shape pi writes): a request, an edit, a failing run, a fix."""
     folder.mkdir(parents=True, exist_ok=True)
     entries = [
-        {"type": "session", "version": 3, "id": SESSION_ID, "timestamp": "2026-11-30T10:00:00.000Z", "cwd": cwd},
-        {"type": "message", "id": "a1", "parentId": None, "timestamp": "2026-11-30T10:00:01.000Z",
-         "message": {"role": "user", "content": [{"type": "text", "text": "Add a greet() function to app.py and test it."}]}},
-        {"type": "message", "id": "a2", "parentId": "a1", "timestamp": "2026-11-30T10:00:02.000Z",
-         "message": {"role": "assistant", "content": [
-             {"type": "text", "text": "Writing app.py."},
-             {"type": "toolCall", "id": "t1", "name": "write", "arguments": {"path": "app.py", "content": "def greet():\n    return 'hi'\n"}},
-         ]}},
-        {"type": "message", "id": "a3", "parentId": "a2", "timestamp": "2026-11-30T10:00:03.000Z",
-         "message": {"role": "toolResult", "toolCallId": "t1", "toolName": "write", "content": [{"type": "text", "text": "Wrote app.py"}], "isError": False}},
-        {"type": "message", "id": "a4", "parentId": "a3", "timestamp": "2026-11-30T10:00:04.000Z",
-         "message": {"role": "assistant", "content": [{"type": "text", "text": "Done. Next: add tests/test_app.py."}]}},
+        {
+            "type": "session",
+            "version": 3,
+            "id": SESSION_ID,
+            "timestamp": "2026-11-30T10:00:00.000Z",
+            "cwd": cwd,
+        },
+        {
+            "type": "message",
+            "id": "a1",
+            "parentId": None,
+            "timestamp": "2026-11-30T10:00:01.000Z",
+            "message": {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "Add a greet() function to app.py and test it."}
+                ],
+            },
+        },
+        {
+            "type": "message",
+            "id": "a2",
+            "parentId": "a1",
+            "timestamp": "2026-11-30T10:00:02.000Z",
+            "message": {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "Writing app.py."},
+                    {
+                        "type": "toolCall",
+                        "id": "t1",
+                        "name": "write",
+                        "arguments": {
+                            "path": "app.py",
+                            "content": "def greet():\n    return 'hi'\n",
+                        },
+                    },
+                ],
+            },
+        },
+        {
+            "type": "message",
+            "id": "a3",
+            "parentId": "a2",
+            "timestamp": "2026-11-30T10:00:03.000Z",
+            "message": {
+                "role": "toolResult",
+                "toolCallId": "t1",
+                "toolName": "write",
+                "content": [{"type": "text", "text": "Wrote app.py"}],
+                "isError": False,
+            },
+        },
+        {
+            "type": "message",
+            "id": "a4",
+            "parentId": "a3",
+            "timestamp": "2026-11-30T10:00:04.000Z",
+            "message": {
+                "role": "assistant",
+                "content": [{"type": "text", "text": "Done. Next: add tests/test_app.py."}],
+            },
+        },
     ]
     path = folder / name
     path.write_text("".join(json.dumps(e) + "\n" for e in entries), encoding="utf-8")
@@ -49,7 +100,9 @@ def write_pi_source(folder: Path, cwd: str, name: str = "source.jsonl") -> Path:
 
 @pytest.fixture
 def pi_source(homes, workspace: Path) -> Path:
-    return write_pi_source(pi_session_folder(homes["pi"] / "sessions", str(workspace)), str(workspace))
+    return write_pi_source(
+        pi_session_folder(homes["pi"] / "sessions", str(workspace)), str(workspace)
+    )
 
 
 def snapshot(*folders: Path) -> dict[str, bytes]:
@@ -148,12 +201,21 @@ def test_sessions_hides_seeded_sessions_and_marks_started_ones(homes, workspace,
     assert [s["path"] for s in listed] == [str(pi_source)]  # the seeded one is not offered
     # Once the successor has worked in it, it is offered, marked with its parent.
     with child.open("a", encoding="utf-8") as fh:
-        for i, (role, text) in enumerate([("user", "carry on"), ("assistant", "Writing the test.")]):
-            fh.write(json.dumps({
-                "type": "message", "id": f"c{i}", "parentId": None if i == 0 else "c0",
-                "timestamp": "2026-11-30T11:00:00.000Z",
-                "message": {"role": role, "content": [{"type": "text", "text": text}]},
-            }) + "\n")
+        for i, (role, text) in enumerate(
+            [("user", "carry on"), ("assistant", "Writing the test.")]
+        ):
+            fh.write(
+                json.dumps(
+                    {
+                        "type": "message",
+                        "id": f"c{i}",
+                        "parentId": None if i == 0 else "c0",
+                        "timestamp": "2026-11-30T11:00:00.000Z",
+                        "message": {"role": role, "content": [{"type": "text", "text": text}]},
+                    }
+                )
+                + "\n"
+            )
     listed = svc.call("handoff.sessions", {})["sessions"]
     mine = next(s for s in listed if s["path"] == str(child))
     assert mine["startedFrom"]["parentSession"] == str(pi_source.resolve())
@@ -161,7 +223,7 @@ def test_sessions_hides_seeded_sessions_and_marks_started_ones(homes, workspace,
     assert "startedFrom" not in next(s for s in listed if s["path"] == str(pi_source))
 
 
-NASTY = 'Quote "double" and \'single\', $HOME, $(rm -rf /), `uname`, \\n, a \\ and\nnew lines\n\n!'
+NASTY = "Quote \"double\" and 'single', $HOME, $(rm -rf /), `uname`, \\n, a \\ and\nnew lines\n\n!"
 
 
 @pytest.mark.parametrize("agent", ["claude", "codex"])
@@ -214,9 +276,14 @@ def test_a_prepared_handoff_reaches_the_agent_as_text_not_escaped_markdown(homes
     svc.call(
         "handoff.recordWork",
         {
-            "state": {"text": "client regenerated", "citations": [{"kind": "artifact", "path": "client/pets_client.py"}]},
+            "state": {
+                "text": "client regenerated",
+                "citations": [{"kind": "artifact", "path": "client/pets_client.py"}],
+            },
             "disposition": "continuable",
-            "nextActions": [{"text": "run tests", "citations": [{"kind": "source", "ref": contract["source"]}]}],
+            "nextActions": [
+                {"text": "run tests", "citations": [{"kind": "source", "ref": contract["source"]}]}
+            ],
         },
     )
     prepared = svc.call("handoff.handoffCurrentWork", {})["prepared"]
@@ -249,7 +316,9 @@ def test_start_session_refuses_bad_params_and_writes_nothing(homes, workspace, p
 def slow_service(workspace: Path, seconds: float) -> HandoffService:
     doc = "## Goal\nSlow.\n\n## Next Steps\n1. Wait.\n"
     argv = printing_command(doc)
-    argv[-1] = f"import sys, time; sys.stdin.read(); time.sleep({seconds}); sys.stdout.write({doc!r})"
+    argv[-1] = (
+        f"import sys, time; sys.stdin.read(); time.sleep({seconds}); sys.stdout.write({doc!r})"
+    )
     return HandoffService(
         workspace,
         ServiceConfig(generation={"provider": "command", "command": {"argv": argv}}),

@@ -62,7 +62,15 @@ def test_escape_sequences_in_transcript_never_reach_the_terminal(
 ) -> None:
     session = place(_hostile_session(tmp_path), "pi", workspace)
     proc = subprocess.run(
-        [sys.executable, "-m", "lsp_server.cli", "generate", "--start", "-w", str(workspace)],
+        [
+            sys.executable,
+            "-m",
+            "lsp_server.surfaces.cli.main",
+            "generate",
+            "--start",
+            "-w",
+            str(workspace),
+        ],
         capture_output=True,
         timeout=120,
     )
@@ -95,7 +103,15 @@ def test_titles_listed_from_a_hostile_session_hold_no_control_characters(
 ) -> None:
     place(_hostile_session(tmp_path), "pi", workspace)
     proc = subprocess.run(
-        [sys.executable, "-m", "lsp_server.cli", "sessions", "--json", "-w", str(workspace)],
+        [
+            sys.executable,
+            "-m",
+            "lsp_server.surfaces.cli.main",
+            "sessions",
+            "--json",
+            "-w",
+            str(workspace),
+        ],
         capture_output=True,
         timeout=120,
     )

@@ -1,5 +1,5 @@
 """A client that disconnects mid-command (issue 34, item 9): a real server process over
-stdio stops itself at each named point of a sealing write (``lsp_server/faults.py``);
+stdio stops itself at each named point of a sealing write (``lsp_server/support/faults.py``);
 while it is stopped the client closes both pipes, as a crashed editor's do; then the
 server goes on. It exits, and the store is sound: the write landed whole when the
 server had passed its commit point, else not at all."""
@@ -11,10 +11,10 @@ import subprocess
 
 import pytest
 
-from lsp_server import faults
-from lsp_server.service import HandoffService, ServiceConfig
-from lsp_server.store import StateStore
-from lsp_server.storecheck import check_store
+from lsp_server.store.check import check_store
+from lsp_server.store.embedded import StateStore
+from lsp_server.support import faults
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
 from ..helpers import SCOPE, PausePipe
 from .rawclient import SERVER, frame

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from lsp_server import lifecycle as lc
+from lsp_server.model import lifecycle as lc
 from lsp_server.settings import HandoffSettings, looks_like_section, parse_settings
 
 

@@ -12,8 +12,8 @@ import orjson
 import pytest
 from filelock import FileLock
 
-from lsp_server.errors import ERROR_CODES
-from lsp_server.server import COMMANDS, PING, SERVICE_COMMANDS
+from lsp_server.model.errors import ERROR_CODES
+from lsp_server.surfaces.lsp.server import COMMANDS, PING, SERVICE_COMMANDS
 
 from ..helpers import ALL_CHECKS, SCOPE, artifact, source
 from .conftest import Lsp, write_pi_session
@@ -217,7 +217,7 @@ async def test_every_error_code_reaches_the_client_with_its_data_code(
 
 
 async def test_palette_call_without_argument_names_the_required_keys(lsp):
-    from lsp_server.server import command_keys
+    from lsp_server.surfaces.lsp.server import command_keys
 
     checked = 0
     for command in sorted(SERVICE_COMMANDS):
@@ -309,7 +309,7 @@ BUGGY_SERVER = [
     "def prepare(ws, params, ctx):\n"
     "    raise ZeroDivisionError('secret internal detail')\n"
     "BY_NAME['handoff.prepare'] = BY_NAME['handoff.prepare']._replace(handler=prepare)\n"
-    "from lsp_server.server import main\n"
+    "from lsp_server.surfaces.lsp.server import main\n"
     "main()\n",
 ]
 

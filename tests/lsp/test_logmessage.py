@@ -7,7 +7,7 @@ import logging
 
 from lsprotocol import types
 
-from lsp_server import logmessage
+from lsp_server.surfaces.lsp import logmessage
 
 
 def test_log_messages_only_for_a_client_that_asks_with_the_experimental_capability():

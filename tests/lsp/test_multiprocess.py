@@ -10,8 +10,8 @@ from pathlib import Path
 
 from pygls.exceptions import JsonRpcException
 
-from lsp_server.service import HandoffService
-from lsp_server.store import StateStore
+from lsp_server.store.embedded import StateStore
+from lsp_server.surfaces.service import HandoffService
 
 from ..helpers import SCOPE, artifact, source
 from .conftest import Lsp
@@ -64,7 +64,7 @@ async def cli(workspace: Path, command: str, params: dict) -> tuple[int, dict]:
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "lsp_server.cli",
+        "lsp_server.surfaces.cli.main",
         "call",
         command,
         json.dumps(params),

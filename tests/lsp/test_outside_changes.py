@@ -17,7 +17,7 @@ CONTRACT = {"objective": "o", "inScope": ["a"], "acceptance": ["b"]}
 
 async def cli(workspace: Path, command: str, params: dict) -> dict:
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "lsp_server.cli", "call", command, json.dumps(params),
+        sys.executable, "-m", "lsp_server.surfaces.cli.main", "call", command, json.dumps(params),
         "--workspace", str(workspace), cwd=REPO,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )

@@ -11,7 +11,7 @@ import psycopg
 import pytest
 from pygls.exceptions import JsonRpcException
 
-from lsp_server.service import HandoffService
+from lsp_server.surfaces.service import HandoffService
 
 from ..helpers import SCOPE, prepare, record_contract
 

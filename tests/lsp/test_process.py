@@ -23,9 +23,9 @@ from pytest_lsp import LanguageClient, client_capabilities
 from pytest_lsp.client import make_test_lsp_client
 
 from lsp_server import __version__
-from lsp_server.server import PARENT_POLL_SECONDS
-from lsp_server.service import HandoffService
-from lsp_server.store import StateStore
+from lsp_server.store.embedded import StateStore
+from lsp_server.surfaces.lsp.server import PARENT_POLL_SECONDS
+from lsp_server.surfaces.service import HandoffService
 
 from ..helpers import SCOPE
 from .conftest import store_snapshot, write_pi_session
@@ -73,7 +73,7 @@ STRAY_SERVER = [
     "    os.system('echo stray output of a child process')\n"
     "    return entry.handler(ws, params, ctx)\n"
     "BY_NAME['handoff.continue'] = entry._replace(handler=continue_)\n"
-    "from lsp_server.server import main\n"
+    "from lsp_server.surfaces.lsp.server import main\n"
     "main()\n",
 ]
 

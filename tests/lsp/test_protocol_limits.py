@@ -227,7 +227,7 @@ def test_a_result_with_non_ascii_text_is_framed_by_its_utf8_byte_length(workspac
 def test_a_result_orjson_cannot_encode_takes_pyglss_own_path():
     """A non-string key is JSON only through the ``json`` module: the plain-result
     writer hands such a result back to pygls instead of failing the request."""
-    from lsp_server.server import build_server
+    from lsp_server.surfaces.lsp.server import build_server
 
     class Sink:
         def __init__(self):

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from lsp_server.server import COMMANDS, PING, SERVICE_COMMANDS
-from lsp_server.service import HandoffService
+from lsp_server.surfaces.lsp.server import COMMANDS, PING, SERVICE_COMMANDS
+from lsp_server.surfaces.service import HandoffService
 
 from ..helpers import ALL_CHECKS, SCOPE, artifact, source
 

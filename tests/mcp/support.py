@@ -30,7 +30,7 @@ def server_params(workspace: Path, *extra: str, home: Path | None = None) -> Std
         env["HOME"] = str(home)
     return StdioServerParameters(
         command=sys.executable,
-        args=["-m", "lsp_server.cli", "mcp", "--workspace", str(workspace), *extra],
+        args=["-m", "lsp_server.surfaces.cli.main", "mcp", "--workspace", str(workspace), *extra],
         env=env,
         cwd=str(REPO),
     )
@@ -75,7 +75,7 @@ async def refused(client: Client, tool: str, args: dict[str, Any]) -> Refused:
 def cli(workspace: Path, *args: str) -> subprocess.CompletedProcess:
     """The ``handoff`` CLI as another process writing the same workspace."""
     return subprocess.run(
-        [sys.executable, "-m", "lsp_server.cli", *args, "--workspace", str(workspace)],
+        [sys.executable, "-m", "lsp_server.surfaces.cli.main", *args, "--workspace", str(workspace)],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -25,7 +25,7 @@ async def test_streamable_http_on_loopback(workspace):
         [
             sys.executable,
             "-m",
-            "lsp_server.cli",
+            "lsp_server.surfaces.cli.main",
             "mcp",
             "--workspace",
             str(workspace),
@@ -64,7 +64,7 @@ def test_http_refuses_a_non_loopback_host(workspace, host):
         [
             sys.executable,
             "-m",
-            "lsp_server.cli",
+            "lsp_server.surfaces.cli.main",
             "mcp",
             "--workspace",
             str(workspace),
@@ -83,7 +83,7 @@ def test_http_refuses_a_non_loopback_host(workspace, host):
 
 def test_handoff_mcp_console_script_is_handoff_mcp(workspace):
     proc = subprocess.run(
-        [sys.executable, "-c", "import sys; from lsp_server.cli import mcp_main; sys.exit(mcp_main())", "--help"],
+        [sys.executable, "-c", "import sys; from lsp_server.surfaces.cli.main import mcp_main; sys.exit(mcp_main())", "--help"],
         cwd=REPO,
         capture_output=True,
         text=True,

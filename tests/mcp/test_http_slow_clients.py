@@ -1,5 +1,5 @@
 """Slow clients of ``handoff mcp --http`` (issue 34, item 9): a connection whose request
-header or body does not arrive in time is closed by the server (``lsp_server/mcphttp.py``).
+header or body does not arrive in time is closed by the server (``lsp_server/surfaces/mcp/http.py``).
 
 A real server process with deadlines of one second; each test holds real sockets and
 waits for the server to end them (the socket's own timeout only keeps a server that
@@ -35,7 +35,7 @@ def server(workspace):
         [
             sys.executable,
             "-m",
-            "lsp_server.cli",
+            "lsp_server.surfaces.cli.main",
             "mcp",
             "--workspace",
             str(workspace),

@@ -7,14 +7,14 @@ import json
 import subprocess
 import sys
 
-from lsp_server.mcp_server import TOOLS
+from lsp_server.surfaces.mcp.tools import TOOLS
 
 from ..helpers import SCOPE, record_contract, record_work
 from .support import REPO
 
 
 def run_inspector(inspector, workspace, *method: str) -> dict:
-    server = [sys.executable, "-m", "lsp_server.cli", "mcp", "--workspace", str(workspace)]
+    server = [sys.executable, "-m", "lsp_server.surfaces.cli.main", "mcp", "--workspace", str(workspace)]
     proc = subprocess.run(
         [*inspector, *server, *method],
         cwd=REPO,

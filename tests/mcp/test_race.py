@@ -8,7 +8,7 @@ import contextlib
 
 import anyio
 
-from lsp_server.service import HandoffService, ServiceConfig
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 from tests.lsp.rawclient import RawClient
 
 from .support import CONTRACT, SCOPE, Refused, call, connect, work

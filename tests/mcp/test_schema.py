@@ -10,10 +10,11 @@ import attrs
 import pytest
 from jsonschema import Draft202012Validator
 
-from lsp_server.errors import HandoffError
-from lsp_server.mcp_schema import class_schema, type_schema
-from lsp_server.mcp_server import PARAMS_CLASSES, TOOLS, list_tools, summary, tool_schema
-from lsp_server.service import HandoffService
+from lsp_server.model.errors import HandoffError
+from lsp_server.model.paramschema import class_schema, type_schema
+from lsp_server.surfaces.mcp.texts import summary
+from lsp_server.surfaces.mcp.tools import PARAMS_CLASSES, TOOLS, list_tools, tool_schema
+from lsp_server.surfaces.service import HandoffService
 
 from ..helpers import ALL_CHECKS, SCOPE, artifact, draft, record_contract, record_work, source
 
@@ -27,7 +28,7 @@ def validator(command: str) -> Draft202012Validator:
 
 
 def test_one_tool_per_service_command_and_every_params_class_exists():
-    from lsp_server import params
+    from lsp_server.model import params
 
     assert set(PARAMS_CLASSES) == set(HandoffService.COMMANDS)
     assert all(getattr(params, cls.__name__, None) is cls for cls in PARAMS_CLASSES.values())

@@ -14,7 +14,8 @@ import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from lsp_server.mcp_server import TOOLS, resource_uri
+from lsp_server.surfaces.mcp.resources import resource_uri
+from lsp_server.surfaces.mcp.tools import TOOLS
 
 from .support import ALL_CHECKS, CONTRACT, SCOPE, call, cli, connect, refused, wait_for, work
 
@@ -59,7 +60,7 @@ async def test_lists_tools_resources_and_prompts(workspace):
 
 
 async def test_resources_list_covers_every_scope_with_records(workspace):
-    from lsp_server.service import HandoffService, ServiceConfig
+    from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
     svc = HandoffService(workspace, ServiceConfig())
     for scope in ("older-line", "newer-line"):

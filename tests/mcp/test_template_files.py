@@ -3,7 +3,7 @@ override links to (issue 34, item 2): a real ``handoff mcp`` process."""
 
 from __future__ import annotations
 
-from lsp_server.mcp_server import resource_uri
+from lsp_server.surfaces.mcp.resources import resource_uri
 
 from .support import CONTRACT, SCOPE, call, connect
 

@@ -21,9 +21,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from lsp_server.errors import HandoffError
-from lsp_server.service import HandoffService, ServiceConfig
-from lsp_server.store import StateStore
+from lsp_server.model.errors import HandoffError
+from lsp_server.store.embedded import StateStore
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
 from .conftest import ERROR, INFO, PLUGIN, WARN
 

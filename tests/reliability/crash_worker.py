@@ -1,7 +1,7 @@
 """A fork server for the crash tests: it imports everything once and records the Work
 Contract, then forks a child per ``go`` line that runs one kind of operation in a loop
 until it stops itself at the fault-injection point the line names (``POINT#N``, see
-``lsp_server/faults.py``) and the parent kills it there. Each child logs
+``lsp_server/support/faults.py``) and the parent kills it there. Each child logs
 ``begin``/``done`` lines (O_APPEND, unbuffered) around every call, so the parent knows
 what was acknowledged and what was in flight when the kill landed.
 
@@ -18,9 +18,9 @@ from pathlib import Path
 
 import orjson
 
-from lsp_server import faults
-from lsp_server.errors import HandoffError
-from lsp_server.service import HandoffService, ServiceConfig
+from lsp_server.model.errors import HandoffError
+from lsp_server.support import faults
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
 SCOPE = "crash"
 

@@ -23,9 +23,9 @@ from typing import Any
 
 import orjson
 
-from lsp_server import lifecycle as lc
-from lsp_server.errors import HandoffError
-from lsp_server.service import HandoffService, ServiceConfig
+from lsp_server.model import lifecycle as lc
+from lsp_server.model.errors import HandoffError
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
 SCOPE = "faults"
 

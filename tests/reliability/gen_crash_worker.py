@@ -1,6 +1,6 @@
 """A fork server for the generation crash test: each child generates handoffs (with a
 new pi session) from one session file in a loop, until it stops itself at the
-fault-injection point its ``go`` line names (``POINT#N``, see ``lsp_server/faults.py``:
+fault-injection point its ``go`` line names (``POINT#N``, see ``lsp_server/support/faults.py``:
 a new file written but not linked, the document saved, the new session written, and
 the points of the record's transaction) and the parent kills it there.
 
@@ -15,8 +15,8 @@ import signal
 import sys
 from pathlib import Path
 
-from lsp_server import faults
-from lsp_server.service import HandoffService, ServiceConfig
+from lsp_server.support import faults
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
 
 def churn(workspace: Path, session: Path) -> None:

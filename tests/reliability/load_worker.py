@@ -124,7 +124,7 @@ def run_ops(call: Transport, worker: int, ops: int) -> dict[str, Any]:
 
 def cli_transport(workspace: Path) -> Transport:
     """The CLI: ``cli.main`` in this process, and every tenth call a real subprocess."""
-    from lsp_server import cli
+    from lsp_server.surfaces.cli import main as cli
 
     count = [0]
 
@@ -132,7 +132,7 @@ def cli_transport(workspace: Path) -> Transport:
         count[0] += 1
         argv = ["call", command, "--workspace", str(workspace), orjson.dumps(params).decode()]
         if count[0] % 10 == 0:
-            proc = subprocess.run([sys.executable, "-m", "lsp_server.cli", *argv],
+            proc = subprocess.run([sys.executable, "-m", "lsp_server.surfaces.cli.main", *argv],
                                   capture_output=True, text=True, timeout=120)
             code, stdout = proc.returncode, proc.stdout
             assert "Traceback" not in proc.stderr, proc.stderr

@@ -16,7 +16,13 @@ import re
 import tomllib
 import zlib
 
-from lsp_server.redaction import GITLEAKS, GITLEAKS_RULES, PATTERNS, SecretPattern, redact_counts
+from lsp_server.support.redaction import (
+    GITLEAKS,
+    GITLEAKS_RULES,
+    PATTERNS,
+    SecretPattern,
+    redact_counts,
+)
 
 from .regex_samples import Sampler, Unsupported
 

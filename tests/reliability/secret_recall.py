@@ -4,7 +4,7 @@ the real fixtures (false positives); the cost per character.
 
     uv run python -m tests.reliability.secret_recall [--baseline OLD_REDACTION_PY]
 
-``--baseline`` times another ``redaction.py`` (``git show REV:lsp_server/redaction.py``)
+``--baseline`` times another ``redaction.py`` (``git show REV:lsp_server/support/redaction.py``)
 over the same fixture text, interleaved with this one (best of three each).
 """
 
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import orjson
 
-from lsp_server.redaction import GITLEAKS, RULES, redact, redact_counts
-from lsp_server.service import HandoffService, ServiceConfig
+from lsp_server.support.redaction import GITLEAKS, RULES, redact, redact_counts
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
 from .secret_corpus import CORPUS, gitleaks_examples
 from .test_secret_corpus import (

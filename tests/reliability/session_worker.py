@@ -11,8 +11,8 @@ from pathlib import Path
 
 import orjson
 
-from lsp_server.errors import HandoffError
-from lsp_server.service import HandoffService, ServiceConfig
+from lsp_server.model.errors import HandoffError
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
 
 def high_water_kib() -> int:

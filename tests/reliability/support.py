@@ -14,9 +14,9 @@ import orjson
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 
-from lsp_server.errors import ERROR_CODES, HandoffError
-from lsp_server.evidence import OutsideWorkspace, resolve_artifact
-from lsp_server.store import StateStore
+from lsp_server.model.errors import ERROR_CODES, HandoffError
+from lsp_server.model.evidence import OutsideWorkspace, resolve_artifact
+from lsp_server.store.embedded import StateStore
 
 from ..ledger import Ledger
 
@@ -227,7 +227,7 @@ def _short_repr(value: Any, limit: int = 600) -> str:
 
 def invoke(svc, command: str, params: Any) -> Any:
     """The result, or the exception the call raised (checked by :func:`check_answer`)."""
-    from lsp_server.service import CallContext
+    from lsp_server.surfaces.service import CallContext
 
     try:
         return svc.call(command, params, CallContext())

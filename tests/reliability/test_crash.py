@@ -3,7 +3,7 @@ acknowledged operation is there, and every operation either happened entirely or
 at all.
 
 The kills do not depend on timing: each child stops itself at a named point of the
-transaction (``lsp_server/faults.py``: lock held, snapshot changed, seal begun, segment
+transaction (``lsp_server/support/faults.py``: lock held, snapshot changed, seal begun, segment
 written, segment renamed, seal written, live file written, live file renamed, all
 written) at its N-th operation, and the test kills it there; so every kill lands
 mid-operation on any machine, and which operations landed is known exactly (those
@@ -24,9 +24,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from lsp_server import faults
-from lsp_server.service import HandoffService, ServiceConfig
-from lsp_server.store import StateStore
+from lsp_server.store.embedded import StateStore
+from lsp_server.support import faults
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
 from ..conftest import sizes
 from ..helpers import PausePipe

@@ -5,7 +5,7 @@ session file is empty or cut short; every recorded generation has its document a
 draft, every recorded start its text and session file; exactly the records of the
 operations that finished, or were killed after their commit point, are there.
 
-Each child stops itself at a named point (``lsp_server/faults.py``) of its N-th
+Each child stops itself at a named point (``lsp_server/support/faults.py``) of its N-th
 generation and is killed there, so the kills land inside the writes whatever the
 load. The default run kills a few times at every point; ``-m stress`` 200 times."""
 
@@ -20,10 +20,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from lsp_server import faults
 from lsp_server.generation.capture import WRAPPER_CLOSE
 from lsp_server.generation.newsession import pi_session_folder
-from lsp_server.store import StateStore
+from lsp_server.store.embedded import StateStore
+from lsp_server.support import faults
 
 from ..conftest import sizes
 from ..helpers import PausePipe

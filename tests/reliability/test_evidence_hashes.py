@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server import evidence
-from lsp_server.evidence import ArtifactHashes, OutsideWorkspace, UnusableArtifact
-from lsp_server.service import HandoffService, ServiceConfig
+from lsp_server.model import evidence
+from lsp_server.model.evidence import ArtifactHashes, OutsideWorkspace, UnusableArtifact
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
 from ..helpers import SCOPE, record_contract
 from .support import OUTSIDE_SECRET

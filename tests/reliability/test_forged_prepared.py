@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from lsp_server import lifecycle as lc
-from lsp_server.service import HandoffService, ServiceConfig
+from lsp_server.model import lifecycle as lc
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
 from ..helpers import ALL_CHECKS, SCOPE, prepare, record_contract, record_work, refused
 from .support import fingerprint

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lsp_server.errors import ERROR_CODES
-from lsp_server.service import HandoffService
+from lsp_server.model.errors import ERROR_CODES
+from lsp_server.surfaces.service import HandoffService
 
 from ..lsp.rawclient import RawClient
 from .support import fuzz_settings, json_junk, make_hostile_workspace

@@ -26,10 +26,10 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from lsp_server import lifecycle as lc
-from lsp_server.errors import HandoffError
-from lsp_server.evidence import sha256_file
-from lsp_server.service import HandoffService, ServiceConfig
+from lsp_server.model import lifecycle as lc
+from lsp_server.model.errors import HandoffError
+from lsp_server.model.evidence import sha256_file
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
 from ..conftest import sizes
 from ..helpers import refused

@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 import pytest
 
-from lsp_server.service import HandoffService, ServiceConfig
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
 from .test_hostile_sessions import entry
 from .test_redaction import SAMPLES

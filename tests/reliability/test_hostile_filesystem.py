@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.service import HandoffService, ServiceConfig
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
 from ..helpers import SCOPE, artifact, draft, prepare, record_contract, record_work, refused
 from .support import fingerprint

@@ -16,8 +16,8 @@ from typing import Any
 import orjson
 import pytest
 
-from lsp_server.errors import ERROR_CODES, HandoffError
-from lsp_server.service import HandoffService, ServiceConfig
+from lsp_server.model.errors import ERROR_CODES, HandoffError
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
 from .support import REPO
 

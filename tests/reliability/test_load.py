@@ -19,7 +19,7 @@ import orjson
 import psutil
 import pytest
 
-from lsp_server.store import StateStore
+from lsp_server.store.embedded import StateStore
 
 from ..conftest import sizes
 from ..ledger import Ledger

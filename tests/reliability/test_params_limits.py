@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from lsp_server import params as P
-from lsp_server.service import HandoffService, ServiceConfig
+from lsp_server.model import params as P
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
 from ..helpers import SCOPE, artifact, draft, record_contract, refused
 from .support import fingerprint

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.redaction import MARKER, PATTERNS, redact, redact_counts
+from lsp_server.support.redaction import MARKER, PATTERNS, redact, redact_counts
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -366,7 +366,7 @@ def test_every_rule_stays_linear_on_its_own_keywords():
     import statistics
     import time
 
-    from lsp_server.redaction import RULES
+    from lsp_server.support.redaction import RULES
 
     took = {}
     for keyword in sorted({k for r in RULES for k in r.keywords}):
@@ -384,7 +384,7 @@ def test_every_rule_stays_linear_on_its_own_keywords():
 
 def test_redactor_cleans_a_message_whole_once_and_counts_it_once():
     from lsp_server.generation.transcript import Message, ToolCall
-    from lsp_server.redaction import Redactor
+    from lsp_server.support.redaction import Redactor
 
     key_text, key, _ = SAMPLES["private-key"][0]
     token_text, token, _ = SAMPLES["github-token"][0]

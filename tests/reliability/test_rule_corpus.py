@@ -14,8 +14,8 @@ from typing import Any
 import orjson
 import pytest
 
-from lsp_server.redaction import RULES, redact, redact_counts
-from lsp_server.service import HandoffService, ServiceConfig
+from lsp_server.support.redaction import RULES, redact, redact_counts
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 from tests.generation.wire import Stream, WireServer, openai_text
 
 from .rule_corpus import KINDS, PLACED, SKIPPED, SURROUNDINGS, place

@@ -13,8 +13,8 @@ from typing import Any
 import orjson
 import pytest
 
-from lsp_server.redaction import GITLEAKS, redact, redact_counts
-from lsp_server.service import HandoffService, ServiceConfig
+from lsp_server.support.redaction import GITLEAKS, redact, redact_counts
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
 from .secret_corpus import CORPUS, gitleaks_examples, samples
 

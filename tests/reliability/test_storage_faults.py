@@ -17,8 +17,8 @@ from typing import Any
 import orjson
 import pytest
 
-from lsp_server.service import HandoffService, ServiceConfig
-from lsp_server.store import SCHEMA_VERSION
+from lsp_server.store.embedded.layout import SCHEMA_VERSION
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
 from ..helpers import SCOPE, record_contract, refused
 from .support import REPO, Model, check_store_matches, fingerprint
@@ -172,7 +172,7 @@ def test_lock_held_by_a_stopped_process_gives_store_busy_in_bounded_time(workspa
         # The CLI says the same on stdout as JSON, exit 1, within the bounded wait.
         started = time.monotonic()
         cli = subprocess.run(
-            [sys.executable, "-m", "lsp_server.cli", "call", "handoff.recordOutcome", "--workspace",
+            [sys.executable, "-m", "lsp_server.surfaces.cli.main", "call", "handoff.recordOutcome", "--workspace",
              str(workspace), '{"scope": "openapi-client", "status": "unknown", "summary": "s"}'],
             cwd=REPO, capture_output=True, text=True, timeout=30,
             env={**os.environ, "HANDOFF_LOCK_TIMEOUT": "1.5"},
@@ -202,8 +202,8 @@ def test_lock_holder_that_resumes_finishes_its_write_first(workspace, monkeypatc
     holder = subprocess.Popen(
         [sys.executable, "-c",
          "import sys, time, os\n"
-         "from lsp_server import lifecycle as lc\n"
-         "from lsp_server.service import HandoffService\n"
+         "from lsp_server.model import lifecycle as lc\n"
+         "from lsp_server.surfaces.service import HandoffService\n"
          "svc = HandoffService(sys.argv[1])\n"
          "with svc.store.transaction() as tx:\n"
          "    lc.append_source(tx, 'openapi-client', 'task_outcome', {'status': 'unknown', 'summary': 'held', 'checks': []})\n"
@@ -275,7 +275,7 @@ def test_disk_full_while_sealing_never_reports_failure_for_a_write_that_landed(
     'nothing was changed' when the seal hit ENOSPC; a retry would have doubled it.)"""
     import errno
 
-    from lsp_server.store import writing
+    from lsp_server.store.embedded import writing
 
     monkeypatch.setenv("HANDOFF_SEAL_BYTES", "8192")
     svc = HandoffService(workspace, ServiceConfig())

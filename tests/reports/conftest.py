@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from lsp_server.service import HandoffService
+from lsp_server.surfaces.service import HandoffService
 from tests.reports.support import commit_walkthrough
 
 

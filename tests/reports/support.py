@@ -10,8 +10,8 @@ from typing import Any
 
 from markdown_it import MarkdownIt
 
-from lsp_server import lifecycle as lc
-from lsp_server.service import HandoffService
+from lsp_server.model import lifecycle as lc
+from lsp_server.surfaces.service import HandoffService
 from tests.helpers import ALL_CHECKS, SCOPE, prepare, record_contract, record_work
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import orjson
 
-from lsp_server import projections
+from lsp_server.views import projections
 from tests.bench import bench_reports
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from lsp_server import projections
+from lsp_server.views import projections
 from tests.reports.support import SCOPE, acknowledge, record_contract, report
 
 
@@ -44,7 +44,7 @@ def test_a_write_invalidates_the_cached_view(svc, walk, counted):
 
 
 def test_a_write_by_another_process_invalidates_the_cached_view(svc, walk, workspace, counted):
-    from lsp_server.service import HandoffService
+    from lsp_server.surfaces.service import HandoffService
 
     report(svc, "history")
     other = HandoffService(workspace)

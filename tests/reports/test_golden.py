@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from lsp_server import demo
-from lsp_server.service import HandoffService
+from lsp_server.surfaces import demo
+from lsp_server.surfaces.service import HandoffService
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from lsp_server import projections, rendering, reports
-from lsp_server.service import HandoffService
+from lsp_server.surfaces.service import HandoffService
+from lsp_server.views import projections, rendering, reports, scopelog
 from tests.helpers import SCOPE, forget_kept_views, prepare
 
 from .support import acknowledge, commit_walkthrough, report
@@ -109,7 +109,7 @@ def test_a_block_is_rendered_again_when_a_cited_sources_summary_changes(svc, wal
     citing = [
         r["revision"]
         for r in changed["revisions"]
-        if set(projections.cited_refs(r["content"])) & set(changed["citedSources"])
+        if set(scopelog.cited_refs(r["content"])) & set(changed["citedSources"])
     ]
     assert citing and rendered == ["header", *citing]
 

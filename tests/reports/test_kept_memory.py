@@ -1,5 +1,5 @@
 """What a long-lived process keeps of the sealed log after a view (store.SealedTables,
-projections.ScopeLog.of_sealed): the kept log holds only what the views read, the
+scopelog.ScopeLog.of_sealed): the kept log holds only what the views read, the
 sealed records are let go after the fold, one segment is parsed at a time, and the
 views of that slim log equal a full rebuild's."""
 
@@ -13,9 +13,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from lsp_server import projections, rendering, reports
-from lsp_server.service import HandoffService, ServiceConfig
-from lsp_server.store import StateStore
+from lsp_server.store.embedded import StateStore
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
+from lsp_server.views import projections, rendering, reports, scopelog
 
 from ..helpers import ALL_CHECKS, SCOPE, forget_kept_views, record_contract, record_work
 
@@ -111,7 +111,7 @@ def test_sealed_records_are_not_kept_after_the_fold(workspace):
     svc = service(workspace)  # a fresh service: nothing parsed yet
     forget_kept_views()
     views_of_three(svc)
-    assert live_work_states() <= projections.CONTINUITY_CAP + 20
+    assert live_work_states() <= scopelog.CONTINUITY_CAP + 20
     assert_slim_equals_full_rebuild(svc)
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server import lifecycle as lc
-from lsp_server.errors import HandoffError
-from lsp_server.service import HandoffService
+from lsp_server.model import lifecycle as lc
+from lsp_server.model.errors import HandoffError
+from lsp_server.surfaces.service import HandoffService
 from tests.reports.support import (
     ALL_CHECKS,
     SCOPE,

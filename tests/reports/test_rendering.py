@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server import rendering, reports
-from lsp_server.errors import HandoffError
-from lsp_server.service import HandoffService
+from lsp_server.model.errors import HandoffError
+from lsp_server.surfaces.service import HandoffService
+from lsp_server.views import rendering, reports
 from tests.helpers import SCOPE, artifact, source
 from tests.reports.support import (
     acknowledge,
@@ -366,7 +366,7 @@ def test_fixing_an_override_takes_effect_on_the_next_report(svc, walk):
 
 
 def test_projection_events_carry_data_and_the_summary_template_writes_the_sentence(svc, walk):
-    from lsp_server import projections
+    from lsp_server.views import projections
 
     raw = projections.continuity(svc.store.read(), SCOPE)["events"]
     assert all("summary" not in e for e in raw), "the projection writes no sentence"
@@ -416,7 +416,7 @@ def test_broken_summary_override_falls_back_to_builtin_with_a_warning(svc, walk,
 
 def _handoff(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "lsp_server.cli", *args],
+        [sys.executable, "-m", "lsp_server.surfaces.cli.main", *args],
         capture_output=True,
         text=True,
         timeout=120,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.service import HandoffService
+from lsp_server.surfaces.service import HandoffService
 from tests.helpers import SCOPE, record_contract, record_work
 from tests.reports.support import outcome, report
 
@@ -44,7 +44,7 @@ def _assert_builtin_with_warning(out: dict, *named: str) -> None:
 
 def _cli(workspace: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 60):
     return subprocess.run(
-        [sys.executable, "-m", "lsp_server.cli", *args, "--workspace", str(workspace)],
+        [sys.executable, "-m", "lsp_server.surfaces.cli.main", *args, "--workspace", str(workspace)],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -167,8 +167,8 @@ def _report_in_a_process(workspace: Path, kind: str, seconds: float) -> subproce
     code = textwrap.dedent(
         f"""
         import json, sys
-        from lsp_server import rendering
-        from lsp_server.service import HandoffService
+        from lsp_server.views import rendering
+        from lsp_server.surfaces.service import HandoffService
         rendering.OVERRIDE_MAX_SECONDS = {seconds}
         svc = HandoffService(sys.argv[1])
         out = svc.call("handoff.report", {{"scope": {SCOPE!r}, "kind": {kind!r}}})

@@ -24,10 +24,9 @@ from pathlib import Path
 
 import orjson
 
-from lsp_server import store as store_mod
-from lsp_server.errors import HandoffError
-from lsp_server.service import HandoffService, ServiceConfig
-from lsp_server.store import writing
+from lsp_server.model.errors import HandoffError
+from lsp_server.store.embedded import layout, seal, writing
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
 
 def contract(svc: HandoffService, scope: str) -> str:
@@ -107,13 +106,13 @@ def main(argv: list[str]) -> int:
         sealed: list[Path] = []
 
         def dying(path: Path, data: bytes, *, sync_dir: bool = True, point=None) -> None:
-            if path.name == store_mod.STATE_FILE and sealed:
+            if path.name == layout.STATE_FILE and sealed:
                 os._exit(137)  # the segments are on disk, the live file is not
             real(path, data, sync_dir=sync_dir, point=point)
             if path.parent == svc.store.segment_dir:
                 sealed.append(path)
 
-        writing.atomic_write = dying
+        seal.atomic_write = writing.atomic_write = dying  # the segments, then the live file
         svc.call(
             "handoff.recordOutcome",
             {"scope": "crash", "status": "unknown", "summary": "the write that seals"},

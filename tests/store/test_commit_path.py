@@ -15,11 +15,13 @@ import os
 import orjson
 import pytest
 
-from lsp_server import store as store_module
-from lsp_server.errors import HandoffError
-from lsp_server.service import HandoffService, ServiceConfig
-from lsp_server.store import JOURNAL_FILE, SCHEMA_VERSION, StateStore
-from lsp_server.store.writing import journal_line
+from lsp_server.model.errors import HandoffError
+from lsp_server.store.embedded import StateStore
+from lsp_server.store.embedded import store as store_module
+from lsp_server.store.embedded.appending import journal_line
+from lsp_server.store.embedded.layout import JOURNAL_FILE, SCHEMA_VERSION
+from lsp_server.store.embedded.segments import build_index
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
 from ..helpers import SCOPE, fold_journal, live_state, record_contract, refused
 
@@ -125,16 +127,16 @@ def test_a_change_to_the_manifest_or_store_id_writes_the_live_file_whole(workspa
 
 def floor_looks(monkeypatch) -> list[int]:
     """Count the transactions that look for the highest sequence number in the log."""
-    from lsp_server.store import writing
+    from lsp_server.store.embedded import transaction
 
     calls: list[int] = []
-    real = writing.seq_floor
+    real = transaction.seq_floor
 
     def counted(store, live):
         calls.append(1)
         return real(store, live)
 
-    monkeypatch.setattr(writing, "seq_floor", counted)
+    monkeypatch.setattr(transaction, "seq_floor", counted)
     return calls
 
 
@@ -339,7 +341,7 @@ def test_the_live_tails_index_extended_write_by_write_equals_one_built_from_scra
         live = svc.store.snapshot().live
         kept = svc.store.snapshot()._tail_index()
         tables = {"sources": live["sources"], "revisions": live["revisions"]}
-        assert kept == store_module.build_index(tables)
+        assert kept == build_index(tables)
     assert svc.store.snapshot().live["_meta"]["1"]["segments"]  # it did seal
     assert len(extended) > 20  # most indexes were extended, not built again
 
@@ -368,7 +370,7 @@ def test_a_reader_that_misses_a_new_stores_first_write_reads_it_instead_of_calli
 def test_a_live_table_insert_copies_the_table_and_keeps_tinydbs_ids():
     from tinydb.table import Document
 
-    from lsp_server.tinylive import LiveTable, SnapshotStorage, TinyDB
+    from lsp_server.store.embedded.live import LiveTable, SnapshotStorage, TinyDB
 
     parsed = {"_meta": {"1": {"idFloor": {"sources": 7}}}, "sources": {"2": {"id": "a"}, "5": {"id": "b"}}}
     table_before = parsed["sources"]

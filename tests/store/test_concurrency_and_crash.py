@@ -1,6 +1,6 @@
 """The store under real processes: compare-and-swap across processes, unique sequence
 numbers under the lock, and SIGKILL at every point of a write never leaving a broken
-file (each writer stops itself at a named point, ``lsp_server/faults.py``, and is
+file (each writer stops itself at a named point, ``lsp_server/support/faults.py``, and is
 killed there: no timing involved)."""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from lsp_server import faults
-from lsp_server.service import HandoffService, ServiceConfig
-from lsp_server.store import StateStore
+from lsp_server.store.embedded import StateStore
+from lsp_server.support import faults
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
 from ..conftest import sizes
 from ..helpers import SCOPE, PausePipe, live_state, prepare, record_contract

@@ -9,8 +9,8 @@ import time
 import orjson
 import pytest
 
-from lsp_server.service import HandoffService, ServiceConfig
-from lsp_server.store import SCHEMA_VERSION
+from lsp_server.store.embedded.layout import SCHEMA_VERSION
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
 from ..helpers import SCOPE, record_contract, refused
 

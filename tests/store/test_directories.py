@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.service import HandoffService, ServiceConfig
-from lsp_server.store import Directory, StateStore
-from lsp_server.store.writing import StoreWriter
+from lsp_server.store.embedded import StateStore
+from lsp_server.store.embedded.dirindex import Directory
+from lsp_server.store.embedded.writing import StoreWriter
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
 from ..helpers import ALL_CHECKS, SCOPE, listed_state, record_contract
 
@@ -216,7 +217,7 @@ def test_a_store_sealed_before_the_tiers_gets_only_the_directories_lookups_take(
 
 
 def _directory(index_line: bytes):
-    from lsp_server.store import Directory
+    from lsp_server.store.embedded.dirindex import Directory
 
     header = {"latest": {}, "segments": [["seg-0123456789ab-000001.json", 10]]}
     return Directory(Path("dir.json"), header, index_line, 0, len(index_line))
@@ -251,7 +252,8 @@ def test_directory_covers_exactly_its_own_segments():
 
 
 def test_fast_manifest_check_accepts_only_what_the_entry_by_entry_check_accepts(tmp_path):
-    from lsp_server.store import SEGMENT_NAME_RE, _manifest_names_ok
+    from lsp_server.store.embedded.layout import SEGMENT_NAME_RE
+    from lsp_server.store.embedded.manifest import _manifest_names_ok
 
     name = "seg-0123456789ab-000001.json"
     cases = [

@@ -13,10 +13,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from lsp_server import store as store_module
-from lsp_server.service import HandoffService, ServiceConfig
-from lsp_server.store import Directory, StateStore, writing
-from lsp_server.store.writing import index_buckets
+from lsp_server.store.embedded import StateStore, dirindex, durable, files, manifest, seal
+from lsp_server.store.embedded.dirindex import Directory
+from lsp_server.store.embedded.seal import index_buckets
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
 from ..helpers import SCOPE, listed_state
 from .test_directories import answers, folder, grow
@@ -28,7 +28,7 @@ SPAN = 2
 def _small(monkeypatch):
     monkeypatch.setenv("HANDOFF_SEAL_BYTES", "2048")
     monkeypatch.setenv("HANDOFF_DIRECTORY_SPAN", str(SPAN))
-    monkeypatch.setattr(store_module, "DIRECTORY_BUCKET_KEYS", 2)  # many buckets per section
+    monkeypatch.setattr(seal, "DIRECTORY_BUCKET_KEYS", 2)  # many buckets per section
 
 
 def directory_bytes_read(monkeypatch) -> list[int]:
@@ -37,7 +37,7 @@ def directory_bytes_read(monkeypatch) -> list[int]:
     from ``open_regular_fd``."""
     sizes: list[int] = []
     mine: set[int] = set()
-    real_open, real_read, real_pread = store_module.open_regular_fd, os.read, os.pread
+    real_open, real_read, real_pread = dirindex.open_regular_fd, os.read, os.pread
 
     def opening(path):
         fd, st = real_open(path)
@@ -64,7 +64,7 @@ def directory_bytes_read(monkeypatch) -> list[int]:
         mine.discard(fd)
         real_close(fd)
 
-    monkeypatch.setattr(store_module, "open_regular_fd", opening)
+    monkeypatch.setattr(dirindex, "open_regular_fd", opening)
     monkeypatch.setattr(os, "read", reading)
     monkeypatch.setattr(os, "pread", preading)
     monkeypatch.setattr(os, "close", closing)
@@ -103,7 +103,7 @@ def test_a_fresh_lookup_reads_a_directory_s_header_and_the_buckets_it_needs_not_
     assert set(formats(workspace).values()) == {2}
     total = sum(d.stat().st_size for d in folder(workspace).glob("dir-*.json"))
     # Headers read in small chunks: a chunk as big as these tiny files would read them whole.
-    monkeypatch.setattr(store_module, "DIRECTORY_HEAD_CHUNK", 256)
+    monkeypatch.setattr(dirindex, "DIRECTORY_HEAD_CHUNK", 256)
     sizes = directory_bytes_read(monkeypatch)
     snap = StateStore(workspace / ".handoff").snapshot()
     assert snap.source(grown["contract"].removeprefix("source/"))["kind"] == "work_contract"
@@ -211,21 +211,21 @@ def test_a_seal_killed_while_rewriting_a_format_one_directory_loses_nothing(work
     for path in folder(workspace).glob("dir-*.json"):
         as_format_one(path)
     before = answers(workspace, grown)
-    real = writing.pause_point
+    real = durable.pause_point
 
     def die_at_the_point(name):
         if name == point:
             raise Killed
         real(name)
 
-    monkeypatch.setattr(writing, "pause_point", die_at_the_point)
+    monkeypatch.setattr(durable, "pause_point", die_at_the_point)
     svc = HandoffService(workspace, ServiceConfig())
     work = {"scope": SCOPE, "state": {"text": "x" * 500, "citations": [{"kind": "source", "ref": grown["contract"]}]},
             "disposition": "continuable", "nextActions": []}
     with pytest.raises(Killed):
         for _ in range(50):
             svc.call("handoff.recordWork", work)
-    monkeypatch.setattr(writing, "pause_point", real)
+    monkeypatch.setattr(durable, "pause_point", real)
     # The old directory or the new one is on disk, both whole: the same answers.
     assert answers(workspace, grown)[3:] == before[3:]
     sealed = len(list(folder(workspace).glob("seg-*.json")))
@@ -266,7 +266,7 @@ def test_a_directory_checked_by_its_first_and_last_names_still_covers_only_its_o
     group = [dict(e) for e in entries[first - 1 : last]]
     assert directory.covers(group, True) and directory.covers(group)
     swapped = [group[0], *group[1:-1][::-1], group[-1]] if len(group) > 2 else group[::-1]
-    assert not store_module._rising([e["name"] for e in entries[: first - 1] + swapped])
+    assert not manifest._rising([e["name"] for e in entries[: first - 1] + swapped])
     assert not directory.covers(swapped)
     resized = [dict(e) for e in group]
     resized[len(resized) // 2]["bytes"] += 1
@@ -282,11 +282,11 @@ def test_a_segment_s_header_and_index_lines_are_read_as_readline_reads_them(tmp_
     """``_first_two_lines`` (a segment's header and index, read in chunks on a plain
     descriptor) gives what two ``readline`` calls give: lines longer than a chunk, a
     file without a second newline, an empty file, a file of one line."""
-    monkeypatch.setattr(store_module, "SEGMENT_HEAD_CHUNK", chunk)
+    monkeypatch.setattr(files, "SEGMENT_HEAD_CHUNK", chunk)
     long = b"i" * (3 * 16 * 1024 + 7)
     for blob in (b"", b"h", b"h\n", b"h\n" + long, b"h\n" + long + b"\nrecords\n", b"\n\n\n", long + b"\nx\ny"):
         path = tmp_path / "seg"
         path.write_bytes(blob)
         with path.open("rb") as fh:
             expected = (len(blob), fh.readline(), fh.readline())
-        assert store_module._first_two_lines(path) == expected
+        assert files._first_two_lines(path) == expected

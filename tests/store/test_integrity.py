@@ -12,8 +12,8 @@ from pathlib import Path
 
 import orjson
 
-from lsp_server.service import HandoffService, ServiceConfig
-from lsp_server.store import StateStore
+from lsp_server.store.embedded import StateStore
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
 from ..helpers import ALL_CHECKS, SCOPE, live_state, prepare, record_contract, record_work, refused
 
@@ -22,9 +22,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 def cli(workspace: Path, *args: str) -> tuple[int, dict]:
     run = subprocess.run(
-        [sys.executable, "-m", "lsp_server.cli", *args, "--workspace", str(workspace), "--json"]
+        [sys.executable, "-m", "lsp_server.surfaces.cli.main", *args, "--workspace", str(workspace), "--json"]
         if args[0] == "store"
-        else [sys.executable, "-m", "lsp_server.cli", *args[:2], "--workspace", str(workspace),
+        else [sys.executable, "-m", "lsp_server.surfaces.cli.main", *args[:2], "--workspace", str(workspace),
               *args[2:]],
         cwd=REPO, capture_output=True, text=True, timeout=120,
     )

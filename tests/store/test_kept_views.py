@@ -1,4 +1,4 @@
-"""Views kept per scope (projections.KeptScopeLogs): a view after a write folds in only
+"""Views kept per scope (scopelog.KeptScopeLogs): a view after a write folds in only
 what was sealed since and lays the live tail on top, and it always equals the view
 projected from scratch by a fresh process, whatever the log holds."""
 
@@ -13,10 +13,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from lsp_server import projections, rendering, reports
-from lsp_server.service import HandoffService, ServiceConfig
-from lsp_server.store import StateStore
-from lsp_server.store.wholelog import StoreLog
+from lsp_server.store.embedded import StateStore
+from lsp_server.store.embedded.history import StoreLog
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
+from lsp_server.views import projections, rendering, reports, scopelog
 
 from ..helpers import (
     ALL_CHECKS,
@@ -132,9 +132,9 @@ def test_a_view_after_a_write_folds_in_only_the_new_records(workspace, monkeypat
         commit_round(svc, contract, i)
     svc.call("handoff.report", {"scope": SCOPE, "kind": "continuity"})
     builds = []
-    real_build = projections.ScopeLog._build
+    real_build = scopelog.ScopeLog._build
     monkeypatch.setattr(
-        projections.ScopeLog, "_build", lambda self, *a: builds.append(1) or real_build(self, *a)
+        scopelog.ScopeLog, "_build", lambda self, *a: builds.append(1) or real_build(self, *a)
     )
     monkeypatch.setattr(StoreLog, "full", lambda self: pytest.fail("assembled every record"))
     sealed_before = len(svc.store.read_log().sealed.parts)
@@ -307,9 +307,9 @@ def test_two_stores_with_the_same_scope_keep_a_log_each(workspace, tmp_path, mon
             commit_round(svc, contract, i)
             svc.call("handoff.report", {"scope": SCOPE, "kind": "continuity"})
     builds = []
-    real_build = projections.ScopeLog._build
+    real_build = scopelog.ScopeLog._build
     monkeypatch.setattr(
-        projections.ScopeLog, "_build", lambda self, *a: builds.append(1) or real_build(self, *a)
+        scopelog.ScopeLog, "_build", lambda self, *a: builds.append(1) or real_build(self, *a)
     )
     for i in range(4, 8):
         for svc, contract in zip(svcs, contracts, strict=True):

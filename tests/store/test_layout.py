@@ -11,8 +11,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from lsp_server.service import HandoffService, ServiceConfig
-from lsp_server.store import MERGE_AFTER_SNAPSHOTS, SCHEMA_VERSION, SEAL_MARK_PREFIX, StateStore
+from lsp_server.store.embedded import StateStore
+from lsp_server.store.embedded.layout import MERGE_AFTER_SNAPSHOTS, SCHEMA_VERSION, SEAL_MARK_PREFIX
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
 from ..helpers import (
     ALL_CHECKS,
@@ -450,7 +451,7 @@ def test_a_seal_leaves_no_mark(workspace):
 def test_a_full_read_after_a_write_equals_a_fresh_read_and_the_process_keeps_no_sealed_record(
     workspace,
 ):
-    """A full read (a refold, storecheck, an export) parses the sealed segments again
+    """A full read (a refold, store check, an export) parses the sealed segments again
     instead of keeping every sealed record for the process's life; the views read the
     kept logs (docs/performance.md, "Round five: sealed records let go after the fold")."""
     svc = service(workspace)
@@ -498,7 +499,7 @@ def test_an_older_snapshot_read_after_a_newer_one_shows_only_its_own_records(svc
 def test_views_kept_across_writes_equal_views_projected_from_scratch(workspace):
     """The records a projection already checked are not checked again; what depends on
     other records (a malformed record, a receipt) still counts every time."""
-    from lsp_server import projections
+    from lsp_server.views import projections, shapes
 
     svc = service(workspace)
     contract = record_contract(svc)
@@ -513,7 +514,7 @@ def test_views_kept_across_writes_equal_views_projected_from_scratch(workspace):
     cold = StateStore(svc.store.folder).read()
     for project in (projections.continuity, projections.history, projections.lineage):
         kept = project(warm, SCOPE)
-        projections.CHECKED.finish({})  # nothing remembered
+        shapes.CHECKED.finish({})  # nothing remembered
         assert kept == project(cold, SCOPE)
     assert projections.continuity(warm, SCOPE)["invalidRecordCount"] == 1
     assert projections.continuity(warm, SCOPE)["invalidRecordCount"] == 1

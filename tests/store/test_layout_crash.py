@@ -1,6 +1,6 @@
 """Sealing under real processes: death between the two steps of a seal, SIGKILLs at
 every point of a sealing write (each writer stops itself at a named point,
-``lsp_server/faults.py``, and is killed there), and eight writers plus a lock-free
+``lsp_server/support/faults.py``, and is killed there), and eight writers plus a lock-free
 reader across seals."""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from lsp_server import faults
-from lsp_server.service import HandoffService, ServiceConfig
-from lsp_server.store import StateStore
+from lsp_server.store.embedded import StateStore
+from lsp_server.support import faults
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
 from ..conftest import sizes
 from ..helpers import PausePipe, listed_state

@@ -13,10 +13,11 @@ from pathlib import Path
 import orjson
 import pytest
 
-from lsp_server import store as store_module
-from lsp_server.errors import HandoffError
-from lsp_server.service import HandoffService
-from lsp_server.store import SCHEMA_VERSION, StateStore, writing
+from lsp_server.model.errors import HandoffError
+from lsp_server.store.embedded import StateStore, manifest, seal
+from lsp_server.store.embedded import store as store_module
+from lsp_server.store.embedded.layout import SCHEMA_VERSION, SEGMENT_NAME_RE
+from lsp_server.surfaces.service import HandoffService
 
 from ..helpers import (
     SCOPE,
@@ -263,7 +264,7 @@ def test_the_manifest_check_of_names_by_columns_agrees_with_the_segment_name_pat
     of a name in a list of well-formed ones (a name that leaves the segments folder,
     a non-ASCII digit, an upper-case hex digit, a newline...)."""
     good = [{"name": f"seg-0123456789ab-{n:06d}.json", "bytes": 10 + n} for n in range(1, 6)]
-    assert store_module._manifest_entries_ok(good)
+    assert manifest._manifest_entries_ok(good)
     changes = "s/.\\\n -9aAfgz\u0661é"
     tried = accepted = 0
     for at in range(len(good[0]["name"])):
@@ -271,14 +272,14 @@ def test_the_manifest_check_of_names_by_columns_agrees_with_the_segment_name_pat
             name = good[2]["name"]
             bad = name[:at] + ch + name[at + 1 :]
             entries = [*good[:2], {"name": bad, "bytes": 12}, *good[3:]]
-            expected = store_module.SEGMENT_NAME_RE.match(bad) is not None
-            assert store_module._manifest_names_ok(entries) is expected, bad
-            assert bool(store_module._manifest_entries_ok(entries)) is expected, bad
+            expected = SEGMENT_NAME_RE.match(bad) is not None
+            assert manifest._manifest_names_ok(entries) is expected, bad
+            assert bool(manifest._manifest_entries_ok(entries)) is expected, bad
             tried, accepted = tried + 1, accepted + expected
     assert tried > 300 and 0 < accepted < tried
     # Longer or shorter names, and names laid out so that the columns shift.
     for bad in ("seg-0123456789ab-0000001.json", "seg-0123456789ab-00001.json", "../x"):
-        assert not store_module._manifest_entries_ok([*good, {"name": bad, "bytes": 1}])
+        assert not manifest._manifest_entries_ok([*good, {"name": bad, "bytes": 1}])
 
 
 def _as_format_1(workspace: Path) -> bytes:
@@ -288,9 +289,9 @@ def _as_format_1(workspace: Path) -> bytes:
     state = orjson.loads(state_file(workspace).read_bytes())
     meta = state["_meta"]["1"]
     entries = manifest_entries(named_manifest(workspace))
-    blob = writing.manifest_blob(meta["storeId"], entries, 1)
+    blob = seal.manifest_blob(meta["storeId"], entries, 1)
     named_manifest(workspace).write_bytes(blob)
-    meta["manifest"] = store_module.manifest_reference(meta["storeId"], blob, len(entries))
+    meta["manifest"] = manifest.manifest_reference(meta["storeId"], blob, len(entries))
     state_file(workspace).write_bytes(orjson.dumps(state))
     return blob
 
@@ -335,7 +336,7 @@ def test_a_format_2_manifest_with_malformed_sizes_is_refused(workspace, sizes):
     body["sizes"] = sizes if not isinstance(sizes, list) else sizes * body["count"]
     blob = orjson.dumps(body)
     named_manifest(workspace).write_bytes(blob)
-    meta["manifest"] = store_module.manifest_reference(meta["storeId"], blob, body["count"])
+    meta["manifest"] = manifest.manifest_reference(meta["storeId"], blob, body["count"])
     state_file(workspace).write_bytes(orjson.dumps(state))
     err = refused(service(workspace).call, "handoff.continue", {"scope": SCOPE, "mode": "latest"})
     assert err.code == "store_corrupt" and err.data["reason"] == "manifest_damaged"
@@ -344,13 +345,13 @@ def test_a_format_2_manifest_with_malformed_sizes_is_refused(workspace, sizes):
 
 def test_a_segment_list_is_the_list_it_stands_for():
     sizes = [10, 20, 30, 40]
-    lazy = store_module.SegmentList("0123456789ab", sizes)
+    lazy = manifest.SegmentList("0123456789ab", sizes)
     plain = [{"name": f"seg-0123456789ab-{n:06d}.json", "bytes": s} for n, s in enumerate(sizes, 1)]
     assert lazy[0] == plain[0] and lazy[-1] == plain[-1] and lazy[2] == plain[2]
     assert lazy[1:3] == plain[1:3] and lazy[::-1] == plain[::-1]
     assert list(lazy) == plain and lazy == plain and plain == lazy and len(lazy) == 4
-    assert lazy == store_module.SegmentList("0123456789ab", list(sizes))
-    assert lazy != store_module.SegmentList("0123456789ac", list(sizes))
+    assert lazy == manifest.SegmentList("0123456789ab", list(sizes))
+    assert lazy != manifest.SegmentList("0123456789ac", list(sizes))
     assert lazy != plain[:-1]
     with pytest.raises(IndexError):
         lazy[4]

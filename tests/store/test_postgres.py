@@ -17,11 +17,12 @@ import orjson
 import psycopg
 import pytest
 
-from lsp_server import lifecycle as lc
-from lsp_server.errors import HandoffError
-from lsp_server.pgstore import SCHEMA_VERSION, PgStore, PgTransaction, migrate
-from lsp_server.project import normalise_remote, project_id
-from lsp_server.service import HandoffService, ServiceConfig
+from lsp_server.model import lifecycle as lc
+from lsp_server.model.errors import HandoffError
+from lsp_server.store.pgschema import SCHEMA_VERSION, migrate
+from lsp_server.store.postgres import PgStore, PgTransaction
+from lsp_server.store.project import normalise_remote, project_id
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
 from ..conftest import sizes
 from ..helpers import SCOPE, prepare, record_contract, refused
@@ -160,8 +161,8 @@ def test_a_writer_process_killed_mid_transaction_leaves_nothing(pg_store, worksp
     before = svc.store.read()
     code = (
         "import os, signal, sys\n"
-        "from lsp_server.service import HandoffService\n"
-        "from lsp_server import lifecycle as lc\n"
+        "from lsp_server.surfaces.service import HandoffService\n"
+        "from lsp_server.model import lifecycle as lc\n"
         f"svc = HandoffService({str(workspace)!r})\n"
         "with svc.store.transaction() as tx:\n"
         "    lc.append_source(tx, 'openapi-client', 'task_outcome', {'status': 'partial',"

@@ -8,10 +8,11 @@ import orjson
 import psycopg
 import pytest
 
-from lsp_server import cli
-from lsp_server.pgstore import SCHEMA_VERSION, census
-from lsp_server.service import HandoffService
-from lsp_server.store import StateStore
+from lsp_server.store.embedded import StateStore
+from lsp_server.store.pgschema import SCHEMA_VERSION
+from lsp_server.store.postgres import census
+from lsp_server.surfaces.cli import main as cli
+from lsp_server.surfaces.service import HandoffService
 
 from ..helpers import SCOPE, prepare, record_contract, record_work
 

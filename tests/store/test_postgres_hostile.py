@@ -10,7 +10,7 @@ import os
 import psycopg
 import pytest
 
-from lsp_server.service import HandoffService
+from lsp_server.surfaces.service import HandoffService
 
 from ..helpers import SCOPE, prepare, record_contract
 
@@ -62,7 +62,7 @@ def test_deeply_nested_record_is_skipped_not_a_traceback(pg_store, workspace):
     """A source record nested 5,000 deep, inserted by the application role (the
     append-only trigger keeps anyone but the owner from removing it): the views read
     on, counting it as invalid; ``store check`` names it."""
-    from lsp_server.storeops import check_pg
+    from lsp_server.store.ops import check_pg
 
     _committed(workspace)
     _plant_deep_row(pg_store.app_url)
@@ -79,8 +79,8 @@ def test_pg_repair_quarantines_unreadable_rows(pg_store, workspace):
     """``store repair`` run as the owner moves an unreadable row into
     ``handoff_quarantine`` (kept, with the reason) and out of the view; the check is
     clean after it and the role's writes go on."""
-    from lsp_server.pgstore import PgStore
-    from lsp_server.storeops import check_pg, repair_pg
+    from lsp_server.store.ops import check_pg, repair_pg
+    from lsp_server.store.postgres import PgStore
 
     _committed(workspace)
     _plant_deep_row(pg_store.app_url)
@@ -106,9 +106,9 @@ def test_pg_repair_quarantines_unreadable_rows(pg_store, workspace):
 
 
 def test_pg_repair_as_the_application_role_is_refused_with_who_can(pg_store, workspace):
-    from lsp_server.errors import HandoffError
-    from lsp_server.pgstore import PgStore
-    from lsp_server.storeops import repair_pg
+    from lsp_server.model.errors import HandoffError
+    from lsp_server.store.ops import repair_pg
+    from lsp_server.store.postgres import PgStore
 
     _committed(workspace)
     _plant_deep_row(pg_store.app_url)

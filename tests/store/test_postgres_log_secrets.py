@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.pgstore import PasswordFilter, scrub_passwords
+from lsp_server.store.postgres import PasswordFilter, scrub_passwords
 
 REPO = Path(__file__).resolve().parents[2]
 PASSWORD = "S3cretPw0rd"
@@ -35,7 +35,7 @@ MALFORMED = [
 @pytest.mark.parametrize("conninfo", MALFORMED, ids=range(len(MALFORMED)))
 def test_no_password_in_any_output_of_a_failing_store(conninfo, tmp_path):
     run = subprocess.run(
-        [sys.executable, "-m", "lsp_server.cli", "status", "--workspace", str(tmp_path)],
+        [sys.executable, "-m", "lsp_server.surfaces.cli.main", "status", "--workspace", str(tmp_path)],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -1,8 +1,9 @@
 """A read-only CLI call loads only the read side of the store: ``handoff call
 handoff.continue`` in a fresh process never imports the write side
-(``store.writing``: the lock, transactions, the journal, seals), the whole-log side
-(``store.wholelog``), TinyDB or OpenSSL's ``hashlib``. Without a bytecode cache every
-module a call imports is compiled on every call (docs/performance.md, "Round eight")."""
+(``store.embedded.writing`` and its parts: the lock, transactions, journal appends,
+seals), the whole-log side (``store.embedded.history``), TinyDB or OpenSSL's
+``hashlib``. Without a bytecode cache every module a call imports is compiled on every
+call (docs/performance.md, "Round eight")."""
 
 from __future__ import annotations
 
@@ -22,17 +23,27 @@ from .test_directories import grow
 RUN = """
 import contextlib, io, json, sys
 sys.argv = ["handoff", *json.loads(sys.argv[1])]
-from lsp_server.cli import main
+from lsp_server.surfaces.cli.main import main
 out = io.StringIO()
 with contextlib.redirect_stdout(out):
     code = main()
 print(json.dumps({"code": code, "answer": out.getvalue(), "modules": sorted(sys.modules)}))
 """
 
+#: The write side (``writing`` and its parts) and the whole log (``history``).
+WRITE_SIDE = (
+    "lsp_server.store.embedded.writing",
+    "lsp_server.store.embedded.lock",
+    "lsp_server.store.embedded.transaction",
+    "lsp_server.store.embedded.appending",
+    "lsp_server.store.embedded.seal",
+    "lsp_server.store.embedded.durable",
+    "lsp_server.store.embedded.live",
+)
+
 NEVER_ON_A_READ = (
-    "lsp_server.store.writing",
-    "lsp_server.store.wholelog",
-    "lsp_server.tinylive",
+    *WRITE_SIDE,
+    "lsp_server.store.embedded.history",
     "tinydb",
     "hashlib",
     "_hashlib",
@@ -67,7 +78,7 @@ def test_continue_in_a_fresh_process_loads_no_write_side_no_whole_log_and_no_ope
     assert ran["code"] == 0
     assert answer["found"] is True and answer["selected"] == sealed["revisions"][-1]
     assert answer["unreadableEvidence"] == []  # the contract Source was found, in a segment
-    assert "lsp_server.store" in ran["modules"]
+    assert "lsp_server.store.embedded" in ran["modules"]
     assert not set(NEVER_ON_A_READ) & set(ran["modules"])
 
 
@@ -75,15 +86,15 @@ def test_a_write_in_a_fresh_process_loads_the_write_side(workspace, sealed):
     """The same check sees the write side when a call writes (so it can fail)."""
     ran = cli(workspace, "handoff.recordOutcome", {"scope": SCOPE, "status": "partial", "summary": "x"})
     assert ran["code"] == 0
-    assert "lsp_server.store.writing" in ran["modules"]
-    assert "lsp_server.store.wholelog" not in ran["modules"]
+    assert set(WRITE_SIDE) <= set(ran["modules"])
+    assert "lsp_server.store.embedded.history" not in ran["modules"]
 
 
 def test_a_report_in_a_fresh_process_loads_the_whole_log_side(workspace, sealed):
     ran = cli(workspace, "handoff.report", {"kind": "history", "scope": SCOPE})
     assert ran["code"] == 0
-    assert "lsp_server.store.wholelog" in ran["modules"]
-    assert "lsp_server.store.writing" not in ran["modules"]
+    assert "lsp_server.store.embedded.history" in ran["modules"]
+    assert not set(WRITE_SIDE) & set(ran["modules"])
 
 
 @pytest.mark.parametrize("size, openssl", [(4096, False), (600 * 1024, True)])
@@ -91,8 +102,8 @@ def test_an_artifact_is_hashed_without_openssl_below_the_threshold(workspace, si
     """A cited file below ``OWN_SHA256_BELOW`` is hashed with CPython's own SHA-256 in a
     fresh process; a bigger one loads OpenSSL's. Either way the digest is the one the
     commit recorded, so the evidence reads as intact."""
-    from lsp_server.evidence import OWN_SHA256_BELOW
-    from lsp_server.service import HandoffService, ServiceConfig
+    from lsp_server.model.evidence import OWN_SHA256_BELOW
+    from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
     from ..helpers import prepare, record_contract
 
@@ -118,7 +129,7 @@ def test_an_artifact_is_hashed_without_openssl_below_the_threshold(workspace, si
 def test_own_and_openssl_sha256_agree(size):
     import hashlib
 
-    from lsp_server.evidence import own_sha256, sha256_for
+    from lsp_server.model.evidence import own_sha256, sha256_for
 
     data = os.urandom(size)
     expected = hashlib.sha256(data).hexdigest()

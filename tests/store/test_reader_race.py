@@ -1,7 +1,7 @@
 """Lock-free readers beside a writer stopped at each point of its write: what a reader
 sees at every step of a seal, and at the first write of a new store (issue 34, item 8).
 
-Each writer stops itself at a named point (``lsp_server/faults.py``); so does a reader,
+Each writer stops itself at a named point (``lsp_server/support/faults.py``); so does a reader,
 at the one point of the read side (``read.missing``: the live file was not found, the
 signs of a lost store not looked at yet). Whatever the load of the machine, the other
 process then acts at exactly that moment."""
@@ -16,8 +16,8 @@ import sys
 import orjson
 import pytest
 
-from lsp_server import faults
-from lsp_server.service import HandoffService, ServiceConfig
+from lsp_server.support import faults
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
 from ..helpers import PausePipe, listed_state
 from .test_layout_crash import REPO, SEAL, spawn
@@ -133,7 +133,7 @@ def test_store_check_of_a_store_being_created_finds_no_lost_store(workspace):
     pipe = PausePipe()
     try:
         check = subprocess.Popen(
-            [sys.executable, "-m", "lsp_server.cli", "store", "check"]
+            [sys.executable, "-m", "lsp_server.surfaces.cli.main", "store", "check"]
             + ["--workspace", str(workspace), "--json"],
             cwd=REPO,
             stdout=subprocess.PIPE,

@@ -1,4 +1,4 @@
-"""The cross-process state lock (``store.writing.StateLock``): a waiter sleeps in a blocking
+"""The cross-process state lock (``store.embedded.lock.StateLock``): a waiter sleeps in a blocking
 ``flock`` and is woken at release; the main thread waits in the call itself, ended at
 the deadline by an interval timer, unless the process has a SIGALRM handler of its own;
 any other waiter waits in a helper thread, which hands the lock back when it gets it
@@ -16,9 +16,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from lsp_server.errors import HandoffError
-from lsp_server.service import HandoffService, ServiceConfig
-from lsp_server.store import StateStore
+from lsp_server.model.errors import HandoffError
+from lsp_server.store.embedded import StateStore
+from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
 from ..helpers import live_state, record_contract, refused
 
@@ -236,7 +236,7 @@ def test_lock_held_by_this_store_excludes_a_filelock_in_another_process(workspac
 
 FORKER = """
 import os, signal, sys, time
-from lsp_server.store import StateStore
+from lsp_server.store.embedded import StateStore
 store = StateStore(sys.argv[1])
 with store.writer._locked():
     child = os.fork()
@@ -283,7 +283,7 @@ def after_a_wait(store: StateStore, script: str) -> tuple[bytes, int]:
 
 FOREIGN_ALARM = """
 import os, signal, sys, time
-from lsp_server.store import StateStore
+from lsp_server.store.embedded import StateStore
 store = StateStore(sys.argv[1])
 lock = store.writer._file_lock
 print("ready", flush=True)
@@ -310,7 +310,7 @@ def test_a_foreign_sigalrm_taken_while_the_lock_is_held_ends_the_process_after_t
 
 FORK_AFTER_WAIT = """
 import os, signal, sys
-from lsp_server.store import StateStore
+from lsp_server.store.embedded import StateStore
 store = StateStore(sys.argv[1])
 lock = store.writer._file_lock
 print("ready", flush=True)

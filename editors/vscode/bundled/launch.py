@@ -35,7 +35,7 @@ if sys.argv[1:] == ["--probe"]:
     import orjson  # noqa: F401  (native)
 
     import lsp_server
-    import lsp_server.server  # noqa: F401  (pygls, lsprotocol, cattrs)
+    import lsp_server.surfaces.lsp.server  # noqa: F401  (pygls, lsprotocol, cattrs)
 
     sys.stdout.write(getattr(lsp_server, "__version__", "unknown"))
 else:

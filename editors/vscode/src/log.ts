@@ -1,5 +1,5 @@
 /** Log lines at the level they mean: the server's stderr (`2026-12-01 12:00:00,123 WARNING
- * lsp_server.server: …`) and the language client's own lines (`[Error - 12:00:00] …`)
+ * lsp_server.surfaces.lsp.server: …`) and the language client's own lines (`[Error - 12:00:00] …`)
  * reach the "Handoff" log channel at their level, without their own timestamp (the
  * channel adds one). Free of `vscode`. */
 

@@ -33,7 +33,7 @@ export type Probe = (python: string, env: NodeJS.ProcessEnv, launcher?: string) 
 
 // Imports the server module (and so pygls), not just the package, so a half-installed
 // environment is caught here with its reason rather than as a crash after start.
-const PROBE_CODE = 'import sys, lsp_server, lsp_server.server; sys.stdout.write(getattr(lsp_server, "__version__", "unknown"))';
+const PROBE_CODE = 'import sys, lsp_server, lsp_server.surfaces.lsp.server; sys.stdout.write(getattr(lsp_server, "__version__", "unknown"))';
 
 export const probeServerPackage: Probe = (python, env, launcher) =>
   new Promise((resolve, reject) => {

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from ...context import CallContext
+    from ...model.context import CallContext
     from ..facts import SessionFacts
     from ..prompt import Prompt
     from ..settings import GenerationSettings

@@ -7,13 +7,13 @@ import os
 import time
 from typing import TYPE_CHECKING, Any
 
-from ...errors import HandoffError
+from ...model.errors import HandoffError
 from . import GenerationRequest, ProviderOutput
 from . import prompt_text as _prompt_text
 from .http_stream import StreamedPost, error_message, json_object, sse_data
 
 if TYPE_CHECKING:
-    from ...context import CallContext
+    from ...model.context import CallContext
     from ..settings import AnthropicSettings, GenerationSettings
 
 API_VERSION = "2023-06-01"

@@ -11,13 +11,13 @@ import threading
 import time
 from typing import IO, TYPE_CHECKING
 
-from ...errors import HandoffError
-from ...redaction import redact
+from ...model.errors import HandoffError
+from ...support.redaction import redact
 from . import GenerationRequest, ProviderOutput
 from . import prompt_text as _prompt_text
 
 if TYPE_CHECKING:
-    from ...context import CallContext
+    from ...model.context import CallContext
     from ..settings import CommandSettings, GenerationSettings
 
 MAX_STDOUT = 8 * 1024 * 1024

@@ -15,11 +15,11 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from ...errors import HandoffError
-from ...redaction import redact
+from ...model.errors import HandoffError
+from ...support.redaction import redact
 
 if TYPE_CHECKING:
-    from ...context import CancelToken
+    from ...model.context import CancelToken
 
 MAX_ERROR_BODY = 64 * 1024
 MAX_BODY = 16 * 1024 * 1024

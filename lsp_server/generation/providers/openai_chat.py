@@ -7,7 +7,7 @@ import os
 import time
 from typing import TYPE_CHECKING
 
-from ...errors import HandoffError
+from ...model.errors import HandoffError
 from . import GenerationRequest, ProviderOutput
 from . import prompt_text as _prompt_text
 from .http_stream import (
@@ -20,7 +20,7 @@ from .http_stream import (
 )
 
 if TYPE_CHECKING:
-    from ...context import CallContext
+    from ...model.context import CallContext
     from ..settings import GenerationSettings, OpenAISettings
 
 MAX_OUTPUT_CHARS = 1_000_000

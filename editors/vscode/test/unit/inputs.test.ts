@@ -35,7 +35,7 @@ describe('input collection', () => {
       assert.equal(validateCitations('src/a.ts, source/abc'), undefined);
     });
 
-    it('reads a TEXT :: CITE line as the server parses it (lsp_server.params.parse_fact)', function () {
+    it('reads a TEXT :: CITE line as the server parses it (lsp_server.model.params.parse_fact)', function () {
       this.timeout(120000);
       const lines = [
         'run contract tests :: source/6ea103d664ad4374bf75, ./client/pets_client.py',
@@ -52,8 +52,8 @@ describe('input collection', () => {
       const repo = path.resolve(__dirname, '..', '..', '..', '..', '..');
       const script =
         'import json, sys\n' +
-        'from lsp_server.errors import HandoffError\n' +
-        'from lsp_server.params import converter, parse_fact\n' +
+        'from lsp_server.model.errors import HandoffError\n' +
+        'from lsp_server.model.params import converter, parse_fact\n' +
         'def one(line):\n' +
         '    try:\n' +
         '        return converter.unstructure(parse_fact(line))\n' +

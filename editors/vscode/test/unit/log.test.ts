@@ -14,16 +14,16 @@ describe('log levels', () => {
   it('routes the server stderr and the client lines at their level, without their timestamp', () => {
     const log = new RecordingLog();
     const router = new LevelRouter(log);
-    router.append('2026-12-01 12:00:00,123 INFO lsp_server.server: started\n2026-12-01 12:00:01,5');
-    router.append('00 WARNING lsp_server.server: logLevel \'loud\' is not one of …\n');
+    router.append('2026-12-01 12:00:00,123 INFO lsp_server.surfaces.lsp.server: started\n2026-12-01 12:00:01,5');
+    router.append('00 WARNING lsp_server.surfaces.lsp.server: logLevel \'loud\' is not one of …\n');
     router.appendLine('[Error - 12:00:02 PM] Server initialization failed.');
     router.appendLine('  Message: boom');
     router.appendLine('[Info  - 12:00:03 PM] Connection to server got closed.');
     router.append('2026-12-01 12:00:04,000 DEBUG pygls: x\n2026-12-01 12:00:05,000 CRITICAL lsp_server: down');
     router.flush();
     assert.deepEqual(log.lines, [
-      'info lsp_server.server: started',
-      "warn lsp_server.server: logLevel 'loud' is not one of …",
+      'info lsp_server.surfaces.lsp.server: started',
+      "warn lsp_server.surfaces.lsp.server: logLevel 'loud' is not one of …",
       'error Server initialization failed.',
       'error   Message: boom',
       'info Connection to server got closed.',

@@ -1,0 +1,220 @@
+"""How a session ended: its goal chosen from the requests, its final state (done,
+waiting, failed, cut off, interrupted), and a compaction summary's sections."""
+
+from __future__ import annotations
+
+import re
+
+from .facts import FinalState, Request, SessionFacts
+from .ledger import (
+    Task,
+    closing_question,
+    grouped,
+    is_offer,
+    names_work_left,
+    user_action,
+)
+from .signals import ACTIVE, DONE, DONE_CUE, one_line
+from .transcript import Message, Transcript
+
+
+def choose_goal(requests: list[Request]) -> Request | None:
+    """The first substantive request: one whose turn changed files, or a long one;
+    failing those, the first the agent acted on, else the first request at all."""
+    for r in requests:
+        if (r.changes > 0 and not r.is_ack) or len(r.text) >= 160:
+            return r
+    for r in requests:
+        if r.acted_on and not r.is_ack:
+            return r
+    return requests[0] if requests else None
+
+
+def final_state(f: SessionFacts) -> FinalState:
+    """How the session ended, from its last messages, the plan and the last runs."""
+    t = f.transcript
+    last = next(
+        (
+            m
+            for m in reversed(t.history)
+            if m.role in ("user", "assistant")
+            and (m.kind is None)
+            and (m.text.strip() or m.tool_calls)
+        ),
+        None,
+    )
+    last_request = f.requests[-1] if f.requests else None
+    entries = [x for x in (last.entry if last else None,) if x]
+    stopped = _interrupted(f, last, last_request)
+    if stopped is not None:
+        return stopped
+    la = f.last_assistant
+    tasks = grouped(f)
+    task_start = tasks[-1].request.position if tasks else -1
+    open_ = [r for r in f.open_failures if r.position >= task_start]
+    text = t.clean(la).text.strip() if la is not None else ""
+    done_cue = bool(DONE_CUE.search(text[:300]) or DONE_CUE.search(text[-1500:])) if text else False
+    if open_ and not done_cue:
+        b = open_[-1]
+        return FinalState(
+            "blocked",
+            f"`{one_line(b.command, 120)}` failed" + (f": {b.error}" if b.error else ""),
+            [b.entry] if b.entry else [],
+            blocker=b,
+        )
+    return _closing_state(f, text, done_cue, entries, tasks[-1] if tasks else None)
+
+
+def _interrupted(
+    f: SessionFacts, last: Message | None, last_request: Request | None
+) -> FinalState | None:
+    """The state of a session cut off mid-run, with the user unanswered, or aborted."""
+    cut = f.cut_off
+    if cut:
+        names = ", ".join(f"`{one_line(r.command, 100)}`" for r in cut[-3:])
+        return FinalState(
+            "in progress",
+            f"the session ends while the agent was running {names}; their results are not in the transcript",
+            [r.entry for r in cut if r.entry],
+        )
+    if (
+        last is not None
+        and last.role == "user"
+        and last_request is not None
+        and not last_request.answered
+    ):
+        asked = _question_before(f.transcript, last_request.position)
+        return FinalState(
+            "waiting for the agent",
+            "the user's last message was not answered in the session",
+            [last_request.entry] if last_request.entry else [],
+            question=asked,
+        )
+    la = f.last_assistant
+    if la is not None and la.stop_reason in ("error", "aborted"):
+        return FinalState(
+            "in progress",
+            f"the agent's last turn ended with `{la.stop_reason}`",
+            [la.entry] if la.entry else [],
+        )
+    return None
+
+
+def _closing_state(
+    f: SessionFacts, text: str, done_cue: bool, entries: list[str], task: Task | None
+) -> FinalState:
+    """The state the agent's last message and the plan give (nothing failed stays open).
+    A turn ends when the agent hands control back: because it finished, or because it
+    needs the user. So a last message that asks the user (other than offering more) or
+    asks for an action only the user can take is "waiting for the user", whatever else
+    it reports; one that hands back after doing the work, with nothing failed left open
+    and no work left named, is "done"."""
+    open_plan = [p for p in f.plan.values() if p.status.lower() not in DONE]
+    question = closing_question(text)
+    action = user_action(text) if text else None
+    offer = question is not None and is_offer(question)
+    if action or (question and not offer):
+        return FinalState(
+            "waiting for the user",
+            "the agent reports the work finished and asks the user"
+            if done_cue
+            else "the agent's last message asks the user",
+            entries,
+            question=action or question,
+        )
+    if open_plan and any(p.status.lower() in ACTIVE for p in open_plan):
+        return FinalState(
+            "in progress",
+            f"{len(open_plan)} item(s) of the plan are not completed",
+            [f.plan_entry] if f.plan_entry else [],
+        )
+    if done_cue and not names_work_left(text):
+        if question:
+            return FinalState(
+                "done",
+                "the agent reports the work finished and offers more",
+                entries,
+                question=question,
+            )
+        return FinalState("done", "the agent's last message reports the work finished", entries)
+    if open_plan:
+        return FinalState(
+            "in progress",
+            f"{len(open_plan)} item(s) of the plan are not completed",
+            [f.plan_entry] if f.plan_entry else [],
+        )
+    if text and task is not None and _handed_back(f) and not f.agent_next:
+        acted = any(r.acted_on for r in (task.request, *task.replies))
+        if acted and not names_work_left(text):
+            return FinalState(
+                "done",
+                "the agent did the work of the user's last request and handed back with a report; no failure is left open",
+                entries,
+                question=question,
+            )
+        if not acted and not task.last.is_ack:
+            return FinalState(
+                "done",
+                "the agent answered the user's last message (no work was asked of it)",
+                entries,
+                question=question,
+            )
+    return FinalState(
+        "in progress",
+        "the session stops after the agent's last message, which does not report the work finished",
+        entries,
+    )
+
+
+def _handed_back(f: SessionFacts) -> bool:
+    """Whether the session ends with the agent's message handing control back (text and
+    no tool call after it), not in the middle of its work."""
+    for m in reversed(f.transcript.history):
+        if m.role in ("assistant", "tool", "user"):
+            return m.role == "assistant" and not m.tool_calls and bool(m.text.strip())
+    return False
+
+
+def _question_before(t: Transcript, position: int) -> str | None:
+    for m in reversed(t.history[:position]):
+        if m.role == "assistant" and m.text.strip():
+            return closing_question(t.clean(m).text)
+    return None
+
+
+_SUMMARY_HEAD = re.compile(
+    r"^\s*(?:#{1,4}\s+|\d{1,2}\.\s+|\*\*)([A-Z][\w &/,'()-]{2,60}?)(?:\*\*)?:?\s*$"
+)
+_SUMMARY_KEYS = {
+    "goal": ("goal", "primary request and intent", "primary request", "objective", "task"),
+    "constraints": (
+        "constraints & preferences",
+        "constraints and preferences",
+        "constraints",
+        "user preferences",
+    ),
+    "decisions": ("key decisions", "decisions", "key technical decisions"),
+    "done": ("done", "completed", "progress"),
+    "blocked": ("blocked", "blockers"),
+    "critical": ("critical context", "key technical concepts"),
+}
+
+
+def compaction_sections(text: str) -> dict[str, str]:
+    """A compaction summary's sections (goal, constraints, decisions…), by heading."""
+    sections: dict[str, list[str]] = {}
+    current: str | None = None
+    for line in text.splitlines():
+        m = _SUMMARY_HEAD.match(line)
+        if m:
+            name = m.group(1).strip().lower()
+            current = next((k for k, names in _SUMMARY_KEYS.items() if name in names), "_" + name)
+            sections.setdefault(current, [])
+            continue
+        if current is not None:
+            sections[current].append(line)
+    return {
+        k: "\n".join(v).strip()
+        for k, v in sections.items()
+        if not k.startswith("_") and "\n".join(v).strip()
+    }

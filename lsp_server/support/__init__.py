@@ -1,0 +1,2 @@
+"""Helpers with no handoff knowledge: plain JSON, fault points for tests, the
+garbage-collector pause, secret redaction."""

@@ -1,0 +1,1 @@
+"""The ``handoff`` command line: the entry point, the ``call`` line, the verbs."""

@@ -1,0 +1,1 @@
+"""The language server over stdio (pygls lives here only)."""

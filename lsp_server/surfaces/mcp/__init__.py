@@ -1,0 +1,1 @@
+"""The MCP server: the registry's commands as tools, resources and prompts."""
