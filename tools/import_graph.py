@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1] / PACKAGE
 #: Layer name → the modules (or packages, by prefix) in it, lowest layer first. The
 #: parts of the house (docs/architecture.md): support, the handoff model and its rules,
 #: the store's engines, the workspace that ties a folder to its store, the views,
-#: generation, the command registry, the surfaces.
+#: generation, the claim checker, the command registry, the surfaces.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("support", ("lsp_server", "lsp_server.support")),
     ("model", ("lsp_server.model",)),
@@ -32,6 +32,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("workspace", ("lsp_server.config", "lsp_server.settings", "lsp_server.workspace")),
     ("views", ("lsp_server.views",)),
     ("generation", ("lsp_server.generation",)),
+    ("claims", ("lsp_server.claims",)),
     ("commands", ("lsp_server.commands",)),
     ("surfaces", ("lsp_server.surfaces", "lsp_server.__main__")),
 ]
@@ -52,6 +53,7 @@ FOLDED = (
     "lsp_server.store.embedded",
     "lsp_server.views",
     "lsp_server.generation",
+    "lsp_server.claims",
     "lsp_server.commands",
     "lsp_server.surfaces.lsp",
     "lsp_server.surfaces.mcp",

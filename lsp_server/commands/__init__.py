@@ -260,6 +260,15 @@ REGISTRY: tuple[Command, ...] = (
         "list the scopes that have records, newest first",
         result=("scopes", "current", "currentFrom"),
     ),
+    Command(
+        "handoff.check",
+        "CheckParams",
+        "check.check",
+        "check a handoff document's claims against its session and the workspace",
+        result=("document", "session", "failing", "diagnostics", "counts", "notes"),
+        progress="Checking the handoff…",
+        cancellable=True,
+    ),
 )
 
 #: Command name → its entry.

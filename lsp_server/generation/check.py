@@ -530,7 +530,7 @@ class _Session:
         return not p or self.shows(p)
 
 
-def _is_path(text: str) -> bool:
+def is_path(text: str) -> bool:
     if any(c.isspace() for c in text) or _URL.match(text) or not re.search(r"[A-Za-z]", text):
         return False
     if text.startswith(("./", "../", "~/")):
@@ -542,7 +542,7 @@ def _is_path(text: str) -> bool:
     )
 
 
-def _is_command(text: str, block: bool = False) -> bool:
+def is_command(text: str, block: bool = False) -> bool:
     words = text.split()
     if words and words[0] == "$":
         words = words[1:]
@@ -560,17 +560,17 @@ def _unknown_in(row: str, info: str | None, session: _Session) -> list[tuple[str
         line = row.strip()
         line = line[2:] if line.startswith(("$ ", "> ")) else line
         if info in _SHELL_INFO and line and not line.startswith("#"):
-            if _is_command(line, block=True) and not session.shows_command(line):
+            if is_command(line, block=True) and not session.shows_command(line):
                 found.append((line, "command"))
-            elif " " not in line and _is_path(line) and not session.shows_path(line):
+            elif " " not in line and is_path(line) and not session.shows_path(line):
                 found.append((line, "path"))
         return found
     for m in _SPAN.finditer(row):
         span = m.group(2).strip()
-        if _is_command(span):
+        if is_command(span):
             if not session.shows_command(span):
                 found.append((m.group(0), "command"))
-        elif _is_path(span) and not session.shows_path(span):
+        elif is_path(span) and not session.shows_path(span):
             found.append((m.group(0), "path"))
     prose = _URL.sub(" ", _SPAN.sub(" ", row))
     for m in _BARE_PATH.finditer(prose):

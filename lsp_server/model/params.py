@@ -442,6 +442,17 @@ class ScopesParams:
     """No params: every scope with records is listed."""
 
 
+@attrs.frozen
+class CheckParams:
+    """A handoff document to check: its file, and its text when an editor holds unsaved
+    edits; the session it came from (default: the draft's generation's source)."""
+
+    document: str
+    text: str | None = None
+    session: str | None = None
+    format: str = "auto"
+
+
 def check_limits(value: Any, command: str, key: str = "params") -> None:
     """Refuse a string or a list of a structured params object that is over its limit,
     naming the key (``draft.nextActions[3].text``) and the limit."""

@@ -133,6 +133,9 @@ def walkthrough_calls(svc: HandoffService) -> list[tuple[str, dict[str, Any]]]:
     run("handoff.sessions", {})
     run("handoff.status", {"scope": SCOPE})
     run("handoff.scopes", {})
+    (svc.workspace / "HANDOFF.md").write_text("## Progress\n\n- `notes.md` (edited)\n", encoding="utf-8")
+    run("handoff.check", {"document": "HANDOFF.md"})
+    run("handoff.check", {"document": "HANDOFF.md", "text": "## Goal\n\nShip it.\n"})
     return calls
 
 

@@ -15,6 +15,7 @@ export const ServerCommand = {
   sessions: 'handoff.sessions',
   status: 'handoff.status',
   scopes: 'handoff.scopes',
+  check: 'handoff.check',
   ping: 'handoff.ping',
 } as const;
 export type ServerCommandId = (typeof ServerCommand)[keyof typeof ServerCommand];

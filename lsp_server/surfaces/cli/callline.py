@@ -102,9 +102,7 @@ def run_call(args) -> int:
         print(dump(_ping(svc)))
         return EXIT_OK
     if args.command not in BY_NAME:
-        raise UsageError(
-            f"unknown command {args.command!r}; known: {', '.join(sorted(BY_NAME))}"
-        )
+        raise UsageError(f"unknown command {args.command!r}; known: {', '.join(sorted(BY_NAME))}")
     try:
         result = svc.call(args.command, params)
     except HandoffError as exc:
@@ -137,7 +135,11 @@ def _ping(svc: HandoffService) -> dict[str, Any]:
         "version": __version__,
         "server": "handoff",
         "workspace": svc.workspace.as_uri(),
-        "settings": {"scope": svc.config.scope, "stateFolder": svc.config.state_folder, "logLevel": "info"},
+        "settings": {
+            "scope": svc.config.scope,
+            "stateFolder": svc.config.state_folder,
+            "logLevel": "info",
+        },
     }
 
 
@@ -186,7 +188,9 @@ def parse_call_line(words: list[str]) -> types.SimpleNamespace | None:
             positionals.append(word)
     if not 1 <= len(positionals) <= 2:
         return None
-    return types.SimpleNamespace(**values, command=positionals[0], params=(positionals[1:] or [None])[0])
+    return types.SimpleNamespace(
+        **values, command=positionals[0], params=(positionals[1:] or [None])[0]
+    )
 
 
 def run_call_line(args: Any) -> int:

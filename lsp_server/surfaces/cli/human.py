@@ -82,6 +82,8 @@ def _human(verb: str, result: dict[str, Any], args) -> str:
         return f"Prepared handoff for {result['scope']} written to {args.out} (digest {result['prepared']['digest']})."
     if verb == "store":
         return _human_store(result)
+    if verb == "check":
+        return _human_check(result)
     if verb == "commit":
         how = "already committed as" if result["idempotent"] else "committed"
         return f"{how} {result['revision']}"
@@ -92,6 +94,20 @@ def _human(verb: str, result: dict[str, Any], args) -> str:
     if "source" in result:
         return f"recorded {result['source']} in {result['scope']}"
     return dump(result)
+
+
+def _human_check(result: dict[str, Any]) -> str:
+    """One line per finding (``FILE:LINE: severity code: message``), the notes, a count."""
+    lines = [f"note: {n}" for n in result["notes"]]
+    doc = result["document"]
+    for d in result["diagnostics"]:
+        lines.append(f"{doc}:{d['line']}: {d['severity']} {d['code']}: {d['message']}")
+    c = result["counts"]
+    lines.append(
+        f"{c['supported']} supported · {c['contradicted']} contradicted · {c['stale']} stale "
+        f"· {c['dropped']} dropped · {c['unverifiable']} unverifiable"
+    )
+    return "\n".join(lines)
 
 
 def _human_store(result: dict[str, Any]) -> str:

@@ -11,6 +11,7 @@ from ... import __version__
 from ...commands import REGISTRY
 from .verbcalls import (
     verb_ack,
+    verb_check,
     verb_commit,
     verb_continue,
     verb_contract,
@@ -453,6 +454,25 @@ def _add_report_verbs(verb: _Verbs) -> None:
     )
 
     verb("sessions", "list this workspace's agent sessions, newest first", verb_sessions)
+
+    p = verb(
+        "check",
+        "check a handoff document's claims against its session and the workspace",
+        verb_check,
+        description="Check every checkable claim of a handoff document (files and what was "
+        "done to them, commands and their stated outcome, test counts, commits, pushes, the "
+        "session's final state) against the session it came from and the live workspace, "
+        "and say what it dropped of the session's facts (the user's constraints, the last "
+        "test, the blocker, changed files). One line per finding: FILE:LINE: severity "
+        "code: what the evidence shows. Exit 0 when nothing is contradicted or dropped, "
+        "1 otherwise (2: usage). A saved draft (.handoff/drafts/*.md) knows its session.",
+    )
+    p.add_argument("file", metavar="FILE", help="the handoff document (Markdown)")
+    p.add_argument(
+        "--session",
+        metavar="FILE",
+        help="the agent session it came from (default: a draft's own; else the workspace alone)",
+    )
 
 
 def _add_store_verb(verb: _Verbs) -> None:

@@ -221,6 +221,14 @@ def verb_scopes(args, svc):
     return svc.call("handoff.scopes", {})
 
 
+def verb_check(args, svc):
+    """``handoff check FILE``: paths are taken from where the user stands."""
+    params: dict[str, Any] = {"document": str(Path(args.file).resolve())}
+    if args.session:
+        params["session"] = str(Path(args.session).expanduser().resolve())
+    return svc.call("handoff.check", params)
+
+
 def verb_sessions(args, svc):
     return svc.call("handoff.sessions", {"render": "terminal"})  # templates/sessions.md.j2
 

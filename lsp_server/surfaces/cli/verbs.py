@@ -142,6 +142,8 @@ def run_line(argv: list[str] | None = None) -> int:
             print(f"handoff: scope {scope} ({why}; --scope S for another)", file=sys.stderr)
         if args.verb in ("store", "doctor") and not result.get("check", result)["ok"]:
             return EXIT_REFUSED
+        if args.verb == "check" and result["failing"]:
+            return EXIT_REFUSED
         return EXIT_OK
     except UsageError as exc:
         print(f"handoff: {exc}", file=sys.stderr)

@@ -41,6 +41,15 @@ _CITATIONS_DOC = (
 
 #: Descriptions and enums added to the generated schemas: ``(ClassName, camelName)``.
 OVERLAYS: dict[tuple[str, str], dict[str, Any]] = {
+    ("CheckParams", "document"): {
+        "description": "The handoff document's file (absolute, or relative to the workspace)."
+    },
+    ("CheckParams", "text"): {
+        "description": "Its text, when it differs from the file (unsaved edits)."
+    },
+    ("CheckParams", "session"): {
+        "description": "The agent session file it came from (default: a saved draft's own)."
+    },
     ("ContractParams", "scope"): {"description": _SCOPE_DOC},
     ("ContractParams", "objective"): {"description": "What the work is for, in one sentence."},
     ("ContractParams", "inScope"): {"description": "What the work covers (at least one item)."},
@@ -280,6 +289,18 @@ TOOLS: tuple[ToolSpec, ...] = (
         "The scopes that have records, newest first, with their head revisions, and the "
         "scope a call without one gets. Read-only.",
         read_only=True,
+    ),
+    ToolSpec(
+        "handoff_check",
+        "handoff.check",
+        "Check a handoff before acting on it",
+        "Check a handoff document's claims (files changed, commands and test results, "
+        "commits, pushes, the final state) against the session it came from and the live "
+        "workspace: what is contradicted, stale or unverifiable, and what it dropped (the "
+        "user's constraints, the last test, the blocker). Call it before acting on a "
+        "handoff you were given. Read-only.",
+        read_only=True,
+        idempotent=True,
     ),
 )
 TOOLS_BY_NAME = {t.name: t for t in TOOLS}

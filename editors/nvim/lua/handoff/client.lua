@@ -354,7 +354,12 @@ function M.is_quiet(token, kind)
 end
 
 --- Commands worth cancelling (the others are short and atomic).
-M.CANCELLABLE = { ["handoff.generate"] = true, ["handoff.report"] = true, ["handoff.sessions"] = true }
+M.CANCELLABLE = {
+  ["handoff.generate"] = true,
+  ["handoff.report"] = true,
+  ["handoff.sessions"] = true,
+  ["handoff.check"] = true,
+}
 
 --- Cancels running handoff work: the cancellable progress tokens and the requests.
 --- Returns how many requests or tokens were cancelled.

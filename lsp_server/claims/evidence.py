@@ -1,0 +1,142 @@
+"""What a claim is held against: the session's facts indexed by file, command, commit and
+push (``SessionEvidence``), and the live workspace's files and git (``WorkspaceView``)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path, PurePosixPath
+
+from ..generation.facts import Change, Run, SessionFacts
+
+_HEX = re.compile(r"\b[0-9a-f]{7,40}\b")
+_MIDDLE_CUT = " … "
+
+
+def _norm_path(path: str, cwd: str | None) -> str:
+    p = path.strip().strip("`")
+    if cwd and p.startswith(cwd.rstrip("/") + "/"):
+        p = p[len(cwd.rstrip("/")) + 1 :]
+    while p.startswith("./"):
+        p = p[2:]
+    return p.rstrip("/")
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Two spellings of one path: equal, or one is the other's tail at a ``/``."""
+    return a == b or a.endswith("/" + b) or b.endswith("/" + a)
+
+
+def _norm_command(command: str) -> str:
+    return " ".join(command.split())
+
+
+def command_matches(stated: str, ran: str) -> bool:
+    """Whether a command as a document states it (maybe with its middle cut: ``a … b``)
+    is the command the session ran."""
+    s, r = _norm_command(stated), _norm_command(ran)
+    if s == r:
+        return True
+    if _MIDDLE_CUT in s:
+        head, _, tail = s.partition(_MIDDLE_CUT)
+        return r.startswith(head.rstrip()) and r.endswith(tail.lstrip()) and len(head) > 3
+    return False
+
+
+class SessionEvidence:
+    """The session's facts, looked up the way a document's claims name them."""
+
+    def __init__(self, facts: SessionFacts) -> None:
+        self.facts = facts
+        self.cwd = facts.transcript.cwd
+        self.changes: list[tuple[str, Change]] = [
+            (_norm_path(c.path, self.cwd), c) for c in facts.changes.values()
+        ]
+        self.reads = [_norm_path(p, self.cwd) for p in facts.reads]
+        self.shas: set[str] = set()
+        for g in facts.git_events:
+            self.shas.update(_HEX.findall(g.detail))
+        for run in facts.runs:
+            if run.gitish and run.result is not None:
+                self.shas.update(_HEX.findall(run.result.text[:20_000]))
+        if facts.last_head:
+            self.shas.update(_HEX.findall(facts.last_head))
+        self.pushes = [g for g in facts.git_events if g.kind == "push"]
+
+    def change(self, path: str) -> Change | None:
+        p = _norm_path(path, self.cwd)
+        return next((c for q, c in reversed(self.changes) if _same_file(p, q)), None)
+
+    def changed_in(self, folder: str) -> list[Change]:
+        """The changes under ``folder`` (a document may name the folder of several)."""
+        f = _norm_path(folder, self.cwd).removeprefix("~/")
+        return [c for q, c in self.changes if f and (q.startswith(f + "/") or f"/{f}/" in q)]
+
+    def status_shows(self, path: str) -> bool | None:
+        """Whether the session's last ``git status`` output names ``path`` (None: none ran)."""
+        run = self.facts.last_status
+        if run is None or run.result is None:
+            return None
+        name = _norm_path(path, self.cwd)
+        return name in run.result.text or name.rsplit("/", 1)[-1] in run.result.text
+
+    def was_read(self, path: str) -> bool:
+        p = _norm_path(path, self.cwd)
+        return any(_same_file(p, q) for q in self.reads)
+
+    def knows_commit(self, sha: str) -> bool:
+        return any(s.startswith(sha) or sha.startswith(s) for s in self.shas)
+
+    def runs_of(self, command: str) -> list[Run]:
+        """The session's runs of ``command``, oldest first."""
+        return [r for r in self.facts.runs if command_matches(command, r.command)]
+
+    def pushed(self, branch: str) -> bool:
+        return any(branch in g.detail for g in self.pushes)
+
+
+class WorkspaceView:
+    """The live workspace: its files (inside it only) and its git repository."""
+
+    def __init__(self, workspace: Path, session_cwd: str | None = None) -> None:
+        self.root = workspace.resolve()
+        self.git = shutil.which("git") if (self.root / ".git").exists() else None
+        self.session_cwd = session_cwd
+        #: Whether the session ran in this workspace (else its files are not here).
+        self.same_place = session_cwd is None or _resolves_to(session_cwd, self.root)
+
+    def file(self, path: str) -> Path | None:
+        """The workspace file a claim names, or None when it is outside the workspace."""
+        p = _norm_path(path, self.session_cwd)
+        if p.startswith("~") or not p:
+            return None
+        candidate = Path(p) if os.path.isabs(p) else self.root / PurePosixPath(p)
+        try:
+            resolved = candidate.resolve()
+        except (OSError, RuntimeError):
+            return None
+        return resolved if resolved == self.root or self.root in resolved.parents else None
+
+    def has_commit(self, sha: str) -> bool | None:
+        """Whether the repository holds the commit; None when there is no repository."""
+        if self.git is None:
+            return None
+        try:
+            done = subprocess.run(
+                [self.git, "-C", str(self.root), "cat-file", "-e", f"{sha}^{{commit}}"],
+                capture_output=True,
+                timeout=5,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return done.returncode == 0
+
+
+def _resolves_to(folder: str, root: Path) -> bool:
+    try:
+        return Path(folder).resolve() == root
+    except (OSError, RuntimeError):
+        return False

@@ -1,0 +1,304 @@
+"""The claim checker (issue 37): each verdict and each kind of claim by name, what a
+document dropped, the notes said once, and ``handoff check`` on the command line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lsp_server.claims.find import find_claims
+from lsp_server.claims.verdicts import check_document
+from lsp_server.generation.gatherer import gather
+from lsp_server.generation.providers.extractive import extract
+from lsp_server.generation.readers import read_session
+
+from ..generation.test_extractive import assistant, pi_session, result, user
+
+
+def bash(cid: str, command: str) -> tuple[str, str, dict]:
+    return (cid, "bash", {"command": command})
+
+
+def git(ws: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(ws), *args], check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+@pytest.fixture
+def repo(workspace: Path) -> Path:
+    """The workspace as a git repository with one commit, the parser the session changed."""
+    git(workspace, "init", "-q", "-b", "main")
+    git(workspace, "config", "user.email", "t@example.com")
+    git(workspace, "config", "user.name", "t")
+    (workspace / "app").mkdir()
+    (workspace / "app" / "parser.py").write_text("def parse(s):\n    return s.strip()\n")
+    git(workspace, "add", "-A")
+    git(workspace, "commit", "-q", "-m", "Fix the parser")
+    return workspace
+
+
+def messages(sha: str) -> list[dict]:
+    return [
+        user("Fix the parser in app/parser.py. Do not change the public API of the client."),
+        assistant("", bash("b1", "pytest -q")),
+        result("b1", "bash", "F.....\n1 failed, 5 passed in 0.30s", error=True),
+        assistant(
+            "", ("e1", "edit", {"path": "app/parser.py", "oldText": "s", "newText": "s.strip()"})
+        ),
+        result("e1", "edit", "Successfully replaced text"),
+        assistant(
+            "", ("w1", "write", {"path": "tests/test_parser.py", "content": "def test(): pass\n"})
+        ),
+        result("w1", "write", "Wrote tests/test_parser.py"),
+        assistant("", bash("b2", "pytest -q")),
+        result("b2", "bash", "......\n6 passed in 0.31s"),
+        assistant("", bash("b3", "git commit -am 'Fix the parser'")),
+        result("b3", "bash", f"[main {sha}] Fix the parser\n 1 file changed"),
+        assistant("Done: the parser strips its input and the tests pass."),
+    ]
+
+
+@pytest.fixture
+def checked(tmp_path: Path, repo: Path):
+    """(facts, the generated document, the workspace) of a session that ran in ``repo``."""
+    sha = git(repo, "rev-parse", "--short=7", "HEAD")
+    t = read_session(pi_session(tmp_path, repo, messages(sha)))
+    facts = gather(t, repo)
+    return facts, extract(t, repo, None, facts), repo, sha
+
+
+def at(doc: str, report, needle: str):
+    """The diagnostics on the line of ``doc`` that holds ``needle``."""
+    n = next(i for i, ln in enumerate(doc.splitlines(), 1) if needle in ln)
+    return [d for d in report.diagnostics if d.line == n]
+
+
+def add_done(doc: str, line: str) -> str:
+    return doc.replace("### Done\n\n", f"### Done\n\n{line}\n", 1)
+
+
+# -- verdicts -------------------------------------------------------------------------
+
+
+def test_supported_the_generated_document_raises_no_error_or_warning(checked):
+    facts, doc, ws, _ = checked
+    (ws / "tests").mkdir()
+    (ws / "tests" / "test_parser.py").write_text("def test(): pass\n")  # as the session left it
+    report = check_document(doc, facts, ws)
+    assert [d for d in report.diagnostics if d.severity in ("error", "warning")] == []
+    assert report.counts()["supported"] >= 4
+    assert not report.failing
+
+
+def test_contradicted_a_file_the_session_never_touched(checked):
+    facts, doc, ws, _ = checked
+    doc = add_done(doc, "- `app/cache.py` (edited)")
+    (d,) = at(doc, check_document(doc, facts, ws), "app/cache.py")
+    assert (d.severity, d.code) == ("error", "contradicted")
+    assert "never changed it" in d.message
+
+
+def test_contradicted_a_file_the_session_only_read(tmp_path, repo):
+    sha = git(repo, "rev-parse", "--short=7", "HEAD")
+    msgs = messages(sha)
+    msgs[1:1] = [
+        assistant("", ("r1", "read", {"path": "README.md"})),
+        result("r1", "read", "# Readme"),
+    ]
+    t = read_session(pi_session(tmp_path, repo, msgs))
+    facts = gather(t, repo)
+    doc = add_done(extract(t, repo, None, facts), "- `README.md` (edited)")
+    (d,) = at(doc, check_document(doc, facts, repo), "README.md` (edited")
+    assert d.code == "contradicted" and "only read it" in d.message
+
+
+def test_contradicted_a_test_result_flipped(checked):
+    facts, doc, ws, _ = checked
+    doc = add_done(doc, "- Last run of `pytest -q` → `6 failed in 0.31s`")
+    (d,) = at(doc, check_document(doc, facts, ws), "6 failed")
+    assert d.code == "contradicted" and "6 passed" in d.message
+    assert d.evidence and d.evidence[0]["entry"]
+
+
+def test_contradicted_test_counts_the_last_run_did_not_report(checked):
+    facts, doc, ws, _ = checked
+    doc = add_done(doc, "- Last run of `pytest -q` → `5 passed`")
+    (d,) = at(doc, check_document(doc, facts, ws), "5 passed")
+    assert d.code == "contradicted" and "6 passed in 0.31s" in d.message
+
+
+def test_contradicted_a_resolved_failure_put_back_as_the_next_step(checked):
+    facts, doc, ws, _ = checked
+    doc = doc.rstrip("\n") + "\n9. Fix the failing `pytest -q` before anything else.\n"
+    (d,) = at(doc, check_document(doc, facts, ws), "Fix the failing")
+    assert d.code == "contradicted" and d.message.startswith("Not failing")
+
+
+def test_contradicted_a_commit_neither_the_session_nor_the_repository_has(checked):
+    facts, doc, ws, _ = checked
+    doc = add_done(doc, "- Committed `f00dfeed42` on `main`: more")
+    (d,) = at(doc, check_document(doc, facts, ws), "f00dfeed42")
+    assert d.code == "contradicted" and "or in this repository" in d.message
+
+
+def test_supported_a_commit_the_session_made(checked):
+    facts, doc, ws, sha = checked
+    doc = add_done(doc, f"- Committed `{sha}` on `main`")
+    assert at(doc, check_document(doc, facts, ws), sha) == []
+
+
+def test_contradicted_a_final_state_the_session_did_not_end_in(checked):
+    facts, doc, ws, _ = checked
+    doc = doc.replace(
+        "Final state of the session: **done**", "Final state of the session: **blocked**"
+    )
+    (d,) = at(doc, check_document(doc, facts, ws), "**blocked**")
+    assert d.code == "contradicted" and "ended done" in d.message
+
+
+def test_stale_a_file_the_session_changed_that_the_workspace_no_longer_has(checked):
+    facts, doc, ws, _ = checked
+    assert "tests/test_parser.py" in doc  # the session wrote it; the workspace lacks it
+    report = check_document(doc, facts, ws)
+    stale = [d for d in report.diagnostics if d.code == "stale"]
+    assert stale and all(d.severity == "warning" for d in stale)
+    assert "tests/test_parser.py is not in the workspace now" in stale[0].message
+
+
+def test_unverifiable_a_command_the_session_never_ran_is_a_hint(checked):
+    facts, doc, ws, _ = checked
+    doc = add_done(doc, "- Ran `make lint` (exit 0)")
+    (d,) = at(doc, check_document(doc, facts, ws), "make lint")
+    assert (d.severity, d.code) == ("hint", "unverifiable")
+
+
+def test_a_path_outside_the_workspace_is_unverifiable_and_never_read(tmp_path, checked):
+    facts, doc, ws, _ = checked
+    secret = tmp_path / "outside.txt"
+    secret.write_text("x")
+    report = check_document("## Progress\n\n- `../outside.txt` (created)\n", None, ws)
+    (d,) = report.diagnostics
+    assert d.code == "unverifiable" and "Outside the workspace" in d.message
+
+
+# -- dropped --------------------------------------------------------------------------
+
+
+def test_dropped_a_user_constraint_is_a_warning_on_its_section_heading(checked):
+    facts, doc, ws, _ = checked
+    line = next(ln for ln in doc.splitlines() if "public API" in ln and ln.startswith("- "))
+    edited = doc.replace(line + "\n", "")
+    report = check_document(edited, facts, ws)
+    (d,) = [d for d in report.diagnostics if d.code == "dropped"]
+    heading = edited.splitlines()[d.line - 1]
+    assert heading.startswith("## Constraints") and d.severity == "warning"
+    assert "public API" in d.message and d.evidence[0]["entry"]
+    assert report.failing
+
+
+def test_dropped_the_last_test_result(checked):
+    facts, doc, ws, _ = checked
+    edited = "\n".join(ln for ln in doc.splitlines() if "pytest -q" not in ln) + "\n"
+    dropped = [d for d in check_document(edited, facts, ws).diagnostics if d.code == "dropped"]
+    assert any("the last test run, pytest -q (6 passed in 0.31s)" in d.message for d in dropped)
+
+
+# -- what is not a claim, and what is said once ----------------------------------------
+
+
+def test_quotations_and_fenced_code_are_not_the_documents_claims():
+    doc = (
+        "## Goal\n\n> I edited `ghost.py` and ran `pytest -q` → 3 failed\n\n"
+        "- The user: “never touch `vendor/lib.py` (edited)”\n\n"
+        "```\n- `fenced.py` (created)\n```\n"
+    )
+    assert find_claims(doc) == []
+
+
+def test_a_session_that_ran_elsewhere_is_said_once_and_its_files_are_not_stale(tmp_path, repo):
+    elsewhere = tmp_path / "other-machine"
+    elsewhere.mkdir()
+    sha = git(repo, "rev-parse", "--short=7", "HEAD")
+    t = read_session(pi_session(tmp_path, elsewhere, messages(sha)))
+    facts = gather(t, elsewhere)
+    doc = extract(t, elsewhere, None, facts)
+    report = check_document(doc, facts, repo)
+    assert [n for n in report.notes if "not in this workspace" in n] == [report.notes[0]]
+    assert not [d for d in report.diagnostics if d.code == "stale"]
+
+
+def test_without_a_session_the_workspace_alone_speaks(repo):
+    sha = git(repo, "rev-parse", "--short=7", "HEAD")
+    doc = (
+        f"## Progress\n\n- Committed `{sha}`\n- Committed `0badc0de99`\n- `app/gone.py` (created)\n"
+    )
+    report = check_document(doc, None, repo)
+    by_line = {d.line: d for d in report.diagnostics}
+    assert 3 not in by_line  # the repository has it
+    assert (by_line[4].code, by_line[4].severity) == ("contradicted", "warning")
+    assert by_line[5].code == "stale"
+
+
+# -- handoff check ----------------------------------------------------------------------
+
+
+def cli(ws: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "lsp_server.surfaces.cli.main", *args],
+        cwd=ws,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_handoff_check_exits_0_on_the_draft_and_1_with_the_findings_as_json(tmp_path, checked):
+    facts, doc, ws, _ = checked
+    session = facts.transcript.path
+    (ws / "HANDOFF.md").write_text(doc)
+    ok = cli(ws, "check", "HANDOFF.md", "--session", str(session))
+    assert ok.returncode == 0, ok.stderr
+    assert "contradicted" in ok.stdout.splitlines()[-1]
+    (ws / "HANDOFF.md").write_text(add_done(doc, "- `app/cache.py` (edited)"))
+    bad = cli(ws, "check", "HANDOFF.md", "--session", str(session), "--json")
+    assert bad.returncode == 1
+    out = json.loads(bad.stdout)
+    (d,) = [d for d in out["diagnostics"] if d["code"] == "contradicted"]
+    assert set(d) == {"line", "endLine", "severity", "code", "message", "evidence"}
+    assert d["severity"] == "error" and out["failing"] is True
+
+
+def test_handoff_check_finds_a_saved_drafts_session_by_itself(tmp_path, checked):
+    facts, _doc, ws, _ = checked
+    gen = cli(ws, "generate", "--session", str(facts.transcript.path), "--json")
+    assert gen.returncode == 0, gen.stderr
+    draft = json.loads(gen.stdout)["draftPath"]
+    out = cli(ws, "check", draft, "--json")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert json.loads(out.stdout)["session"] == str(facts.transcript.path)
+
+
+def test_handoff_check_refuses_binary_junk_and_reads_a_5_mb_document(tmp_path, checked):
+    facts, doc, ws, _ = checked
+    (ws / "junk.md").write_bytes(b"\x00\x01\xff" * 1000)
+    junk = cli(ws, "check", "junk.md")
+    assert junk.returncode == 1 and "not a text document" in junk.stderr
+    big = doc + ("- filler line with `app/parser.py` (edited)\n" * 120_000)
+    (ws / "big.md").write_text(big)
+    assert len(big.encode()) > 5_000_000
+    out = cli(ws, "check", "big.md", "--session", str(facts.transcript.path), "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["counts"]["supported"] > 120_000
+
+
+def test_handoff_check_says_a_gone_session_and_checks_the_workspace_alone(tmp_path, checked):
+    _facts, doc, ws, _ = checked
+    (ws / "HANDOFF.md").write_text(doc)
+    out = cli(ws, "check", "HANDOFF.md", "--session", str(tmp_path / "gone.jsonl"), "--json")
+    body = json.loads(out.stdout)
+    assert any("is gone" in n for n in body["notes"])
