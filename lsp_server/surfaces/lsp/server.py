@@ -39,7 +39,7 @@ from ...settings import (
     parse_settings,
 )
 from ...workspace import Workspace, cited_from, find_workspace
-from . import logmessage
+from . import documents, logmessage
 from .progress import WorkDone
 from .protocol import HandoffProtocol
 from .refusals import (
@@ -116,7 +116,7 @@ class HandoffLanguageServer(LanguageServer):
         super().__init__(
             SERVER_NAME,
             __version__,
-            text_document_sync_kind=types.TextDocumentSyncKind.None_,
+            text_document_sync_kind=types.TextDocumentSyncKind.Full,
             protocol_cls=HandoffProtocol,
         )
         self.settings = HandoffSettings()
@@ -636,6 +636,8 @@ def build_server(
     for command in COMMANDS:
         # Registered so pygls advertises them; HandoffProtocol dispatches the calls.
         server.command(command)(_advertised(command))
+    # Handoff documents (drafts, HANDOFF.md): their claims checked as the user edits.
+    documents.register(server, documents.DocumentChecks(server))
 
     @server.feature(types.INITIALIZE)
     def on_initialize(ls: HandoffLanguageServer, params: types.InitializeParams) -> None:

@@ -1,0 +1,181 @@
+"""Handoff documents open in the editor (drafts, started texts, ``HANDOFF.md`` and
+``handoff*.md``): their claims checked on open, change and save, debounced, on a worker
+thread, and published as diagnostics with the evidence behind each."""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.uris import from_fs_path, to_fs_path, uri_scheme
+
+from ...commands import run
+from ...model.context import CallContext
+from ...model.errors import HandoffError
+
+log = logging.getLogger(__name__)
+
+#: File names checked wherever they are (case-insensitive).
+HANDOFF_NAMES = ("handoff.md", "handoff*.md")
+#: Folders of the state folder whose Markdown files are handoffs.
+HANDOFF_FOLDERS = ("drafts", "started")
+#: Seconds after the last edit before a document is checked again.
+DEBOUNCE_SECONDS = 0.25
+
+_SEVERITY = {
+    "error": types.DiagnosticSeverity.Error,
+    "warning": types.DiagnosticSeverity.Warning,
+    "information": types.DiagnosticSeverity.Information,
+    "hint": types.DiagnosticSeverity.Hint,
+}
+
+
+def is_handoff(path: Path, state_folder: str) -> bool:
+    """Whether the file at ``path`` is a handoff document the server checks."""
+    if path.suffix.lower() != ".md":
+        return False
+    name = path.name.lower()
+    if any(fnmatch.fnmatchcase(name, pattern) for pattern in HANDOFF_NAMES):
+        return True
+    return path.parent.name in HANDOFF_FOLDERS and path.parent.parent.name == state_folder
+
+
+def diagnostics_of(result: dict[str, Any], lines: list[str]) -> list[types.Diagnostic]:
+    """The ``handoff.check`` findings as LSP diagnostics (each over its whole line),
+    with the session file as related information when an entry is the evidence."""
+    out = []
+    session = result.get("session")
+    for d in result["diagnostics"]:
+        n = max(0, min(d["line"] - 1, max(len(lines) - 1, 0)))
+        end = len(lines[n]) if lines else 0
+        related = None
+        entries = [e["entry"] for e in d["evidence"] if e.get("entry")]
+        if session and entries:
+            related = [
+                types.DiagnosticRelatedInformation(
+                    location=types.Location(
+                        uri=from_fs_path(session),
+                        range=types.Range(types.Position(0, 0), types.Position(0, 0)),
+                    ),
+                    message=f"session entry {e}",
+                )
+                for e in entries[:3]
+            ]
+        out.append(
+            types.Diagnostic(
+                range=types.Range(types.Position(n, 0), types.Position(n, end)),
+                severity=_SEVERITY.get(d["severity"], types.DiagnosticSeverity.Hint),
+                code=d["code"],
+                source="handoff",
+                message=d["message"],
+                related_information=related,
+            )
+        )
+    return out
+
+
+class DocumentChecks:
+    """The checks of the open handoff documents of one server."""
+
+    def __init__(self, server: Any) -> None:
+        self.server = server
+        self._pending: dict[str, asyncio.TimerHandle] = {}
+        self._running: dict[str, asyncio.Task] = {}
+
+    def _path(self, uri: str) -> Path | None:
+        if uri_scheme(uri) != "file":
+            return None
+        path = to_fs_path(uri)
+        return Path(path) if path else None
+
+    def _folder(self, path: Path) -> Any:
+        folders = self.server.folders()
+        inside = [f for f in folders if os.path.commonpath([f.path, path]) == str(f.path)]
+        return max(inside, key=lambda f: len(str(f.path)), default=None)
+
+    def wanted(self, uri: str) -> bool:
+        path = self._path(uri)
+        return path is not None and is_handoff(path, self.server.settings.state_folder)
+
+    def schedule(self, uri: str, delay: float = DEBOUNCE_SECONDS) -> None:
+        """Check ``uri`` after ``delay`` seconds without a newer edit."""
+        if not self.wanted(uri):
+            return
+        handle = self._pending.pop(uri, None)
+        if handle is not None:
+            handle.cancel()
+        loop = asyncio.get_running_loop()
+        self._pending[uri] = loop.call_later(delay, self._start, uri)
+
+    def _start(self, uri: str) -> None:
+        self._pending.pop(uri, None)
+        previous = self._running.get(uri)
+        if previous is not None and not previous.done():
+            previous.cancel()
+        self._running[uri] = asyncio.ensure_future(self._check(uri))
+
+    def close(self, uri: str) -> None:
+        handle = self._pending.pop(uri, None)
+        if handle is not None:
+            handle.cancel()
+        task = self._running.pop(uri, None)
+        if task is not None:
+            task.cancel()
+        if self.wanted(uri):
+            self._publish(uri, [], None)
+
+    def _publish(self, uri: str, diagnostics: list[types.Diagnostic], version: int | None) -> None:
+        self.server.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
+        )
+
+    async def _check(self, uri: str) -> None:
+        path = self._path(uri)
+        folder = self._folder(path) if path is not None else None
+        if path is None or folder is None:
+            return
+        document = self.server.workspace.get_text_document(uri)
+        text, version = document.source, document.version
+        svc = self.server.service_for(folder)
+        params = {"document": str(path), "text": text}
+        loop = asyncio.get_running_loop()
+        try:
+            result = await loop.run_in_executor(
+                self.server.workers, run, svc, "handoff.check", params, CallContext()
+            )
+        except HandoffError as exc:
+            log.info("could not check %s: %s", path, exc.message)
+            return
+        except Exception:
+            log.exception("checking %s failed", path)
+            return
+        current = self.server.workspace.get_text_document(uri)
+        if current.version != version:
+            return  # edited meanwhile: the newer check publishes
+        self._publish(uri, diagnostics_of(result, text.splitlines()), version)
+
+
+def register(server: LanguageServer, checks: DocumentChecks) -> None:
+    """The text document features: open, change, save and close of handoff documents."""
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: Any, params: types.DidOpenTextDocumentParams) -> None:
+        checks.schedule(params.text_document.uri, 0)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: Any, params: types.DidChangeTextDocumentParams) -> None:
+        checks.schedule(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: Any, params: types.DidSaveTextDocumentParams) -> None:
+        checks.schedule(params.text_document.uri, 0)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: Any, params: types.DidCloseTextDocumentParams) -> None:
+        checks.close(params.text_document.uri)
