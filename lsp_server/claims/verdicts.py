@@ -79,6 +79,17 @@ class CheckReport:
     def to_json(self) -> dict[str, Any]:
         return {
             "diagnostics": [d.to_json() for d in self.diagnostics],
+            "claims": [
+                {
+                    "line": v.claim.line,
+                    "kind": v.claim.kind,
+                    "claim": v.claim.token,
+                    "verdict": v.code,
+                    "message": v.message,
+                    "evidence": v.evidence,
+                }
+                for v in self.verdicts
+            ],
             "counts": self.counts(),
             "notes": self.notes,
         }

@@ -265,7 +265,7 @@ REGISTRY: tuple[Command, ...] = (
         "CheckParams",
         "check.check",
         "check a handoff document's claims against its session and the workspace",
-        result=("document", "session", "failing", "diagnostics", "counts", "notes"),
+        result=("document", "session", "failing", "diagnostics", "claims", "counts", "notes"),
         progress="Checking the handoff…",
         cancellable=True,
     ),

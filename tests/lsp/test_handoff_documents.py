@@ -35,6 +35,8 @@ async def test_a_drafts_claims_are_diagnostics_on_open_and_after_each_edit(
     tmp_path, lsp, workspace
 ):
     session = pi_session(tmp_path, workspace, messages("abc1234"))
+    (workspace / "app").mkdir()
+    (workspace / "app" / "parser.py").write_text("def parse(s):\n    return s.strip()\n")
     gen = await lsp.call("handoff.generate", {"session": str(session), "provider": "extractive"})
     draft = str(workspace / gen["draftPath"])
     uri = from_fs_path(draft)
@@ -52,6 +54,23 @@ async def test_a_drafts_claims_are_diagnostics_on_open_and_after_each_edit(
     )
     assert "never changed it" in d.message
     assert d.range.end.character == len(ghost)
+
+    # Hover: the verdict and its evidence, on a false line and on a true one.
+    async def hover(n: int) -> str | None:
+        got = await lsp.client.text_document_hover_async(
+            types.HoverParams(types.TextDocumentIdentifier(uri=uri), types.Position(n, 3))
+        )
+        return None if got is None else got.contents.value
+
+    assert "**contradicted** (file `app/cache.py`): The session never changed it." in await hover(
+        line
+    )
+    parser_line = next(
+        i for i, ln in enumerate(edited.splitlines()) if ln.startswith("- `app/parser.py`")
+    )
+    said = await hover(parser_line)
+    assert "**supported**" in said and "session entry `e" in said and str(session) in said
+    assert await hover(0) is None  # the Goal heading claims nothing
 
     # The user deletes the false line: the next publication has no error left.
     lsp.client.text_document_did_change(

@@ -86,6 +86,8 @@ class DocumentChecks:
     def __init__(self, server: Any) -> None:
         self.server = server
         self._pending: dict[str, asyncio.TimerHandle] = {}
+        #: The last check of each open document (what a hover shows).
+        self.results: dict[str, dict[str, Any]] = {}
         self._running: dict[str, asyncio.Task] = {}
 
     def _path(self, uri: str) -> Path | None:
@@ -127,6 +129,7 @@ class DocumentChecks:
         task = self._running.pop(uri, None)
         if task is not None:
             task.cancel()
+        self.results.pop(uri, None)
         if self.wanted(uri):
             self._publish(uri, [], None)
 
@@ -158,11 +161,48 @@ class DocumentChecks:
         current = self.server.workspace.get_text_document(uri)
         if current.version != version:
             return  # edited meanwhile: the newer check publishes
+        self.results[uri] = result
         self._publish(uri, diagnostics_of(result, text.splitlines()), version)
+
+    def hover(self, uri: str, line: int) -> types.Hover | None:
+        """The verdicts of the claims on ``line`` (0-based) and what dropped findings say
+        there, with their evidence, as Markdown."""
+        result = self.results.get(uri)
+        if result is None:
+            return None
+        parts = []
+        for c in result["claims"]:
+            if c["line"] == line + 1:
+                parts.append(
+                    f"**{c['verdict']}** ({c['kind']} `{c['claim']}`): {c['message']}{_evidence(c['evidence'])}"
+                )
+        for d in result["diagnostics"]:
+            if d["line"] == line + 1 and d["code"] == "dropped":
+                parts.append(f"**dropped**: {d['message']}{_evidence(d['evidence'])}")
+        if not parts:
+            return None
+        if result.get("session"):
+            parts.append(f"Session: `{result['session']}`")
+        return types.Hover(
+            contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n\n".join(parts))
+        )
+
+
+def _evidence(evidence: list[dict[str, Any]]) -> str:
+    said = []
+    for e in evidence[:3]:
+        if e.get("entry"):
+            extra = ", ".join(str(e[k]) for k in ("outcome", "counts") if e.get(k))
+            said.append(f"session entry `{e['entry']}`" + (f" ({extra})" if extra else ""))
+        elif e.get("file"):
+            said.append(f"file `{e['file']}`")
+        elif e.get("commit"):
+            said.append(f"commit `{e['commit']}`")
+    return f" — evidence: {'; '.join(said)}" if said else ""
 
 
 def register(server: LanguageServer, checks: DocumentChecks) -> None:
-    """The text document features: open, change, save and close of handoff documents."""
+    """The text document features of handoff documents: open, change, save, close, hover."""
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: Any, params: types.DidOpenTextDocumentParams) -> None:
@@ -175,6 +215,10 @@ def register(server: LanguageServer, checks: DocumentChecks) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: Any, params: types.DidSaveTextDocumentParams) -> None:
         checks.schedule(params.text_document.uri, 0)
+
+    @server.feature(types.TEXT_DOCUMENT_HOVER)
+    def hover(ls: Any, params: types.HoverParams) -> types.Hover | None:
+        return checks.hover(params.text_document.uri, params.position.line)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: Any, params: types.DidCloseTextDocumentParams) -> None:
