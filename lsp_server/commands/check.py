@@ -78,7 +78,8 @@ def _draft_session(ws: Workspace, document: Path) -> str | None:
     return None
 
 
-def _facts(path: Path, fmt: str, workspace: Path, ctx: CallContext) -> SessionFacts:
+def session_facts(path: Path, fmt: str, workspace: Path, ctx: CallContext) -> SessionFacts:
+    """The session's facts, kept while its file is unchanged."""
     st = path.stat()
     key = f"{path.resolve()}\0{st.st_size}\0{st.st_mtime_ns}\0{fmt}\0{workspace}"
     with _KEPT_LOCK:
@@ -104,7 +105,7 @@ def check(ws: Workspace, p: CheckParams, ctx: CallContext) -> dict[str, Any]:
         if not path.is_absolute():
             path = ws.workspace / path
         if path.is_file():
-            facts = _facts(path, p.format, ws.workspace, ctx)
+            facts = session_facts(path, p.format, ws.workspace, ctx)
         else:
             notes.append(
                 f"The session {path} is gone: the claims are checked against the workspace alone."

@@ -302,3 +302,42 @@ def test_handoff_check_says_a_gone_session_and_checks_the_workspace_alone(tmp_pa
     out = cli(ws, "check", "HANDOFF.md", "--session", str(tmp_path / "gone.jsonl"), "--json")
     body = json.loads(out.stdout)
     assert any("is gone" in n for n in body["notes"])
+
+
+def test_handoff_start_names_contradicted_claims_and_starts_all_the_same(tmp_path, checked):
+    facts, doc, ws, _ = checked
+    parent = str(facts.transcript.path)
+    edited = tmp_path / "edited.md"
+    edited.write_text(add_done(doc, "- `app/cache.py` (edited)"))
+    out = cli(
+        ws,
+        "start",
+        "--draft",
+        str(edited),
+        "--parent-session",
+        parent,
+        "--agent",
+        "claude",
+        "--json",
+    )
+    assert out.returncode == 0, out.stderr
+    body = json.loads(out.stdout)
+    (d,) = body["claims"]
+    assert d["code"] == "contradicted" and "never changed it" in d["message"]
+    assert body["command"] and body["documentPath"]  # started all the same
+    said = cli(ws, "start", "--draft", str(edited), "--parent-session", parent, "--agent", "claude")
+    assert said.returncode == 0 and "contradicted: The session never changed it." in said.stderr
+    clean = tmp_path / "clean.md"
+    clean.write_text(doc)
+    out = cli(
+        ws,
+        "start",
+        "--draft",
+        str(clean),
+        "--parent-session",
+        parent,
+        "--agent",
+        "claude",
+        "--json",
+    )
+    assert out.returncode == 0 and "claims" not in json.loads(out.stdout)

@@ -54,6 +54,8 @@ def _human_generate(result: dict[str, Any]) -> str:
 
 
 def _human_start(result: dict[str, Any]) -> str:
+    for d in result.get("claims", []):
+        warn(f"the handed-over text, line {d['line']}: {d['code']}: {d['message']}")
     lines = []
     if result.get("newSession"):
         lines.append(f"new {result['agent']} session: {result['newSession']['path']}")
