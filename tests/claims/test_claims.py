@@ -341,3 +341,20 @@ def test_handoff_start_names_contradicted_claims_and_starts_all_the_same(tmp_pat
         "--json",
     )
     assert out.returncode == 0 and "claims" not in json.loads(out.stdout)
+
+
+def test_a_session_entry_is_found_at_its_line_in_any_agents_format(tmp_path):
+    from lsp_server.claims.locate import entry_line
+
+    pi = tmp_path / "pi.jsonl"
+    pi.write_text('{"type": "session"}\n{"type": "message", "id": "e1"}\n{"id":"e2"}\n')
+    claude = tmp_path / "claude.jsonl"
+    claude.write_text('{"uuid": "a-1"}\n{"parentUuid": "a-1", "uuid": "b-2"}\n')
+    assert (entry_line(pi, "e1"), entry_line(pi, "e2"), entry_line(pi, "e9")) == (1, 2, None)
+    assert entry_line(claude, "b-2") == 1  # not the line that names it as a parent
+    assert entry_line(tmp_path / "codex.jsonl", "entry 7") is None  # a file that is gone
+    codex = tmp_path / "codex.jsonl"
+    codex.write_text("{}\n" * 9)
+    assert entry_line(codex, "entry 7") == 7
+    (tmp_path / "empty.jsonl").write_text("")
+    assert entry_line(tmp_path / "empty.jsonl", "e1") is None

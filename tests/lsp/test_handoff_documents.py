@@ -5,6 +5,7 @@ that are not handoffs are left alone."""
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 from lsprotocol import types
@@ -71,6 +72,33 @@ async def test_a_drafts_claims_are_diagnostics_on_open_and_after_each_edit(
     said = await hover(parser_line)
     assert "**supported**" in said and "session entry `e" in said and str(session) in said
     assert await hover(0) is None  # the Goal heading claims nothing
+
+    # Go to definition: the session entry of the edit, at its line of the session file.
+    (loc,) = await lsp.client.text_document_definition_async(
+        types.DefinitionParams(
+            types.TextDocumentIdentifier(uri=uri), types.Position(parser_line, 3)
+        )
+    )
+    assert loc.uri == from_fs_path(str(session))
+    held = session.read_text().splitlines()[loc.range.start.line]
+    assert json.loads(held)["message"]["content"][0]["name"] == "edit"
+
+    # Links on the files that are in the workspace now; the lens counts the findings.
+    links = await lsp.client.text_document_document_link_async(
+        types.DocumentLinkParams(types.TextDocumentIdentifier(uri=uri))
+    )
+    assert [(lk.range.start.line, lk.target) for lk in links] == [
+        (parser_line, from_fs_path(str(workspace / "app" / "parser.py")))
+    ]
+    assert edited.splitlines()[parser_line][links[0].range.start.character :].startswith(
+        "app/parser.py`"
+    )
+    (lens,) = await lsp.client.text_document_code_lens_async(
+        types.CodeLensParams(types.TextDocumentIdentifier(uri=uri))
+    )
+    assert lens.range.start.line == 0 and lens.command.title.startswith(
+        "1 contradicted · 0 dropped"
+    )
 
     # The user deletes the false line: the next publication has no error left.
     lsp.client.text_document_did_change(

@@ -15,6 +15,7 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path, uri_scheme
 
+from ...claims.locate import entry_line
 from ...commands import run
 from ...model.context import CallContext
 from ...model.errors import HandoffError
@@ -59,11 +60,7 @@ def diagnostics_of(result: dict[str, Any], lines: list[str]) -> list[types.Diagn
         if session and entries:
             related = [
                 types.DiagnosticRelatedInformation(
-                    location=types.Location(
-                        uri=from_fs_path(session),
-                        range=types.Range(types.Position(0, 0), types.Position(0, 0)),
-                    ),
-                    message=f"session entry {e}",
+                    location=_entry_location(session, e), message=f"session entry {e}"
                 )
                 for e in entries[:3]
             ]
@@ -78,6 +75,19 @@ def diagnostics_of(result: dict[str, Any], lines: list[str]) -> list[types.Diagn
             )
         )
     return out
+
+
+def _entry_location(session: str, entry: str) -> types.Location:
+    line = entry_line(Path(session), entry) or 0
+    return types.Location(
+        uri=from_fs_path(session),
+        range=types.Range(types.Position(line, 0), types.Position(line, 0)),
+    )
+
+
+def _span(text: str, token: str) -> tuple[int, int] | None:
+    at = text.find(f"`{token}`")
+    return None if at < 0 else (at + 1, at + 1 + len(token))
 
 
 class DocumentChecks:
@@ -161,8 +171,14 @@ class DocumentChecks:
         current = self.server.workspace.get_text_document(uri)
         if current.version != version:
             return  # edited meanwhile: the newer check publishes
+        # Off the loop: related information reads the session file for each entry's line.
+        diagnostics = await loop.run_in_executor(
+            self.server.workers, diagnostics_of, result, text.splitlines()
+        )
+        if self.server.workspace.get_text_document(uri).version != version:
+            return
         self.results[uri] = result
-        self._publish(uri, diagnostics_of(result, text.splitlines()), version)
+        self._publish(uri, diagnostics, version)
 
     def hover(self, uri: str, line: int) -> types.Hover | None:
         """The verdicts of the claims on ``line`` (0-based) and what dropped findings say
@@ -187,6 +203,69 @@ class DocumentChecks:
             contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n\n".join(parts))
         )
 
+    def definition(self, uri: str, line: int) -> list[types.Location]:
+        """Where the claims on ``line`` (0-based) come from: their session entries at
+        their lines in the session file, and the workspace files they name."""
+        result = self.results.get(uri)
+        if result is None:
+            return []
+        out: list[types.Location] = []
+        for c in result["claims"]:
+            if c["line"] != line + 1:
+                continue
+            for e in c["evidence"]:
+                if e.get("entry") and result.get("session"):
+                    out.append(_entry_location(result["session"], e["entry"]))
+                elif e.get("file") and Path(e["file"]).is_file():
+                    out.append(types.Location(uri=from_fs_path(e["file"]), range=_START))
+        return out
+
+    def links(self, uri: str) -> list[types.DocumentLink]:
+        """A link on each file a claim names that is in the workspace now."""
+        result = self.results.get(uri)
+        path = self._path(uri)
+        folder = self._folder(path) if path is not None else None
+        if result is None or folder is None:
+            return []
+        root = self.server.service_for(folder).workspace
+        lines = self.server.workspace.get_text_document(uri).lines
+        out = []
+        for c in result["claims"]:
+            if c["kind"] != "file" or c["line"] > len(lines):
+                continue
+            target = (root / c["claim"]).resolve()
+            span = _span(lines[c["line"] - 1], c["claim"])
+            if span is None or root not in target.parents or not target.is_file():
+                continue
+            n = c["line"] - 1
+            out.append(
+                types.DocumentLink(
+                    range=types.Range(types.Position(n, span[0]), types.Position(n, span[1])),
+                    target=from_fs_path(str(target)),
+                )
+            )
+        return out
+
+    def lens(self, uri: str) -> list[types.CodeLens]:
+        """One lens on the first line: what the check found, counted."""
+        result = self.results.get(uri)
+        if result is None:
+            return []
+        c = result["counts"]
+        title = (
+            f"{c['contradicted']} contradicted · {c['dropped']} dropped · {c['stale']} stale · "
+            f"{c['unverifiable']} unverifiable · {c['supported']} supported"
+        )
+        return [
+            types.CodeLens(
+                range=types.Range(_START.start, _START.start),
+                command=types.Command(title=title, command=""),
+            )
+        ]
+
+
+_START = types.Range(types.Position(0, 0), types.Position(0, 0))
+
 
 def _evidence(evidence: list[dict[str, Any]]) -> str:
     said = []
@@ -202,7 +281,8 @@ def _evidence(evidence: list[dict[str, Any]]) -> str:
 
 
 def register(server: LanguageServer, checks: DocumentChecks) -> None:
-    """The text document features of handoff documents: open, change, save, close, hover."""
+    """The text document features of handoff documents: open, change, save, close,
+    hover, definition, links and the lens that counts the findings."""
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: Any, params: types.DidOpenTextDocumentParams) -> None:
@@ -219,6 +299,21 @@ def register(server: LanguageServer, checks: DocumentChecks) -> None:
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     def hover(ls: Any, params: types.HoverParams) -> types.Hover | None:
         return checks.hover(params.text_document.uri, params.position.line)
+
+    @server.feature(types.TEXT_DOCUMENT_DEFINITION)
+    async def definition(ls: Any, params: types.DefinitionParams) -> list[types.Location]:
+        where = (params.text_document.uri, params.position.line)
+        return await asyncio.get_running_loop().run_in_executor(
+            checks.server.workers, checks.definition, *where
+        )
+
+    @server.feature(types.TEXT_DOCUMENT_DOCUMENT_LINK)
+    def links(ls: Any, params: types.DocumentLinkParams) -> list[types.DocumentLink]:
+        return checks.links(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
+    def lens(ls: Any, params: types.CodeLensParams) -> list[types.CodeLens]:
+        return checks.lens(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: Any, params: types.DidCloseTextDocumentParams) -> None:
