@@ -797,3 +797,16 @@ def test_server_log_lines_reach_lsp_log_at_their_level(run_nvim, workspace, tmp_
     # INFO records are INFO lines, sent as window/logMessage; none came as stderr.
     assert all(line.startswith("[INFO]") for line in refused), refused
     assert not [line for line in lines if "stderr" in line and " INFO " in line], r["log"][-3000:]
+
+
+def test_a_handoff_document_gets_the_servers_findings_as_diagnostics(run_nvim, workspace):
+    doc = workspace / "HANDOFF.md"
+    doc.write_text("## Progress\n\n- `client/gone.py` (created)\n- `client/pets_client.py` (edited)\n")
+    run = run_nvim("checks", workspace, {}, env={"HANDOFF_DOC": str(doc)})
+    r = run.results
+    assert r["attached"] is True
+    (d,) = [d for d in r["diagnostics"] if d["code"] != "unverifiable"]
+    assert (d["lnum"], d["code"], d["source"], d["severity"]) == (2, "stale", "handoff", 2)
+    assert "client/gone.py is not in the workspace now" in d["message"]
+    assert "**stale** (file `client/gone.py`)" in r["hover"]
+    assert r["after_fix"] == 0

@@ -32,6 +32,16 @@ end, {
 
 local group = vim.api.nvim_create_augroup("handoff", { clear = true })
 
+-- Handoff documents: a running server checks their claims (diagnostics, hover, gd).
+vim.api.nvim_create_autocmd({ "BufReadPost", "BufNewFile" }, {
+  group = group,
+  pattern = { "HANDOFF.md", "handoff*.md", "*/.handoff/drafts/*.md", "*/.handoff/started/*.md" },
+  desc = "Attach the running handoff server to a handoff document",
+  callback = function(ev)
+    require("handoff.client").attach_document(ev.buf)
+  end,
+})
+
 vim.api.nvim_create_autocmd("LspProgress", {
   group = group,
   desc = "Track cancellable handoff progress and echo it",

@@ -120,7 +120,9 @@ export class HandoffClient implements HandoffServer, vscode.Disposable {
         options: { env: launch.env, cwd: folder.uri.fsPath },
       };
       const clientOptions: LanguageClientOptions = {
-        documentSelector: [],
+        // Handoff documents of this folder: the server checks their claims as they are
+        // edited (diagnostics, hover, go to the session entry, links, a lens that counts).
+        documentSelector: handoffDocuments(folder.uri.fsPath),
         workspaceFolder: folder,
         // The client's "[Info  - 12:00:00] …" lines and the server's stderr
         // ("2026-… WARNING …") at their own level, without a second timestamp.
@@ -268,4 +270,14 @@ export class HandoffClient implements HandoffServer, vscode.Disposable {
     this.didChangeEmitter.dispose();
     this.stateEmitter.dispose();
   }
+}
+
+/** The handoff documents of one folder, as a document selector: drafts and started texts
+ * under `.handoff/`, `HANDOFF.md` and `handoff*.md` (the server checks their claims). */
+export function handoffDocuments(folder: string): { scheme: string; language: string; pattern: string }[] {
+  const root = folder.replace(/\\/g, '/').replace(/\/$/, '');
+  return [
+    { scheme: 'file', language: 'markdown', pattern: `${root}/**/{HANDOFF.md,handoff*.md}` },
+    { scheme: 'file', language: 'markdown', pattern: `${root}/**/.handoff/{drafts,started}/*.md` },
+  ];
 }

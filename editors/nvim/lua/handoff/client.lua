@@ -123,6 +123,16 @@ local function start(bufnr)
   return vim.lsp.start(config, { bufnr = bufnr, attach = normal, silent = false })
 end
 
+--- Attaches the running handoff client of the buffer's workspace to a handoff document
+--- (a draft, a started text, HANDOFF.md): the server then checks its claims as you edit
+--- and reports them as diagnostics. Starts nothing (vim.lsp.enable("handoff") does).
+function M.attach_document(bufnr)
+  local client = M.get(bufnr)
+  if client and not client:is_stopped() and not vim.lsp.buf_is_attached(bufnr, client.id) then
+    vim.lsp.buf_attach_client(bufnr, client.id)
+  end
+end
+
 local ready_waiters = {}
 
 --- Calls `cb(ok)` once `client` is initialised (or has failed to), in the order asked.

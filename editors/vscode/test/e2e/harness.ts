@@ -114,6 +114,8 @@ export function prepareWorkspace(root: string): string {
   writeFileSync(path.join(workspace, 'client', 'pets_client.py'), PETS_CLIENT);
   writeFileSync(path.join(workspace, 'openapi.yaml'), 'openapi: 3.0.3\ninfo:\n  title: pets\n  version: "2"\npaths: {}\n');
   writeFileSync(path.join(workspace, 'notes.md'), '# Notes\n\nThe client is regenerated; the contract tests are next.\n');
+  // A hand-written handoff with one claim the workspace no longer bears out.
+  writeFileSync(path.join(workspace, 'HANDOFF.md'), '## Progress\n\n- `client/gone.py` (created)\n- `client/pets_client.py` (edited)\n');
   return workspace;
 }
 

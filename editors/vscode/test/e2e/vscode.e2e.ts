@@ -265,6 +265,28 @@ describe('VS Code extension end to end', function () {
     await docsShot(page, 'vscode-evidence-link');
   });
 
+  it('a HANDOFF.md is checked as it is opened: a stale claim is a warning on its line, with its verdict on hover', async () => {
+    const page = session!.page;
+    // The workspace has a hand-written HANDOFF.md from the start (harness.prepareWorkspace).
+    await page.keyboard.press('Escape');
+    await page.keyboard.press('F1');
+    const quick = page.locator('.quick-input-widget .quick-input-box input');
+    await quick.waitFor({ state: 'visible', timeout: 30_000 });
+    await quick.fill('HANDOFF.md');
+    await pickRow(page, 'HANDOFF.md');
+    await expect(page.locator('.tab.active', { hasText: 'HANDOFF.md' }), 'the handoff document').toBeVisible(30_000);
+    const squiggle = page.locator('.monaco-editor .squiggly-warning').first();
+    await expect(squiggle, 'the stale claim, underlined').toBeVisible(60_000);
+    // The cursor on the claim, then the editor's own hover (as Ctrl+K Ctrl+I shows it).
+    await page.locator('.monaco-editor .view-lines span', { hasText: 'client/gone.py' }).first().click();
+    await runFromPalette(page, 'Show or Focus Hover', { keepFocus: true });
+    const hover = page.locator('.monaco-hover:visible').first();
+    await expect(hover, 'the finding on hover').toContainText('client/gone.py is not in the workspace now', 30_000);
+    await expect(hover, 'the verdict on hover').toContainText('stale (file client/gone.py)', 30_000);
+    await docsShot(page, 'vscode-claim-check');
+    await page.keyboard.press('Escape');
+  });
+
   it('Start Session from Draft (the draft editor\'s title button) starts a pi session from the edited text, in a terminal', async () => {
     const page = session!.page;
     const edit = `Started from VS Code ${process.pid}-${Date.now()}.`;
