@@ -319,7 +319,11 @@ def dropped(document: str, facts: SessionFacts, workspace: Path) -> list[Diagnos
     made from them names."""
     from ..generation.providers.extractive import extract
 
-    reference = extract(facts.transcript, workspace, None, facts)
+    # The facts' own document, made once per facts (an editor checks on every edit).
+    key = f"claims.reference\0{workspace}"
+    reference = facts.cache.get(key)
+    if reference is None:
+        reference = facts.cache[key] = extract(facts.transcript, workspace, None, facts)
     doc = _normal(document)
     out: list[Diagnostic] = []
 
@@ -408,7 +412,11 @@ def check_document(
     """Every claim of ``document`` checked against ``facts`` (None: the workspace alone)
     and the live ``workspace``, and what it dropped of the facts."""
     notes = list(notes or [])
-    ev = SessionEvidence(facts) if facts is not None else None
+    ev = None
+    if facts is not None:  # indexed once per facts
+        ev = facts.cache.get("claims.evidence") or facts.cache.setdefault(
+            "claims.evidence", SessionEvidence(facts)
+        )
     ws = WorkspaceView(workspace, ev.cwd if ev is not None else None)
     if ev is not None and not ws.same_place:
         notes.append(

@@ -27,7 +27,7 @@ HANDOFF_NAMES = ("handoff.md", "handoff*.md")
 #: Folders of the state folder whose Markdown files are handoffs.
 HANDOFF_FOLDERS = ("drafts", "started")
 #: Seconds after the last edit before a document is checked again.
-DEBOUNCE_SECONDS = 0.25
+DEBOUNCE_SECONDS = 0.05
 
 _SEVERITY = {
     "error": types.DiagnosticSeverity.Error,
