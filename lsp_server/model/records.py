@@ -5,7 +5,7 @@ Frozen ``attrs`` classes, turned into the stored JSON and back by the params con
 (camelCase keys, unknown keys refused). The lifecycle and the command handlers build
 and read these; the store verbs take them and write their JSON (``as_json``). The
 report views read the stored JSON directly and check each record's shape as they go
-(``projections``): structuring every record of a long history would cost them more
+(``views.shapes``): structuring every record of a long history would cost them more
 than the whole view (docs/architecture.md, "Typed records").
 """
 
