@@ -17,10 +17,7 @@ from lsp_server.generation.providers.extractive import extract
 from lsp_server.generation.readers import read_session
 
 from ..generation.test_extractive import assistant, pi_session, result, user
-
-
-def bash(cid: str, command: str) -> tuple[str, str, dict]:
-    return (cid, "bash", {"command": command})
+from ..generation.test_facts import bash
 
 
 def git(ws: Path, *args: str) -> str:
