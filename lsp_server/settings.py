@@ -28,7 +28,18 @@ LOG_LEVELS: dict[str, int] = {
 }
 
 #: The keys this server reads; anything else in the section belongs to the editors.
-KNOWN_KEYS = ("scope", "stateFolder", "logLevel", "generation", "store", "project")
+KNOWN_KEYS = (
+    "scope",
+    "stateFolder",
+    "logLevel",
+    "generation",
+    "store",
+    "project",
+    "checkDocuments",
+)
+
+#: The Markdown files checked as handoffs besides drafts and started texts (globs).
+DEFAULT_CHECK_DOCUMENTS = ("HANDOFF.md", "handoff*.md")
 
 
 
@@ -36,15 +47,25 @@ KNOWN_KEYS = ("scope", "stateFolder", "logLevel", "generation", "store", "projec
 class HandoffSettings(
     namedtuple(
         "HandoffSettings",
-        "scope state_folder log_level generation store project",
-        defaults=(None, DEFAULT_STATE_FOLDER, DEFAULT_LOG_LEVEL, MappingProxyType({}), None, None),
+        "scope state_folder log_level generation store project check_documents",
+        defaults=(
+            None,
+            DEFAULT_STATE_FOLDER,
+            DEFAULT_LOG_LEVEL,
+            MappingProxyType({}),
+            None,
+            None,
+            DEFAULT_CHECK_DOCUMENTS,
+        ),
     )
 ):
     """What the ``handoff`` settings section says, checked: ``scope``,
     ``state_folder``, ``log_level``, ``generation`` (passed through to the generation
     engine, which checks it), ``store`` (``postgresql://…``, a shared database, or
     ``None``: TinyDB in ``state_folder``) and ``project`` (the project id that
-    namespaces scopes in a shared database). A ``collections.namedtuple``: see
+    namespaces scopes in a shared database), ``check_documents`` (the globs of the
+    Markdown files the language server checks as handoffs, besides drafts and started
+    texts). A ``collections.namedtuple``: see
     ``commands.Command`` for why."""
 
     __slots__ = ()
@@ -168,6 +189,20 @@ def _read_project(section: Mapping, values: dict[str, Any], problems: list[str])
             )
 
 
+def _read_check_documents(section: Mapping, values: dict[str, Any], problems: list[str]) -> None:
+    """``checkDocuments``: a list of globs (an empty list: drafts and started texts only)."""
+    globs = section.get("checkDocuments")
+    if globs is None:
+        return
+    if isinstance(globs, list) and all(isinstance(g, str) and g.strip() for g in globs):
+        values["check_documents"] = tuple(g.strip() for g in globs)
+    else:
+        shown = ", ".join(DEFAULT_CHECK_DOCUMENTS)
+        problems.append(
+            f"checkDocuments must be a list of file globs such as 'HANDOFF.md'; using {shown}"
+        )
+
+
 #: One reader per setting, in the order their problems are reported.
 _READERS = (
     _read_scope,
@@ -176,6 +211,7 @@ _READERS = (
     _read_generation,
     _read_store,
     _read_project,
+    _read_check_documents,
 )
 
 

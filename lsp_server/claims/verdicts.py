@@ -45,9 +45,13 @@ class Diagnostic:
     message: str
     evidence: list[dict[str, Any]] = field(default_factory=list)
     end_line: int | None = None
+    #: The edit that answers it (a code action): ``{"title", "line", "endLine",
+    #: "newText"}``, lines 1-based, ``line`` to ``endLine`` exclusive (equal: an insertion
+    #: before ``line``).
+    fix: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "line": self.line,
             "endLine": self.end_line or self.line,
             "severity": self.severity,
@@ -55,6 +59,9 @@ class Diagnostic:
             "message": self.message,
             "evidence": self.evidence,
         }
+        if self.fix is not None:
+            out["fix"] = self.fix
+        return out
 
 
 @dataclass
@@ -300,11 +307,76 @@ def _normal(text: str) -> str:
     return _SPACE.sub(" ", text.replace("…", " ")).strip().lower()
 
 
-def _heading_line(document: str, names: tuple[str, ...]) -> int:
+def _heading_line(document: str, names: tuple[str, ...]) -> int | None:
     for n, section, line in sections(document):
         if line.startswith("#") and section in names:
             return n
-    return 1
+    return None
+
+
+_TITLES = {
+    "constraints & preferences": "Constraints & Preferences",
+    "progress": "Progress",
+    "critical context": "Critical Context",
+    "next steps": "Next Steps",
+}
+
+
+def _restore(document: str, names: tuple[str, ...], item: str, what: str) -> dict[str, Any]:
+    """The edit that puts ``item`` back: under the first of the ``names`` sections the
+    document has (after its last item), else in a new section at the end."""
+    lines = document.splitlines()
+    heading = _heading_line(document, names)
+    if heading is None:
+        at = len(lines) + 1
+        lead = "\n" if lines and not document.endswith("\n") else ""
+        gap = "\n" if lines and lines[-1].strip() else ""
+        text = f"{lead}{gap}## {_TITLES[names[0]]}\n{item}\n"
+        return {"title": f"Restore {what}", "line": at, "endLine": at, "newText": text}
+    at = heading + 1
+    for n in range(heading, len(lines)):  # after the section's last non-blank line
+        if lines[n].startswith("#"):
+            break
+        if lines[n].strip():
+            at = n + 2
+    if at > len(lines) and not document.endswith("\n"):
+        item = "\n" + item.rstrip("\n")
+    return {"title": f"Restore {what}", "line": at, "endLine": at, "newText": f"{item}\n"}
+
+
+_LEAD = re.compile(r"^(\s*(?:[-*+]|\d+[.)])\s+)?")
+_BOLD = re.compile(r"\*\*[^*]+\*\*")
+
+
+def _fix(v: Verdict, lines: list[str], ev: SessionEvidence | None) -> dict[str, Any] | None:
+    """The edit for a claim that does not hold: the session's last result in place of a
+    stated one, the session's final state in place of another, else the line dropped."""
+    n = v.claim.line
+    if n > len(lines):
+        return None
+    line = lines[n - 1]
+    if ev is not None and v.claim.kind == "run" and v.code == "contradicted":
+        runs = ev.runs_of(v.claim.token)
+        if runs:
+            lead = _LEAD.match(line).group(1) or ""
+            text = f"{lead}`{v.claim.token}`: its last run {_ran(runs[-1])}."
+            return {
+                "title": "Replace with the session's last result",
+                "line": n,
+                "endLine": n + 1,
+                "newText": text + "\n",
+            }
+    if ev is not None and v.claim.kind == "state" and ev.facts.final is not None:
+        text = _BOLD.sub(f"**{ev.facts.final.status}**", line, count=1)
+        return {
+            "title": f"Say the session ended {ev.facts.final.status}",
+            "line": n,
+            "endLine": n + 1,
+            "newText": text + "\n",
+        }
+    if v.code in ("contradicted", "stale"):
+        return {"title": f"Drop line {n}", "line": n, "endLine": n + 1, "newText": ""}
+    return None
 
 
 def _carries(doc: str, text: str, size: int = 40) -> bool:
@@ -327,10 +399,16 @@ def dropped(document: str, facts: SessionFacts, workspace: Path) -> list[Diagnos
     doc = _normal(document)
     out: list[Diagnostic] = []
 
-    def drop(names: tuple[str, ...], message: str, evidence: list[dict[str, Any]]) -> None:
-        out.append(
-            Diagnostic(_heading_line(document, names), "warning", "dropped", message, evidence)
-        )
+    def drop(
+        names: tuple[str, ...],
+        message: str,
+        evidence: list[dict[str, Any]],
+        item: str,
+        what: str,
+    ) -> None:
+        line = _heading_line(document, names) or 1
+        fix = _restore(document, names, item, what)
+        out.append(Diagnostic(line, "warning", "dropped", message, evidence, fix=fix))
 
     # A constraint binds where the document states constraints: said only inside a quoted
     # request elsewhere, it is no longer one. A document without that section: anywhere.
@@ -353,6 +431,8 @@ def dropped(document: str, facts: SessionFacts, workspace: Path) -> list[Diagnos
                     ("constraints & preferences", "constraints"),
                     f"Dropped: the constraint “{one_line(core, 120)}”.",
                     _entries(request.entry if request else None),
+                    item,
+                    "the constraint",
                 )
     files = []
     for _n, section, line in sections(reference):
@@ -370,6 +450,12 @@ def dropped(document: str, facts: SessionFacts, workspace: Path) -> list[Diagnos
                 ("progress",),
                 f"Dropped: the changed file {path}.",
                 _entries(*(change.entries[-1:] if change else [])),
+                next(
+                    ln.rstrip()
+                    for _n, sec, ln in sections(reference)
+                    if sec == "progress" and f"`{path}`" in ln
+                ),
+                f"the changed file {path}",
             )
     last = facts.last_test
     if (
@@ -381,6 +467,8 @@ def dropped(document: str, facts: SessionFacts, workspace: Path) -> list[Diagnos
             ("progress",),
             f"Dropped: the last test run, {one_line(last.command, 100)} ({_ran(last)}).",
             _run_evidence(last),
+            f"- Last test run: `{one_line(last.command, 200)}` ({_ran(last)}).",
+            "the last test run",
         )
     final = facts.final
     if final is not None and final.blocker is not None:
@@ -392,12 +480,16 @@ def dropped(document: str, facts: SessionFacts, workspace: Path) -> list[Diagnos
                 ("critical context", "next steps"),
                 f"Dropped: the open blocker, {one_line(b.command, 100)} ({_ran(b)}).",
                 _run_evidence(b),
+                f"- Open blocker: `{one_line(b.command, 200)}` ({_ran(b)}).",
+                "the open blocker",
             )
     if final is not None and final.question and not _carries(doc, final.question, 40):
         drop(
             ("next steps", "critical context"),
             f"Dropped: the question the session ended on, “{one_line(final.question, 120)}”.",
             _entries(*final.entries[-1:]),
+            f"- The session ended on a question to the user: “{one_line(final.question, 400)}”",
+            "the closing question",
         )
     return out
 
@@ -428,6 +520,7 @@ def check_document(
             "The workspace is not a git repository: commits are checked against the session only."
         )
     verdicts = [verdict_of(c, ev, ws) for c in find_claims(document)]
+    lines = document.splitlines()
     diagnostics = [
         Diagnostic(
             v.claim.line,
@@ -435,6 +528,7 @@ def check_document(
             v.code,
             v.message,
             v.evidence,
+            fix=_fix(v, lines, ev),
         )
         for v in verdicts
         if v.code != "supported"
@@ -443,3 +537,27 @@ def check_document(
         diagnostics += dropped(document, facts, workspace)
     diagnostics.sort(key=lambda d: d.line)
     return CheckReport(verdicts, diagnostics, notes)
+
+
+def apply_fixes(document: str, fixes: list[dict[str, Any]]) -> str:
+    """``document`` with each fix applied (``handoff check --fix``); of fixes that
+    overlap, the first in the document wins."""
+    lines = document.splitlines(keepends=True)
+    taken: list[tuple[int, int]] = []
+    chosen = []
+    for f in sorted(fixes, key=lambda f: (f["line"], f["endLine"])):
+        a, b = f["line"], f["endLine"]
+        if any(a < y and x < b or (a == b and x < a < y) for x, y in taken):
+            continue
+        if f in chosen:
+            continue
+        taken.append((a, b))
+        chosen.append(f)
+    for f in reversed(chosen):
+        a, b = f["line"] - 1, f["endLine"] - 1
+        text = f["newText"]
+        if text and a > 0 and a >= len(lines) and not lines[-1].endswith("\n"):
+            lines[-1] += "\n"
+            text = text.removeprefix("\n")
+        lines[a:b] = [text] if text else []
+    return "".join(lines)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from lsp_server.claims.evidence import SessionEvidence
 from lsp_server.claims.find import find_claims, sections
-from lsp_server.claims.verdicts import check_document
+from lsp_server.claims.verdicts import apply_fixes, check_document
 from lsp_server.generation.gatherer import gather
 from lsp_server.generation.providers.extractive import extract
 from lsp_server.generation.readers import read_session
@@ -47,6 +47,8 @@ class SessionResult:
     #: kind -> caught (True / False); a kind the draft gives no place for is absent.
     caught: dict[str, bool] = field(default_factory=dict)
     missed: list[str] = field(default_factory=list)
+    #: Caught mutations whose fixes (the code actions) leave no more flags than the draft.
+    repaired: int = 0
 
 
 def _insert_after_heading(lines: list[str], heading: str, new: str) -> int | None:
@@ -144,6 +146,16 @@ def run_session(path: Path, workspace: Path) -> SessionResult:
         result.caught[kind] = caught
         if not caught:
             result.missed.append(kind)
+            continue
+        mine = [
+            d.fix
+            for d in report.diagnostics
+            if d.fix and (d.code == "dropped" if at is None else d.line == at)
+        ]
+        after = check_document(apply_fixes(mutated, mine), facts, workspace)
+        flags = {d.line for d in after.diagnostics if d.severity in ("error", "warning")}
+        result.repaired += len(flags) <= result.flagged
+
     return result
 
 
@@ -183,6 +195,12 @@ def table(results: list[SessionResult]) -> str:
         f"unchanged drafts flagged as error or warning: {flagged} of {lines} "
         f'({100 * flagged / max(lines, 1):.1f} %, target ≤ 5 %). "–": the draft has no place '
         "for that mutation (no test result, no resolved failure, no constraint)."
+    )
+    repaired = sum(r.repaired for r in results)
+    rows.append("")
+    rows.append(
+        f"Caught claims the code action repairs (its fix applied, the draft checks as clean "
+        f"as before the mutation): {repaired} of {sum(planted)}."
     )
     return "\n".join(rows)
 

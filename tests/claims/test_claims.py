@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from lsp_server.claims.find import find_claims
-from lsp_server.claims.verdicts import check_document
+from lsp_server.claims.verdicts import apply_fixes, check_document
 from lsp_server.generation.gatherer import gather
 from lsp_server.generation.providers.extractive import extract
 from lsp_server.generation.readers import read_session
@@ -205,6 +205,62 @@ def test_dropped_the_last_test_result(checked):
     assert any("the last test run, pytest -q (6 passed in 0.31s)" in d.message for d in dropped)
 
 
+# -- fixes (the code actions) ----------------------------------------------------------
+
+
+def fixed(doc: str, facts, ws) -> tuple[str, list]:
+    """``doc`` with every fix of its check applied, and the errors and warnings left
+    (the file the session wrote put back first: its line is not stale)."""
+    (ws / "tests").mkdir(exist_ok=True)
+    (ws / "tests" / "test_parser.py").write_text("def test(): pass\n")
+    report = check_document(doc, facts, ws)
+    out = apply_fixes(doc, [d.fix for d in report.diagnostics if d.fix])
+    left = check_document(out, facts, ws).diagnostics
+    return out, [d for d in left if d.severity in ("error", "warning")]
+
+
+def test_fix_a_flipped_result_is_replaced_by_the_sessions_last_one(checked):
+    facts, doc, ws, _ = checked
+    out, left = fixed(add_done(doc, "- Last run of `pytest -q` → `6 failed in 0.31s`"), facts, ws)
+    assert "- `pytest -q`: its last run 6 passed in 0.31s." in out.splitlines()
+    assert "6 failed" not in out and left == []
+
+
+def test_fix_a_line_the_session_contradicts_is_dropped(checked):
+    facts, doc, ws, _ = checked
+    out, left = fixed(add_done(doc, "- `app/cache.py` (edited)"), facts, ws)
+    assert out == doc and left == []
+
+
+def test_fix_a_wrong_final_state_is_replaced_by_the_sessions(checked):
+    facts, doc, ws, _ = checked
+    wrong = doc.replace("state of the session: **done**", "state of the session: **blocked**")
+    out, left = fixed(wrong, facts, ws)
+    assert out == doc and left == []
+
+
+def test_fix_a_dropped_constraint_is_restored_under_its_heading(checked):
+    facts, doc, ws, _ = checked
+    line = next(ln for ln in doc.splitlines() if "public API" in ln and ln.startswith("- "))
+    out, left = fixed(doc.replace(line + "\n", ""), facts, ws)
+    lines = out.splitlines()
+    heading = next(i for i, ln in enumerate(lines) if ln.startswith("## Constraints"))
+    assert line in lines[heading:] and left == []
+    assert lines.index(line) < next(i for i, ln in enumerate(lines) if ln.startswith("## Progress"))
+
+
+def test_fix_a_dropped_section_comes_back_at_the_end_of_the_document(checked):
+    facts, doc, ws, _ = checked
+    head, _, tail = doc.partition("## Constraints")
+    cut = head + tail[tail.index("\n## ") + 1 :]
+    cut = "\n".join(ln for ln in cut.splitlines() if "public API" not in ln)
+    report = check_document(cut.rstrip("\n"), facts, ws)
+    (d,) = [d for d in report.diagnostics if d.code == "dropped" and "constraint" in d.message]
+    out = apply_fixes(cut.rstrip("\n"), [d.fix])
+    assert out.endswith("\n\n## Constraints & Preferences\n" + d.fix["newText"].split("\n")[-2] + "\n")
+    assert not [d for d in check_document(out, facts, ws).diagnostics if "constraint" in d.message]
+
+
 # -- what is not a claim, and what is said once ----------------------------------------
 
 
@@ -266,8 +322,9 @@ def test_handoff_check_exits_0_on_the_draft_and_1_with_the_findings_as_json(tmp_
     assert bad.returncode == 1
     out = json.loads(bad.stdout)
     (d,) = [d for d in out["diagnostics"] if d["code"] == "contradicted"]
-    assert set(d) == {"line", "endLine", "severity", "code", "message", "evidence"}
+    assert set(d) == {"line", "endLine", "severity", "code", "message", "evidence", "fix"}
     assert d["severity"] == "error" and out["failing"] is True
+    assert d["fix"] == {"title": f"Drop line {d['line']}", "line": d["line"], "endLine": d["line"] + 1, "newText": ""}
 
 
 def test_handoff_check_finds_a_saved_drafts_session_by_itself(tmp_path, checked):

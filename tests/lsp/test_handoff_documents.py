@@ -15,9 +15,22 @@ from ..claims.test_claims import messages
 from ..generation.test_extractive import pi_session
 
 
+def pulls(lsp) -> bool:
+    """The client declared pull diagnostics (Neovim 0.11): the server pushes none."""
+    caps = lsp.client.capabilities
+    return bool(caps.text_document and caps.text_document.diagnostic)
+
+
 async def published(lsp, uri: str, timeout: float = 30.0) -> list[types.Diagnostic]:
-    """The diagnostics of ``uri`` in the next publication for it."""
+    """The diagnostics of ``uri`` as the client gets them: the next publication for it,
+    or, from a client that pulls, the answer to its pull."""
     async with asyncio.timeout(timeout):
+        if pulls(lsp):
+            report = await lsp.client.text_document_diagnostic_async(
+                types.DocumentDiagnosticParams(types.TextDocumentIdentifier(uri=uri))
+            )
+            assert report.kind == "full"
+            return report.items
         while True:
             params = await lsp.client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
             if params.uri == uri:
@@ -93,12 +106,11 @@ async def test_a_drafts_claims_are_diagnostics_on_open_and_after_each_edit(
     assert edited.splitlines()[parser_line][links[0].range.start.character :].startswith(
         "app/parser.py`"
     )
-    (lens,) = await lsp.client.text_document_code_lens_async(
+    lenses = await lsp.client.text_document_code_lens_async(
         types.CodeLensParams(types.TextDocumentIdentifier(uri=uri))
     )
-    assert lens.range.start.line == 0 and lens.command.title.startswith(
-        "1 contradicted · 0 dropped"
-    )
+    assert {lens.range.start.line for lens in lenses} == {0}
+    assert lenses[0].command.title == "1 contradicted · 1 stale"
 
     # The user deletes the false line: the next publication has no error left.
     lsp.client.text_document_did_change(
@@ -113,7 +125,8 @@ async def test_a_drafts_claims_are_diagnostics_on_open_and_after_each_edit(
     lsp.client.text_document_did_close(
         types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri=uri))
     )
-    assert list(await published(lsp, uri)) == []
+    if not pulls(lsp):  # a pulling client drops a closed document's diagnostics itself
+        assert list(await published(lsp, uri)) == []
 
 
 async def test_a_handoff_md_without_a_session_is_checked_against_the_workspace(lsp, workspace):
@@ -136,3 +149,137 @@ async def test_other_files_are_not_checked(lsp, workspace):
     await asyncio.sleep(0.5)
     assert from_fs_path(str(path)) not in lsp.client.diagnostics
     assert lsp.init.capabilities.text_document_sync is not None
+
+
+async def draft_with(lsp, tmp_path, workspace, edit) -> tuple[str, str, str]:
+    """(uri, the generated draft's text, that text after ``edit``) of a draft open in
+    the client, its first check done."""
+    session = pi_session(tmp_path, workspace, messages("abc1234"))
+    (workspace / "tests").mkdir(exist_ok=True)
+    (workspace / "tests" / "test_parser.py").write_text("def test(): pass\n")
+    (workspace / "app").mkdir(exist_ok=True)
+    (workspace / "app" / "parser.py").write_text("def parse(s):\n    return s.strip()\n")
+    gen = await lsp.call("handoff.generate", {"session": str(session), "provider": "extractive"})
+    draft = workspace / gen["draftPath"]
+    text = draft.read_text(encoding="utf-8")
+    edited = edit(text)
+    uri = from_fs_path(str(draft))
+    open_doc(lsp, uri, edited)
+    await published(lsp, uri)
+    return uri, text, edited
+
+
+def applied(text: str, edit: types.WorkspaceEdit, uri: str) -> str:
+    """``text`` with a workspace edit's text edits (whole lines, as the fixes are) made."""
+    lines = text.splitlines(keepends=True)
+    for e in sorted(edit.changes[uri], key=lambda e: e.range.start.line, reverse=True):
+        lines[e.range.start.line : e.range.end.line] = [e.new_text] if e.new_text else []
+    return "".join(lines)
+
+
+async def test_code_actions_drop_a_contradicted_line_and_restore_a_dropped_constraint(
+    tmp_path, lsp, workspace
+):
+    ghost = "- `app/cache.py` (edited)"
+    gone: list[str] = []
+
+    def edit(text: str) -> str:
+        constraint = next(ln for ln in text.splitlines() if "public API" in ln and ln[:2] == "- ")
+        gone.append(constraint)
+        return text.replace("### Done\n\n", f"### Done\n\n{ghost}\n", 1).replace(
+            constraint + "\n", ""
+        )
+
+    uri, text, edited = await draft_with(lsp, tmp_path, workspace, edit)
+    lines = edited.splitlines()
+
+    async def actions(n: int) -> list[types.CodeAction]:
+        at = types.Range(types.Position(n, 0), types.Position(n, 0))
+        return await lsp.client.text_document_code_action_async(
+            types.CodeActionParams(
+                types.TextDocumentIdentifier(uri=uri), at, types.CodeActionContext(diagnostics=[])
+            )
+        )
+
+    drop, every = await actions(lines.index(ghost))
+    assert (drop.title, drop.kind) == (f"Drop line {lines.index(ghost) + 1}", "quickfix")
+    assert drop.diagnostics[0].code == "contradicted"
+    assert ghost not in applied(edited, drop.edit, uri).splitlines()
+
+    heading = next(i for i, ln in enumerate(lines) if ln.startswith("## Constraints"))
+    restore = (await actions(heading))[0]
+    assert restore.title == "Restore the constraint" and restore.diagnostics[0].code == "dropped"
+    assert gone[0] in applied(edited, restore.edit, uri).splitlines()
+
+    assert every.kind == types.CodeActionKind.SourceFixAll
+    fixed = applied(edited, every.edit, uri)  # the constraint back at its section's end
+    assert sorted(fixed.splitlines()) == sorted(text.splitlines())
+    assert list(await actions(1)) == [every]  # a line without a finding: only the fix-all
+
+
+async def test_the_lenses_count_the_findings_and_start_or_prepare_from_the_text(
+    tmp_path, lsp, workspace
+):
+    uri, _text, _edited = await draft_with(lsp, tmp_path, workspace, lambda t: t)
+    lenses = await lsp.client.text_document_code_lens_async(
+        types.CodeLensParams(types.TextDocumentIdentifier(uri=uri))
+    )
+    assert [(lens.command.title, lens.command.command, list(lens.command.arguments)) for lens in lenses] == [
+        (lenses[0].command.title, "handoffUi.showChecks", [uri]),
+        ("Start in pi", "handoffUi.startSessionFromDraft", [uri, "pi"]),
+        ("Start in Claude Code", "handoffUi.startSessionFromDraft", [uri, "claude"]),
+        ("Start in Codex", "handoffUi.startSessionFromDraft", [uri, "codex"]),
+        ("Prepare", "handoffUi.prepareFromDraft", [uri]),
+    ]
+    assert lenses[0].command.title.startswith("✓ ") and "claims supported" in lenses[0].command.title
+
+
+async def test_pull_diagnostics_wait_for_the_check_of_the_version_asked_about(
+    tmp_path, start_session, workspace
+):
+    caps = types.ClientCapabilities(
+        text_document=types.TextDocumentClientCapabilities(
+            diagnostic=types.DiagnosticClientCapabilities(dynamic_registration=False)
+        )
+    )
+    lsp = await start_session(capabilities=caps)
+    assert lsp.init.capabilities.diagnostic_provider.identifier == "handoff"
+    uri, text, _ = await draft_with(lsp, tmp_path, workspace, lambda t: t)
+    ghost = "- `app/cache.py` (edited)"
+    edited = text.replace("### Done\n\n", f"### Done\n\n{ghost}\n", 1)
+    lsp.client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=edited)],
+        )
+    )
+    # Pulled at once, before the debounced check has run: the answer is of version 2.
+    report = await lsp.client.text_document_diagnostic_async(
+        types.DocumentDiagnosticParams(types.TextDocumentIdentifier(uri=uri))
+    )
+    assert report.result_id == "2"
+    assert [d.code for d in report.items if d.range.start.line == edited.splitlines().index(ghost)] == [
+        "contradicted"
+    ]
+    await asyncio.sleep(0.3)
+    assert uri not in lsp.client.diagnostics  # nothing pushed to a client that pulls
+
+
+async def test_the_check_documents_setting_opts_other_markdown_files_in(start_session, workspace):
+    notes = workspace / "docs" / "handoffs"
+    notes.mkdir(parents=True)
+    text = "## Progress\n\n- `client/gone.py` (created)\n"
+    (notes / "friday.md").write_text(text)
+    (workspace / "HANDOFF.md").write_text(text)
+    lsp = await start_session(init_options={"checkDocuments": ["docs/handoffs/*.md"]})
+    opted = from_fs_path(str(notes / "friday.md"))
+    open_doc(lsp, opted, text)
+    assert [d.code for d in await published(lsp, opted)] == ["stale"]
+    default = from_fs_path(str(workspace / "HANDOFF.md"))  # the defaults were replaced
+    open_doc(lsp, default, text)
+    await lsp.call("handoff.scopes", {})
+    await asyncio.sleep(0.5)
+    if not pulls(lsp):
+        assert default not in lsp.client.diagnostics
+    else:
+        assert list(await published(lsp, default)) == []

@@ -1,6 +1,8 @@
-"""Handoff documents open in the editor (drafts, started texts, ``HANDOFF.md`` and
-``handoff*.md``): their claims checked on open, change and save, debounced, on a worker
-thread, and published as diagnostics with the evidence behind each."""
+"""Handoff documents open in the editor (drafts, started texts, and the Markdown files
+the ``checkDocuments`` setting names, ``HANDOFF.md`` and ``handoff*.md`` by default):
+their claims checked on open, change and save, debounced, on a worker thread; pushed as
+diagnostics (or pulled, where the client asks), with hover, definition, links, code
+actions and lenses over the evidence."""
 
 from __future__ import annotations
 
@@ -22,8 +24,15 @@ from ...model.errors import HandoffError
 
 log = logging.getLogger(__name__)
 
-#: File names checked wherever they are (case-insensitive).
-HANDOFF_NAMES = ("handoff.md", "handoff*.md")
+#: Start lenses: the agent and its name on the lens.
+START_LENSES = (("pi", "pi"), ("claude", "Claude Code"), ("codex", "Codex"))
+#: The editors' own commands the lenses run (each editor binds them; the server has
+#: none of these: starting an agent opens a terminal in the editor).
+CLIENT_COMMANDS = {
+    "start": "handoffUi.startSessionFromDraft",
+    "prepare": "handoffUi.prepareFromDraft",
+    "show": "handoffUi.showChecks",
+}
 #: Folders of the state folder whose Markdown files are handoffs.
 HANDOFF_FOLDERS = ("drafts", "started")
 #: Seconds after the last edit before a document is checked again.
@@ -37,14 +46,31 @@ _SEVERITY = {
 }
 
 
-def is_handoff(path: Path, state_folder: str) -> bool:
-    """Whether the file at ``path`` is a handoff document the server checks."""
+def is_handoff(
+    path: Path, state_folder: str, patterns: tuple[str, ...], root: Path | None = None
+) -> bool:
+    """Whether the Markdown file at ``path`` is a handoff document the server checks: a
+    draft or a started text, or a file ``patterns`` name (globs matched case-insensitively
+    against the path inside ``root`` from its end: ``HANDOFF.md`` anywhere,
+    ``docs/handoffs/*.md`` in any ``docs/handoffs``)."""
     if path.suffix.lower() != ".md":
         return False
-    name = path.name.lower()
-    if any(fnmatch.fnmatchcase(name, pattern) for pattern in HANDOFF_NAMES):
+    if path.parent.name in HANDOFF_FOLDERS and path.parent.parent.name == state_folder:
         return True
-    return path.parent.name in HANDOFF_FOLDERS and path.parent.parent.name == state_folder
+    inside = path
+    if root is not None:
+        try:
+            inside = path.relative_to(root)
+        except ValueError:
+            return False
+    parts = [p.lower() for p in inside.parts]
+    for pattern in patterns:
+        want = [p for p in pattern.lower().replace("\\", "/").split("/") if p not in ("", ".", "**")]
+        if want and len(want) <= len(parts) and all(
+            fnmatch.fnmatchcase(have, glob) for have, glob in zip(parts[-len(want) :], want)
+        ):
+            return True
+    return False
 
 
 def diagnostics_of(result: dict[str, Any], lines: list[str]) -> list[types.Diagnostic]:
@@ -96,9 +122,18 @@ class DocumentChecks:
     def __init__(self, server: Any) -> None:
         self.server = server
         self._pending: dict[str, asyncio.TimerHandle] = {}
-        #: The last check of each open document (what a hover shows).
+        #: The last check of each open document: its result with the ``version`` checked
+        #: (what a hover, an action and a pull read).
         self.results: dict[str, dict[str, Any]] = {}
+        self._diagnostics: dict[str, list[types.Diagnostic]] = {}
         self._running: dict[str, asyncio.Task] = {}
+        self._checked: dict[str, asyncio.Event] = {}
+
+    @property
+    def pulled(self) -> bool:
+        """The client pulls diagnostics (``textDocument/diagnostic``): none are pushed."""
+        caps = self.server.client_capabilities
+        return bool(caps and caps.text_document and caps.text_document.diagnostic)
 
     def _path(self, uri: str) -> Path | None:
         if uri_scheme(uri) != "file":
@@ -113,7 +148,16 @@ class DocumentChecks:
 
     def wanted(self, uri: str) -> bool:
         path = self._path(uri)
-        return path is not None and is_handoff(path, self.server.settings.state_folder)
+        if path is None:
+            return False
+        folder = self._folder(path)
+        settings = self.server.settings
+        return is_handoff(
+            path,
+            settings.state_folder,
+            settings.check_documents,
+            Path(folder.path) if folder is not None else None,
+        )
 
     def schedule(self, uri: str, delay: float = DEBOUNCE_SECONDS) -> None:
         """Check ``uri`` after ``delay`` seconds without a newer edit."""
@@ -140,13 +184,24 @@ class DocumentChecks:
         if task is not None:
             task.cancel()
         self.results.pop(uri, None)
-        if self.wanted(uri):
+        self._diagnostics.pop(uri, None)
+        if self.wanted(uri) and not self.pulled:
             self._publish(uri, [], None)
 
     def _publish(self, uri: str, diagnostics: list[types.Diagnostic], version: int | None) -> None:
         self.server.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
         )
+
+    def _done(self, uri: str, version: int, result: dict[str, Any], diags: list) -> None:
+        self.results[uri] = {**result, "version": version}
+        self._diagnostics[uri] = diags
+        event = self._checked.pop(uri, None)
+        if event is not None:
+            event.set()
+
+    def _version(self, uri: str) -> int | None:
+        return self.server.workspace.get_text_document(uri).version
 
     async def _check(self, uri: str) -> None:
         path = self._path(uri)
@@ -164,21 +219,51 @@ class DocumentChecks:
             )
         except HandoffError as exc:
             log.info("could not check %s: %s", path, exc.message)
-            return
+            result = _unchecked(exc.message)
         except Exception:
             log.exception("checking %s failed", path)
-            return
-        current = self.server.workspace.get_text_document(uri)
-        if current.version != version:
+            result = _unchecked("the check failed: see the server log")
+        if self._version(uri) != version:
             return  # edited meanwhile: the newer check publishes
         # Off the loop: related information reads the session file for each entry's line.
         diagnostics = await loop.run_in_executor(
             self.server.workers, diagnostics_of, result, text.splitlines()
         )
-        if self.server.workspace.get_text_document(uri).version != version:
+        if self._version(uri) != version:
             return
-        self.results[uri] = result
-        self._publish(uri, diagnostics, version)
+        self._done(uri, version, result, diagnostics)
+        if not self.pulled:
+            self._publish(uri, diagnostics, version)
+
+    async def pull(self, uri: str) -> types.RelatedFullDocumentDiagnosticReport:
+        """The diagnostics of the document as it is now: the check of this version,
+        waited for when an edit's check is still pending or running."""
+        if not self.wanted(uri):
+            return types.RelatedFullDocumentDiagnosticReport(items=[])
+        for _ in range(100):  # each round a newer version; an editor pauses typing
+            version = self._version(uri)
+            result = self.results.get(uri)
+            if result is not None and result["version"] == version:
+                return types.RelatedFullDocumentDiagnosticReport(
+                    items=self._diagnostics.get(uri, []), result_id=f"{version}"
+                )
+            running = self._running.get(uri)
+            if uri not in self._pending and (running is None or running.done()):
+                self._start(uri)
+            event = self._checked.setdefault(uri, asyncio.Event())
+            try:
+                await asyncio.wait_for(event.wait(), PULL_WAIT_SECONDS)
+            except TimeoutError:
+                break
+        return types.RelatedFullDocumentDiagnosticReport(items=self._diagnostics.get(uri, []))
+
+    def _current(self, uri: str) -> dict[str, Any] | None:
+        """The last check, if it is of the text as it is now (an edit made since moves
+        the lines an action would change)."""
+        result = self.results.get(uri)
+        if result is None or result.get("version") != self._version(uri):
+            return None
+        return result
 
     def hover(self, uri: str, line: int) -> types.Hover | None:
         """The verdicts of the claims on ``line`` (0-based) and what dropped findings say
@@ -229,6 +314,8 @@ class DocumentChecks:
             return []
         root = self.server.service_for(folder).workspace
         lines = self.server.workspace.get_text_document(uri).lines
+        caps = self.server.client_capabilities.text_document
+        tips = bool(caps and caps.document_link and caps.document_link.tooltip_support)
         out = []
         for c in result["claims"]:
             if c["kind"] != "file" or c["line"] > len(lines):
@@ -242,29 +329,111 @@ class DocumentChecks:
                 types.DocumentLink(
                     range=types.Range(types.Position(n, span[0]), types.Position(n, span[1])),
                     target=from_fs_path(str(target)),
+                    tooltip=f"{c['verdict']}: {c['message']}" if tips else None,
+                )
+            )
+        return out
+
+    def actions(self, uri: str, first: int, last: int) -> list[types.CodeAction]:
+        """A quick fix for each finding on lines ``first``..``last`` (0-based) that has
+        one (drop the line, the session's last result in place of a stated one, the
+        dropped item restored), and one action that applies every fix of the document."""
+        result = self._current(uri)
+        if result is None:
+            return []
+        diags = self._diagnostics.get(uri, [])
+        out = []
+        fixes = [(d, lsp) for d, lsp in zip(result["diagnostics"], diags) if d.get("fix")]
+        for d, lsp in fixes:
+            if first + 1 <= d["line"] <= last + 1:
+                out.append(
+                    types.CodeAction(
+                        title=d["fix"]["title"],
+                        kind=types.CodeActionKind.QuickFix,
+                        diagnostics=[lsp],
+                        is_preferred=True,
+                        edit=_edit(uri, [d["fix"]]),
+                    )
+                )
+        if len(fixes) > 1:
+            out.append(
+                types.CodeAction(
+                    title=f"Apply all {len(fixes)} handoff fixes",
+                    kind=FIX_ALL,
+                    diagnostics=[lsp for _d, lsp in fixes],
+                    edit=_edit(uri, [d["fix"] for d, _lsp in fixes]),
                 )
             )
         return out
 
     def lens(self, uri: str) -> list[types.CodeLens]:
-        """One lens on the first line: what the check found, counted."""
+        """The lenses on the first line: what the check found, counted (it shows the
+        findings), then Start in each agent and Prepare, from this text."""
         result = self.results.get(uri)
         if result is None:
             return []
-        c = result["counts"]
-        title = (
-            f"{c['contradicted']} contradicted · {c['dropped']} dropped · {c['stale']} stale · "
-            f"{c['unverifiable']} unverifiable · {c['supported']} supported"
-        )
-        return [
+        c = result.get("counts") or {}
+        found = [f"{c[k]} {k}" for k in ("contradicted", "dropped", "stale", "unverifiable") if c.get(k)]
+        title = " · ".join(found) if found else f"✓ {c.get('supported', 0)} claims supported"
+        at = types.Range(_START.start, _START.start)
+        lenses = [
             types.CodeLens(
-                range=types.Range(_START.start, _START.start),
-                command=types.Command(title=title, command=""),
+                range=at, command=types.Command(title, CLIENT_COMMANDS["show"], arguments=[uri])
             )
         ]
+        for agent, label in START_LENSES:
+            lenses.append(
+                types.CodeLens(
+                    range=at,
+                    command=types.Command(f"Start in {label}", CLIENT_COMMANDS["start"], arguments=[uri, agent]),
+                )
+            )
+        lenses.append(
+            types.CodeLens(range=at, command=types.Command("Prepare", CLIENT_COMMANDS["prepare"], arguments=[uri]))
+        )
+        return lenses
 
 
+#: Seconds a pull waits for the check of the version it asks about.
+PULL_WAIT_SECONDS = 10.0
+#: The kind of the action that applies every fix (``source.fixAll`` as editors name it).
+FIX_ALL = types.CodeActionKind.SourceFixAll
 _START = types.Range(types.Position(0, 0), types.Position(0, 0))
+
+
+def _unchecked(why: str) -> dict[str, Any]:
+    """The result of a document that could not be checked: nothing found, said once."""
+    counts = dict.fromkeys(("supported", "contradicted", "stale", "unverifiable", "dropped"), 0)
+    return {"diagnostics": [], "claims": [], "counts": counts, "notes": [why]}
+
+
+def _edit(uri: str, fixes: list[dict[str, Any]]) -> types.WorkspaceEdit:
+    """The fixes (lines 1-based, ``line`` to ``endLine`` exclusive) as one edit."""
+    edits = [
+        types.TextEdit(
+            range=types.Range(
+                types.Position(f["line"] - 1, 0), types.Position(f["endLine"] - 1, 0)
+            ),
+            new_text=f["newText"],
+        )
+        for f in _apart(fixes)
+    ]
+    return types.WorkspaceEdit(changes={uri: edits})
+
+
+def _apart(fixes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The fixes that do not overlap (of those that do, the first in the document), as
+    one edit must have them."""
+    out: list[dict[str, Any]] = []
+    for f in sorted(fixes, key=lambda f: (f["line"], f["endLine"])):
+        if f in out or any(
+            f["line"] < o["endLine"] and o["line"] < f["endLine"]
+            or f["line"] == f["endLine"] and o["line"] < f["line"] < o["endLine"]
+            for o in out
+        ):
+            continue
+        out.append(f)
+    return out
 
 
 def _evidence(evidence: list[dict[str, Any]]) -> str:
@@ -282,7 +451,7 @@ def _evidence(evidence: list[dict[str, Any]]) -> str:
 
 def register(server: LanguageServer, checks: DocumentChecks) -> None:
     """The text document features of handoff documents: open, change, save, close,
-    hover, definition, links and the lens that counts the findings."""
+    pulled diagnostics, hover, definition, links, code actions and the lenses."""
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: Any, params: types.DidOpenTextDocumentParams) -> None:
@@ -295,6 +464,17 @@ def register(server: LanguageServer, checks: DocumentChecks) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: Any, params: types.DidSaveTextDocumentParams) -> None:
         checks.schedule(params.text_document.uri, 0)
+
+    @server.feature(
+        types.TEXT_DOCUMENT_DIAGNOSTIC,
+        types.DiagnosticOptions(
+            identifier="handoff", inter_file_dependencies=False, workspace_diagnostics=False
+        ),
+    )
+    async def diagnostic(
+        ls: Any, params: types.DocumentDiagnosticParams
+    ) -> types.RelatedFullDocumentDiagnosticReport:
+        return await checks.pull(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     def hover(ls: Any, params: types.HoverParams) -> types.Hover | None:
@@ -310,6 +490,14 @@ def register(server: LanguageServer, checks: DocumentChecks) -> None:
     @server.feature(types.TEXT_DOCUMENT_DOCUMENT_LINK)
     def links(ls: Any, params: types.DocumentLinkParams) -> list[types.DocumentLink]:
         return checks.links(params.text_document.uri)
+
+    @server.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL]),
+    )
+    def actions(ls: Any, params: types.CodeActionParams) -> list[types.CodeAction]:
+        r = params.range
+        return checks.actions(params.text_document.uri, r.start.line, r.end.line)
 
     @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
     def lens(ls: Any, params: types.CodeLensParams) -> list[types.CodeLens]:
