@@ -174,7 +174,9 @@ def table(results: list[SessionResult]) -> str:
         "|---|" + "---:|" * (len(KINDS) + 1),
     ]
     for r in results:
-        cells = ["–" if k not in r.caught else "caught" if r.caught[k] else "**missed**" for k in KINDS]
+        cells = [
+            "–" if k not in r.caught else "caught" if r.caught[k] else "**missed**" for k in KINDS
+        ]
         rows.append(f"| {r.name[:48]} | " + " | ".join(cells) + f" | {r.flagged} / {r.lines} |")
     total = []
     for k in KINDS:

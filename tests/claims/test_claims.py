@@ -257,7 +257,9 @@ def test_fix_a_dropped_section_comes_back_at_the_end_of_the_document(checked):
     report = check_document(cut.rstrip("\n"), facts, ws)
     (d,) = [d for d in report.diagnostics if d.code == "dropped" and "constraint" in d.message]
     out = apply_fixes(cut.rstrip("\n"), [d.fix])
-    assert out.endswith("\n\n## Constraints & Preferences\n" + d.fix["newText"].split("\n")[-2] + "\n")
+    assert out.endswith(
+        "\n\n## Constraints & Preferences\n" + d.fix["newText"].split("\n")[-2] + "\n"
+    )
     assert not [d for d in check_document(out, facts, ws).diagnostics if "constraint" in d.message]
 
 
@@ -324,7 +326,12 @@ def test_handoff_check_exits_0_on_the_draft_and_1_with_the_findings_as_json(tmp_
     (d,) = [d for d in out["diagnostics"] if d["code"] == "contradicted"]
     assert set(d) == {"line", "endLine", "severity", "code", "message", "evidence", "fix"}
     assert d["severity"] == "error" and out["failing"] is True
-    assert d["fix"] == {"title": f"Drop line {d['line']}", "line": d["line"], "endLine": d["line"] + 1, "newText": ""}
+    assert d["fix"] == {
+        "title": f"Drop line {d['line']}",
+        "line": d["line"],
+        "endLine": d["line"] + 1,
+        "newText": "",
+    }
 
 
 def test_handoff_check_finds_a_saved_drafts_session_by_itself(tmp_path, checked):

@@ -224,14 +224,18 @@ async def test_the_lenses_count_the_findings_and_start_or_prepare_from_the_text(
     lenses = await lsp.client.text_document_code_lens_async(
         types.CodeLensParams(types.TextDocumentIdentifier(uri=uri))
     )
-    assert [(lens.command.title, lens.command.command, list(lens.command.arguments)) for lens in lenses] == [
+    assert [
+        (lens.command.title, lens.command.command, list(lens.command.arguments)) for lens in lenses
+    ] == [
         (lenses[0].command.title, "handoffUi.showChecks", [uri]),
         ("Start in pi", "handoffUi.startSessionFromDraft", [uri, "pi"]),
         ("Start in Claude Code", "handoffUi.startSessionFromDraft", [uri, "claude"]),
         ("Start in Codex", "handoffUi.startSessionFromDraft", [uri, "codex"]),
         ("Prepare", "handoffUi.prepareFromDraft", [uri]),
     ]
-    assert lenses[0].command.title.startswith("✓ ") and "claims supported" in lenses[0].command.title
+    assert (
+        lenses[0].command.title.startswith("✓ ") and "claims supported" in lenses[0].command.title
+    )
 
 
 async def test_pull_diagnostics_wait_for_the_check_of_the_version_asked_about(
@@ -258,9 +262,9 @@ async def test_pull_diagnostics_wait_for_the_check_of_the_version_asked_about(
         types.DocumentDiagnosticParams(types.TextDocumentIdentifier(uri=uri))
     )
     assert report.result_id == "2"
-    assert [d.code for d in report.items if d.range.start.line == edited.splitlines().index(ghost)] == [
-        "contradicted"
-    ]
+    assert [
+        d.code for d in report.items if d.range.start.line == edited.splitlines().index(ghost)
+    ] == ["contradicted"]
     await asyncio.sleep(0.3)
     assert uri not in lsp.client.diagnostics  # nothing pushed to a client that pulls
 

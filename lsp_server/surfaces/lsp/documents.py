@@ -65,9 +65,16 @@ def is_handoff(
             return False
     parts = [p.lower() for p in inside.parts]
     for pattern in patterns:
-        want = [p for p in pattern.lower().replace("\\", "/").split("/") if p not in ("", ".", "**")]
-        if want and len(want) <= len(parts) and all(
-            fnmatch.fnmatchcase(have, glob) for have, glob in zip(parts[-len(want) :], want)
+        want = [
+            p for p in pattern.lower().replace("\\", "/").split("/") if p not in ("", ".", "**")
+        ]
+        if (
+            want
+            and len(want) <= len(parts)
+            and all(
+                fnmatch.fnmatchcase(have, glob)
+                for have, glob in zip(parts[-len(want) :], want, strict=True)
+            )
         ):
             return True
     return False
@@ -343,7 +350,9 @@ class DocumentChecks:
             return []
         diags = self._diagnostics.get(uri, [])
         out = []
-        fixes = [(d, lsp) for d, lsp in zip(result["diagnostics"], diags) if d.get("fix")]
+        fixes = [
+            (d, lsp) for d, lsp in zip(result["diagnostics"], diags, strict=True) if d.get("fix")
+        ]
         for d, lsp in fixes:
             if first + 1 <= d["line"] <= last + 1:
                 out.append(
@@ -373,7 +382,9 @@ class DocumentChecks:
         if result is None:
             return []
         c = result.get("counts") or {}
-        found = [f"{c[k]} {k}" for k in ("contradicted", "dropped", "stale", "unverifiable") if c.get(k)]
+        found = [
+            f"{c[k]} {k}" for k in ("contradicted", "dropped", "stale", "unverifiable") if c.get(k)
+        ]
         title = " · ".join(found) if found else f"✓ {c.get('supported', 0)} claims supported"
         at = types.Range(_START.start, _START.start)
         lenses = [
@@ -385,11 +396,16 @@ class DocumentChecks:
             lenses.append(
                 types.CodeLens(
                     range=at,
-                    command=types.Command(f"Start in {label}", CLIENT_COMMANDS["start"], arguments=[uri, agent]),
+                    command=types.Command(
+                        f"Start in {label}", CLIENT_COMMANDS["start"], arguments=[uri, agent]
+                    ),
                 )
             )
         lenses.append(
-            types.CodeLens(range=at, command=types.Command("Prepare", CLIENT_COMMANDS["prepare"], arguments=[uri]))
+            types.CodeLens(
+                range=at,
+                command=types.Command("Prepare", CLIENT_COMMANDS["prepare"], arguments=[uri]),
+            )
         )
         return lenses
 
@@ -427,8 +443,10 @@ def _apart(fixes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for f in sorted(fixes, key=lambda f: (f["line"], f["endLine"])):
         if f in out or any(
-            f["line"] < o["endLine"] and o["line"] < f["endLine"]
-            or f["line"] == f["endLine"] and o["line"] < f["line"] < o["endLine"]
+            f["line"] < o["endLine"]
+            and o["line"] < f["endLine"]
+            or f["line"] == f["endLine"]
+            and o["line"] < f["line"] < o["endLine"]
             for o in out
         ):
             continue
