@@ -1,5 +1,6 @@
 """The checkable claims of a handoff document: files and what was done to them, commits,
-pushes, commands with their stated outcome and counts, and the session's final state."""
+pushes, commands with their stated outcome and counts, the session's final state, and the
+store's records it cites (``source/<id>``)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from dataclasses import dataclass
 from ..generation.check import is_command, is_path
 
 #: The kinds of claim the checker finds.
-KINDS = ("file", "status", "commit", "push", "run", "failing", "state")
+KINDS = ("file", "status", "commit", "push", "run", "failing", "state", "source")
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
@@ -36,6 +37,8 @@ _STRAIGHT_QUOTATION = re.compile(r"\"[^\"\n]{12,}\"")
 _UNKNOWN = re.compile(r"\bstatus (?:is )?unknown\b|\bunknown status\b", re.IGNORECASE)
 #: A line reporting what a git status showed: its files are that output's, not changes.
 _STATUS_LINE = re.compile(r"\bgit status\b", re.IGNORECASE)
+#: A cited record of the store (a Work Contract, a work state, a receipt…).
+_SOURCE_REF = re.compile(r"(?<![\w/])source/([A-Za-z0-9_-]{1,64})\b")
 _FIX_STEP = re.compile(r"\b(?:fix|repair|make .* pass|still fail\w*|failing)\b", re.IGNORECASE)
 
 
@@ -137,6 +140,10 @@ def find_claims(document: str) -> list[Claim]:
             out.append(Claim("state", n, section, state.group(1).strip().lower(), text=full))
             continue
         spans = list(_CODE.finditer(line))
+        out += [
+            Claim("source", n, section, f"source/{sid}", text=full)
+            for sid in dict.fromkeys(m.group(1) for m in _SOURCE_REF.finditer(line))
+        ]
         pushed = _PUSHED.search(line)
         if pushed:
             out.append(Claim("push", n, section, pushed.group(1).strip(), text=full))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -283,7 +284,32 @@ def _check_status(c: Claim, ev: SessionEvidence | None) -> Verdict:
     )
 
 
-def verdict_of(c: Claim, ev: SessionEvidence | None, ws: WorkspaceView) -> Verdict:
+#: Looks a cited record up in the workspace's store: its ``{id, scope, kind, seq}``.
+SourceLookup = Callable[[str], "dict[str, Any] | None"]
+
+
+def _check_source(c: Claim, sources: SourceLookup | None) -> Verdict:
+    if sources is None:
+        return Verdict(c, "unverifiable", "No handoff store here to look the record up in.")
+    info = sources(c.token)
+    if info is None:
+        return Verdict(
+            c, "contradicted", f"No record {c.token} in this workspace's handoff store.", [], True
+        )
+    kind = str(info.get("kind", "record")).replace("_", " ")
+    return Verdict(
+        c,
+        "supported",
+        f"A {kind} of scope {info.get('scope')} in the store.",
+        [{"source": c.token, "kind": info.get("kind"), "scope": info.get("scope")}],
+    )
+
+
+def verdict_of(
+    c: Claim, ev: SessionEvidence | None, ws: WorkspaceView, sources: SourceLookup | None = None
+) -> Verdict:
+    if c.kind == "source":
+        return _check_source(c, sources)
     if c.kind == "status":
         return _check_status(c, ev)
     if c.kind == "file":
@@ -500,9 +526,11 @@ def check_document(
     workspace: Path,
     *,
     notes: list[str] | None = None,
+    sources: SourceLookup | None = None,
 ) -> CheckReport:
     """Every claim of ``document`` checked against ``facts`` (None: the workspace alone)
-    and the live ``workspace``, and what it dropped of the facts."""
+    and the live ``workspace`` (``sources``: the store's records, for ``source/<id>``),
+    and what it dropped of the facts."""
     notes = list(notes or [])
     ev = None
     if facts is not None:  # indexed once per facts
@@ -519,7 +547,7 @@ def check_document(
         notes.append(
             "The workspace is not a git repository: commits are checked against the session only."
         )
-    verdicts = [verdict_of(c, ev, ws) for c in find_claims(document)]
+    verdicts = [verdict_of(c, ev, ws, sources) for c in find_claims(document)]
     lines = document.splitlines()
     diagnostics = [
         Diagnostic(

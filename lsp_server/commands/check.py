@@ -94,6 +94,30 @@ def session_facts(path: Path, fmt: str, workspace: Path, ctx: CallContext) -> Se
     return facts
 
 
+def store_sources(ws: Workspace) -> Any:
+    """The lookup of ``source/<id>`` in the workspace's store, opened on its first use
+    (most documents cite none); None when there is no store to ask (none is made)."""
+    if ws.config.store is None and not (ws.workspace / ws.config.state_folder).is_dir():
+        return None
+    ledger: list[Any] = []
+
+    def lookup(ref: str) -> dict[str, Any] | None:
+        if not ledger:
+            try:
+                ledger.append(ws.ledger())
+            except HandoffError as exc:
+                raise LookupError(exc.message) from None
+        return ledger[0].source_info(ref)
+
+    def safe(ref: str) -> dict[str, Any] | None:
+        try:
+            return lookup(ref)
+        except LookupError:
+            return None
+
+    return safe
+
+
 def check(ws: Workspace, p: CheckParams, ctx: CallContext) -> dict[str, Any]:
     document, text = _document(ws, p)
     ctx.report("Reading the session…", 10)
@@ -117,7 +141,7 @@ def check(ws: Workspace, p: CheckParams, ctx: CallContext) -> dict[str, Any]:
         )
     ctx.cancel.raise_if_cancelled()
     ctx.report("Checking the claims…", 60)
-    report = check_document(text, facts, ws.workspace, notes=notes)
+    report = check_document(text, facts, ws.workspace, notes=notes, sources=store_sources(ws))
     return {
         "document": str(document),
         "session": session,

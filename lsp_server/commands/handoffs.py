@@ -204,8 +204,21 @@ def _continue_markdown(
             render=p.render or "preview",
         )
         view = handoff_view(ws, params, result["scope"])
-    context = {"continued": result, "view": view}
+    context = {"continued": result, "view": view, "claims": _claims_now(ws, result)}
     return render_view(ws, "continue", context, p.render or "preview")
+
+
+def _claims_now(ws: Workspace, result: dict[str, Any]) -> dict[str, Any] | None:
+    """The handoff document's claims checked against the live workspace now (its files,
+    its commits): "verify as untrusted history" made concrete. None: no document."""
+    from ..claims.verdicts import check_document
+
+    document = (result.get("content") or {}).get("document")
+    if not result.get("found") or not isinstance(document, str) or not document.strip():
+        return None
+    ledger = ws.ledger()
+    report = check_document(document, None, ws.workspace, sources=ledger.source_info)
+    return report.to_json()
 
 
 def acknowledge(ws: Workspace, p: AcknowledgeParams, ctx: CallContext) -> dict[str, Any]:

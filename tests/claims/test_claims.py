@@ -419,3 +419,63 @@ def test_a_session_entry_is_found_at_its_line_in_any_agents_format(tmp_path):
     assert entry_line(codex, "entry 7") == 7
     (tmp_path / "empty.jsonl").write_text("")
     assert entry_line(tmp_path / "empty.jsonl", "e1") is None
+
+
+# -- continue shows the verdicts -------------------------------------------------------
+
+
+def test_continue_marks_which_claims_of_the_committed_document_still_hold(svc, workspace):
+    from ..helpers import SCOPE, draft, record_contract
+
+    contract = record_contract(svc)
+    document = (
+        "## Progress\n\n"
+        "- `client/pets_client.py` (edited)\n"
+        "- `client/removed_since.py` (created)\n"
+        "- Committed `f00dfeed42` on `main`\n"
+        f"- The contract: {contract}; the review: source/NoSuchRecord1\n"
+    )
+    prepared = svc.call(
+        "handoff.prepare", {"scope": SCOPE, "draft": draft(contract, document=document)}
+    )["prepared"]
+    svc.call("handoff.commit", {"scope": SCOPE, "prepared": prepared})
+    view = svc.call("handoff.continue", {"scope": SCOPE, "mode": "latest", "render": "preview"})
+    said = view["markdown"]
+    assert "- Line 4, **stale**: client/removed_since.py is not in the workspace now." in said
+    assert "- Line 6, **contradicted**: No record source/NoSuchRecord1 in this workspace's handoff store." in said
+    assert "Its claims against the workspace now: 1 hold · 1 stale · 1 contradicted" in said
+    plain = svc.call("handoff.continue", {"scope": SCOPE, "mode": "latest"})
+    assert "markdown" not in plain  # the plain read stays as fast as it was: no check
+
+
+def test_a_cited_source_is_looked_up_in_the_store_and_no_store_is_made_for_it(svc, workspace):
+    from ..helpers import record_contract
+
+    text = "## Progress\n\n- Per source/NoSuchRecord1, the tests run first.\n"
+    before = svc.call("handoff.check", {"document": "HANDOFF.md", "text": text})
+    (c,) = before["claims"]
+    assert (c["kind"], c["verdict"]) == ("source", "unverifiable")
+    assert not (workspace / ".handoff").exists()  # checking made no store
+    contract = record_contract(svc)
+    out = svc.call("handoff.check", {"document": "HANDOFF.md", "text": f"{text}- {contract}\n"})
+    assert [(c["claim"], c["verdict"]) for c in out["claims"]] == [
+        ("source/NoSuchRecord1", "contradicted"),
+        (contract, "supported"),
+    ]
+    assert out["claims"][1]["message"] == "A work contract of scope openapi-client in the store."
+
+
+def test_handoff_check_fix_writes_the_fixes_and_checks_again(tmp_path, checked):
+    facts, doc, ws, _ = checked
+    (ws / "tests").mkdir(exist_ok=True)
+    (ws / "tests" / "test_parser.py").write_text("def test(): pass\n")
+    wrong = add_done(doc, "- `app/cache.py` (edited)").replace("**done**", "**blocked**")
+    (ws / "HANDOFF.md").write_text(wrong)
+    (ws / "HANDOFF.md").chmod(0o640)
+    out = cli(ws, "check", "HANDOFF.md", "--session", str(facts.transcript.path), "--fix")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert (ws / "HANDOFF.md").read_text() == doc
+    assert (ws / "HANDOFF.md").stat().st_mode & 0o777 == 0o640
+    assert "fixed 2 finding(s)" in out.stdout and "Drop line" in out.stdout
+    again = cli(ws, "check", "HANDOFF.md", "--session", str(facts.transcript.path), "--fix")
+    assert again.returncode == 0 and "fixed" not in again.stdout  # nothing left to fix

@@ -139,6 +139,11 @@ async def test_a_handoff_md_without_a_session_is_checked_against_the_workspace(l
     assert [(d.range.start.line, d.code) for d in diags if d.code != "unverifiable"] == [
         (2, "stale")
     ]
+    lenses = await lsp.client.text_document_code_lens_async(
+        types.CodeLensParams(types.TextDocumentIdentifier(uri=uri))
+    )
+    titles = [lens.command.title for lens in lenses]
+    assert "Start in pi" in titles and "Prepare" not in titles  # not a draft: no structure
 
 
 async def test_other_files_are_not_checked(lsp, workspace):

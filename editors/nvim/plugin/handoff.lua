@@ -32,10 +32,16 @@ end, {
 
 local group = vim.api.nvim_create_augroup("handoff", { clear = true })
 
--- Handoff documents: a running server checks their claims (diagnostics, hover, gd).
+-- Handoff documents: a running server checks their claims (diagnostics, hover, gd,
+-- code actions, lenses). Which Markdown files are handoffs: the client's checkDocuments.
+for _, name in ipairs({ "handoffUi.startSessionFromDraft", "handoffUi.prepareFromDraft", "handoffUi.showChecks" }) do
+  vim.lsp.commands[name] = function(command)
+    require("handoff.client").lens_command(command)
+  end
+end
 vim.api.nvim_create_autocmd({ "BufReadPost", "BufNewFile" }, {
   group = group,
-  pattern = { "HANDOFF.md", "handoff*.md", "*/.handoff/drafts/*.md", "*/.handoff/started/*.md" },
+  pattern = { "*.md" },
   desc = "Attach the running handoff server to a handoff document",
   callback = function(ev)
     require("handoff.client").attach_document(ev.buf)

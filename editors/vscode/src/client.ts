@@ -22,7 +22,7 @@ import { HandoffCommandError, toCommandError } from './errors';
 import { failureLevel, LevelledLog, LevelRouter } from './log';
 import { DID_CHANGE_NOTIFICATION, DidChangeParams, ServerCommand, ServerCommandId } from './protocol';
 import { expandPythonSetting, findBundle, findCheckout, resolveServerLaunch, ServerLaunch, ServerNotFoundError } from './python';
-import { SETTINGS_SECTION, serverSettings } from './settings';
+import { DEFAULT_CHECK_DOCUMENTS, SETTINGS_SECTION, serverSettings } from './settings';
 
 /** The Python extension's active interpreter for ``resource``, when that extension is installed. */
 async function pythonExtensionInterpreter(resource: vscode.Uri | undefined): Promise<string | undefined> {
@@ -122,7 +122,7 @@ export class HandoffClient implements HandoffServer, vscode.Disposable {
       const clientOptions: LanguageClientOptions = {
         // Handoff documents of this folder: the server checks their claims as they are
         // edited (diagnostics, hover, go to the session entry, links, a lens that counts).
-        documentSelector: handoffDocuments(folder.uri.fsPath),
+        documentSelector: handoffDocuments(folder.uri.fsPath, this.settings().checkDocuments, this.settings().stateFolder),
         workspaceFolder: folder,
         // The client's "[Info  - 12:00:00] …" lines and the server's stderr
         // ("2026-… WARNING …") at their own level, without a second timestamp.
@@ -274,10 +274,15 @@ export class HandoffClient implements HandoffServer, vscode.Disposable {
 
 /** The handoff documents of one folder, as a document selector: drafts and started texts
  * under `.handoff/`, `HANDOFF.md` and `handoff*.md` (the server checks their claims). */
-export function handoffDocuments(folder: string): { scheme: string; language: string; pattern: string }[] {
+export function handoffDocuments(
+  folder: string,
+  globs: readonly string[] = DEFAULT_CHECK_DOCUMENTS,
+  stateFolder = '.handoff',
+): { scheme: string; language: string; pattern: string }[] {
   const root = folder.replace(/\\/g, '/').replace(/\/$/, '');
+  const state = stateFolder.replace(/\\/g, '/').replace(/^\.\//, '').replace(/\/$/, '');
   return [
-    { scheme: 'file', language: 'markdown', pattern: `${root}/**/{HANDOFF.md,handoff*.md}` },
-    { scheme: 'file', language: 'markdown', pattern: `${root}/**/.handoff/{drafts,started}/*.md` },
+    { scheme: 'file', language: 'markdown', pattern: `${root}/**/${state}/{drafts,started}/*.md` },
+    ...globs.map((glob) => ({ scheme: 'file', language: 'markdown', pattern: `${root}/**/${glob.replace(/^(\*\*\/)+/, '')}` })),
   ];
 }

@@ -134,6 +134,8 @@ export const PaletteCommand = {
   loadPrepared: 'handoffUi.loadPrepared',
   restartServer: 'handoffUi.restartServer',
   showLog: 'handoffUi.showLog',
+  /** The check lens of a handoff document: its findings in the Problems panel. */
+  showChecks: 'handoffUi.showChecks',
 } as const;
 
 const COMMIT = 'Commit';
@@ -382,7 +384,7 @@ export class HandoffCommands {
 
   /** Starts an agent session from a draft's current text: the open draft ``draftId``
    * (from Generate's notification), else the active Markdown document. */
-  async startSessionFromDraft(draftId?: string): Promise<StartSessionResult | undefined> {
+  async startSessionFromDraft(draftId?: string, agentChosen?: string): Promise<StartSessionResult | undefined> {
     return this.guarded(async () => {
       const active = draftId !== undefined ? this.views.draftById(draftId) : this.views.activeDraft();
       if (!active) {
@@ -398,7 +400,8 @@ export class HandoffCommands {
         return undefined;
       }
       const origin = active.origin ?? {};
-      const agent = await this.ui.pick(
+      const known = agentChosen !== undefined && (Object.keys(AGENT_LABELS) as string[]).includes(agentChosen);
+      const agent = known ? (agentChosen as Agent) : await this.ui.pick(
         agentChoices(origin.sourceSession).map(({ agent, isDefault }) => ({
           label: AGENT_LABELS[agent],
           description: isDefault ? 'default · the agent of the source session' : undefined,
@@ -421,6 +424,12 @@ export class HandoffCommands {
       };
       const result = await this.call<StartSessionResult>(ServerCommand.startSession, params);
       await this.runStarted(result);
+      if (result.claims?.length) {
+        // Said, not held back: the person who edited the draft decides.
+        const named = result.claims.slice(0, 3).map((d) => `line ${d.line}: ${d.message}`).join('; ');
+        const more = result.claims.length > 3 ? ` (and ${result.claims.length - 3} more)` : '';
+        void this.ui.warn(`The handed-over text has ${result.claims.length} contradicted or dropped claim(s): ${named}${more}`);
+      }
       return result;
     });
   }
@@ -551,9 +560,9 @@ export class HandoffCommands {
     });
   }
 
-  async prepareFromDraft(): Promise<PrepareResult | undefined> {
+  async prepareFromDraft(draftId?: string): Promise<PrepareResult | undefined> {
     return this.guarded(async () => {
-      const active = this.views.activeDraft();
+      const active = draftId !== undefined ? this.views.draftById(draftId) : this.views.activeDraft();
       if (active?.draft) {
         const result = await this.call<PrepareResult>(ServerCommand.prepare, { draft: { ...active.draft, document: active.text } });
         await this.offerPrepared(result.prepared, 'Handoff');

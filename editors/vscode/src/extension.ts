@@ -54,13 +54,19 @@ export function activate(context: vscode.ExtensionContext): HandoffExtensionApi 
   register(PaletteCommand.recordContract, () => palette.recordContract());
   register(PaletteCommand.recordWork, () => palette.recordWork());
   register(PaletteCommand.handoffCurrentWork, () => palette.handoffCurrentWork());
-  register(PaletteCommand.prepareFromDraft, () => palette.prepareFromDraft());
-  // From the editor title the button passes its editor's URI: that draft, even when
-  // another editor has the focus.
+  // From the editor title the button passes its editor's URI, and a lens of the server
+  // its document's URI (a string) and the agent: that document, even when another editor
+  // has the focus.
+  const documentOf = (uri: unknown): string | undefined => {
+    const id = uri instanceof vscode.Uri ? uri.toString() : typeof uri === 'string' ? uri : undefined;
+    return id !== undefined && views.draftById(id) ? id : undefined;
+  };
   context.subscriptions.push(
-    vscode.commands.registerCommand(PaletteCommand.startSessionFromDraft, (uri?: unknown) =>
-      palette.startSessionFromDraft(uri instanceof vscode.Uri && views.draftById(uri.toString()) ? uri.toString() : undefined),
+    vscode.commands.registerCommand(PaletteCommand.prepareFromDraft, (uri?: unknown) => palette.prepareFromDraft(documentOf(uri))),
+    vscode.commands.registerCommand(PaletteCommand.startSessionFromDraft, (uri?: unknown, agent?: unknown) =>
+      palette.startSessionFromDraft(documentOf(uri), typeof agent === 'string' ? agent : undefined),
     ),
+    vscode.commands.registerCommand(PaletteCommand.showChecks, () => vscode.commands.executeCommand('workbench.actions.view.problems')),
   );
   register(PaletteCommand.commit, () => palette.commit());
   register(PaletteCommand.continue, () => palette.continue());

@@ -244,6 +244,18 @@ export interface StartSessionResult {
   /** The exact text handed over, saved under the state folder (workspace-relative). */
   documentPath: string;
   lineage: Record<string, unknown>;
+  /** What the handed-over text contradicts or dropped of its session (a warning). */
+  claims?: CheckDiagnostic[];
+}
+
+/** One finding of `handoff.check` (lines 1-based). */
+export interface CheckDiagnostic {
+  line: number;
+  endLine: number;
+  severity: 'error' | 'warning' | 'information' | 'hint';
+  code: string;
+  message: string;
+  evidence: Record<string, unknown>[];
 }
 
 /** Is ``value`` shaped like a PreparedHandoff (enough to hand back to the server)? */

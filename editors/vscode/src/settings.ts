@@ -10,6 +10,8 @@ export interface ServerSettings {
   scope?: string;
   stateFolder?: string;
   logLevel?: string;
+  /** Markdown files checked as handoffs besides drafts and started texts (globs). */
+  checkDocuments?: string[];
   generation: {
     provider?: string;
     maxPromptTokens?: number;
@@ -34,6 +36,15 @@ function strings(read: SettingsReader, key: string): string[] | undefined {
   return Array.isArray(value) && value.length > 0 && value.every((v) => typeof v === 'string') ? (value as string[]) : undefined;
 }
 
+/** A list of globs, an empty list kept (it turns the opt-in files off). */
+function globs(read: SettingsReader, key: string): string[] | undefined {
+  const value = read<unknown>(key);
+  return Array.isArray(value) && value.every((v) => typeof v === 'string' && v.trim()) ? (value as string[]).map((v) => v.trim()) : undefined;
+}
+
+/** The default of `handoff.checkDocuments` (the server's own default too). */
+export const DEFAULT_CHECK_DOCUMENTS = ['HANDOFF.md', 'handoff*.md'];
+
 /** Drops undefined keys so the server sees only what the user set (and its own defaults). */
 function compact<T extends object>(value: T): T {
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
@@ -45,6 +56,7 @@ export function serverSettings(read: SettingsReader): ServerSettings {
     scope: text(read, 'scope'),
     stateFolder: text(read, 'stateFolder'),
     logLevel: text(read, 'logLevel'),
+    checkDocuments: globs(read, 'checkDocuments'),
     generation: compact({
       provider: text(read, 'generation.provider'),
       maxPromptTokens: num(read, 'generation.maxPromptTokens'),
@@ -70,4 +82,4 @@ export function serverSettings(read: SettingsReader): ServerSettings {
 }
 
 /** Does a change of these settings need a new server process (rather than a settings push)? */
-export const RESTART_SETTINGS = ['handoff.server.python', 'handoff.stateFolder'];
+export const RESTART_SETTINGS = ['handoff.server.python', 'handoff.stateFolder', 'handoff.checkDocuments'];

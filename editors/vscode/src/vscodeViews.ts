@@ -1,6 +1,7 @@
 /** What the user sees in VS Code: the Markdown preview pane (a content provider on the
  * `handoff-preview:` scheme), editable drafts, and the status bar item. */
 
+import { readFileSync } from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import type { DraftDocument, DraftOrigin, HandoffServer, ReportView, Views } from './commands';
@@ -124,7 +125,7 @@ export class VscodeViews implements Views {
     if (editor && editor.document.languageId === 'markdown' && editor.document.uri.scheme !== PREVIEW_SCHEME) {
       this.lastMarkdown = editor.document;
     }
-    const isDraft = !!editor && this.drafts.has(editor.document.uri.toString());
+    const isDraft = !!editor && (this.drafts.has(editor.document.uri.toString()) || savedDraft(editor.document.uri) !== undefined);
     if (isDraft !== this.draftContext) {
       this.draftContext = isDraft;
       void vscode.commands.executeCommand('setContext', DRAFT_CONTEXT_KEY, isDraft);
@@ -147,8 +148,19 @@ export class VscodeViews implements Views {
     return this.preview.refresh();
   }
 
+  /** Opens the draft the server saved (`.handoff/drafts/<time>-<generation>.md`): it has
+   * a name, Save keeps the edits, the server checks its claims as it is edited, and it is
+   * still a draft after a reload. A server that saved none: an untitled document. */
   async openDraft(document: string, draft: HandoffDraft, origin: DraftOrigin = {}): Promise<string> {
-    const doc = await vscode.workspace.openTextDocument({ language: 'markdown', content: document });
+    const folder = vscode.workspace.workspaceFolders?.[0];
+    let doc: vscode.TextDocument | undefined;
+    if (origin.draftPath && folder) {
+      doc = await vscode.workspace.openTextDocument(vscode.Uri.joinPath(folder.uri, origin.draftPath)).then(
+        (opened) => opened,
+        () => undefined,
+      );
+    }
+    doc ??= await vscode.workspace.openTextDocument({ language: 'markdown', content: document });
     const id = doc.uri.toString();
     this.drafts.set(id, { draft, origin });
     const editor = await vscode.window.showTextDocument(doc, { preview: false });
@@ -159,7 +171,7 @@ export class VscodeViews implements Views {
   private describe(doc: vscode.TextDocument): DraftDocument {
     const name = doc.isUntitled ? doc.uri.path : path.basename(doc.uri.fsPath);
     const id = doc.uri.toString();
-    const known = this.drafts.get(id);
+    const known = this.drafts.get(id) ?? savedDraft(doc.uri);
     return { id, name, text: doc.getText(), draft: known?.draft, origin: known?.origin };
   }
 
@@ -175,6 +187,28 @@ export class VscodeViews implements Views {
   draftById(id: string): DraftDocument | undefined {
     const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === id);
     return doc && !doc.isClosed ? this.describe(doc) : undefined;
+  }
+}
+
+/** A draft file the server saved (`<state>/drafts/*.md` with its `.json` beside it):
+ * its structured draft and where it came from, so a draft opened after a reload (or from
+ * the Explorer) prepares and starts as one Generate opened. */
+export function savedDraft(uri: vscode.Uri): { draft: HandoffDraft; origin: DraftOrigin } | undefined {
+  if (uri.scheme !== 'file' || !uri.fsPath.endsWith('.md') || path.basename(path.dirname(uri.fsPath)) !== 'drafts') {
+    return undefined;
+  }
+  try {
+    const saved = JSON.parse(readFileSync(uri.fsPath.slice(0, -3) + '.json', 'utf8')) as Record<string, unknown>;
+    if (typeof saved.draft !== 'object' || saved.draft === null) {
+      return undefined;
+    }
+    const origin: DraftOrigin = {
+      generation: typeof saved.generation === 'string' ? saved.generation : undefined,
+      scope: typeof saved.scope === 'string' ? saved.scope : undefined,
+    };
+    return { draft: saved.draft as HandoffDraft, origin };
+  } catch {
+    return undefined;
   }
 }
 

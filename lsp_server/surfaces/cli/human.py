@@ -102,6 +102,8 @@ def _human_check(result: dict[str, Any]) -> str:
     """One line per finding (``FILE:LINE: severity code: message``), the notes, a count."""
     lines = [f"note: {n}" for n in result["notes"]]
     doc = result["document"]
+    if result.get("fixed"):
+        lines.append(f"fixed {len(result['fixed'])} finding(s) in {doc}: {'; '.join(result['fixed'])}")
     for d in result["diagnostics"]:
         lines.append(f"{doc}:{d['line']}: {d['severity']} {d['code']}: {d['message']}")
     c = result["counts"]

@@ -473,6 +473,12 @@ def _add_report_verbs(verb: _Verbs) -> None:
         metavar="FILE",
         help="the agent session it came from (default: a draft's own; else the workspace alone)",
     )
+    p.add_argument(
+        "--fix",
+        action="store_true",
+        help="write each finding's fix into FILE (drop a contradicted line, put the session's "
+        "last result in place of a stated one, restore what was dropped), then check again",
+    )
 
 
 def _add_store_verb(verb: _Verbs) -> None:

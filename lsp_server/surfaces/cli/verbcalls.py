@@ -226,7 +226,34 @@ def verb_check(args, svc):
     params: dict[str, Any] = {"document": str(Path(args.file).resolve())}
     if args.session:
         params["session"] = str(Path(args.session).expanduser().resolve())
-    return svc.call("handoff.check", params)
+    result = svc.call("handoff.check", params)
+    fixes = [d["fix"] for d in result["diagnostics"] if d.get("fix")]
+    if not getattr(args, "fix", False) or not fixes:
+        return result
+    return _fixed(svc, params, fixes)
+
+
+def _fixed(svc, params: dict[str, Any], fixes: list[dict[str, Any]]) -> dict[str, Any]:
+    """``handoff check --fix``: every finding's fix written into the document (replaced
+    whole, its mode kept), then the document checked again."""
+    import os
+    import tempfile
+
+    from ...claims.verdicts import apply_fixes
+
+    path = Path(params["document"])
+    text = path.read_bytes().decode("utf-8")
+    fixed = apply_fixes(text, fixes)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(fixed)
+        os.chmod(tmp, path.stat().st_mode & 0o7777)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return {**svc.call("handoff.check", params), "fixed": [f["title"] for f in fixes]}
 
 
 def verb_sessions(args, svc):

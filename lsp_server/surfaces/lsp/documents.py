@@ -377,7 +377,7 @@ class DocumentChecks:
 
     def lens(self, uri: str) -> list[types.CodeLens]:
         """The lenses on the first line: what the check found, counted (it shows the
-        findings), then Start in each agent and Prepare, from this text."""
+        findings), then Start in each agent from this text, and Prepare for a draft."""
         result = self.results.get(uri)
         if result is None:
             return []
@@ -401,12 +401,14 @@ class DocumentChecks:
                     ),
                 )
             )
-        lenses.append(
-            types.CodeLens(
-                range=at,
-                command=types.Command("Prepare", CLIENT_COMMANDS["prepare"], arguments=[uri]),
+        path = self._path(uri)
+        if path is not None and path.parent.name == "drafts":  # a draft has its structure
+            lenses.append(
+                types.CodeLens(
+                    range=at,
+                    command=types.Command("Prepare", CLIENT_COMMANDS["prepare"], arguments=[uri]),
+                )
             )
-        )
         return lenses
 
 

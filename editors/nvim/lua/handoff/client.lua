@@ -123,14 +123,105 @@ local function start(bufnr)
   return vim.lsp.start(config, { bufnr = bufnr, attach = normal, silent = false })
 end
 
+--- The Markdown files checked as handoffs besides drafts and started texts, as the
+--- server reads them (its `checkDocuments` setting).
+M.DEFAULT_CHECK_DOCUMENTS = { "HANDOFF.md", "handoff*.md" }
+
+local function setting(client, key)
+  for _, where in ipairs({ client.settings or {}, client.config.init_options or {} }) do
+    local section = where.handoff or where
+    if type(section) == "table" and section[key] ~= nil then
+      return section[key]
+    end
+  end
+  return nil
+end
+
+--- Does `glob` (a pattern of `checkDocuments`) match the path `parts` (inside the
+--- workspace) from its end, case ignored, as the server matches it?
+local function matches(glob, parts)
+  local want = {}
+  for _, part in ipairs(vim.split(glob:gsub("\\", "/"), "/", { plain = true })) do
+    if part ~= "" and part ~= "." and part ~= "**" then
+      want[#want + 1] = part
+    end
+  end
+  if #want == 0 or #want > #parts then
+    return false
+  end
+  for i, part in ipairs(want) do
+    local have = parts[#parts - #want + i]
+    if not vim.regex("\\c" .. vim.fn.glob2regpat(part)):match_str(have) then
+      return false
+    end
+  end
+  return true
+end
+
+--- Is `path` a handoff document the server checks: a draft or started text under the
+--- state folder, or a file the client's `checkDocuments` names?
+function M.is_handoff_document(client, path)
+  if not (path:match("%.md$") and contains(client.root_dir, path)) then
+    return false
+  end
+  local inside = vim.fs.normalize(path):sub(#vim.fs.normalize(client.root_dir) + 2)
+  local parts = vim.split(inside, "/", { plain = true })
+  local state = setting(client, "stateFolder") or ".handoff"
+  if #parts >= 3 and parts[#parts - 2] == state and (parts[#parts - 1] == "drafts" or parts[#parts - 1] == "started") then
+    return true
+  end
+  local globs = setting(client, "checkDocuments")
+  for _, glob in ipairs(type(globs) == "table" and globs or M.DEFAULT_CHECK_DOCUMENTS) do
+    if type(glob) == "string" and matches(glob, parts) then
+      return true
+    end
+  end
+  return false
+end
+
 --- Attaches the running handoff client of the buffer's workspace to a handoff document
---- (a draft, a started text, HANDOFF.md): the server then checks its claims as you edit
---- and reports them as diagnostics. Starts nothing (vim.lsp.enable("handoff") does).
+--- (a draft, a started text, HANDOFF.md, what `checkDocuments` names): the server then
+--- checks its claims as you edit and reports them as diagnostics, with code actions and
+--- lenses. Starts nothing (vim.lsp.enable("handoff") does).
 function M.attach_document(bufnr)
   local client = M.get(bufnr)
-  if client and not client:is_stopped() and not vim.lsp.buf_is_attached(bufnr, client.id) then
-    vim.lsp.buf_attach_client(bufnr, client.id)
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  if not client or client:is_stopped() or vim.lsp.buf_is_attached(bufnr, client.id) then
+    return
   end
+  if name == "" or not M.is_handoff_document(client, vim.fn.fnamemodify(name, ":p")) then
+    return
+  end
+  vim.lsp.buf_attach_client(bufnr, client.id)
+  -- The lenses (what the check found; Start in an agent; Prepare) follow its findings.
+  local refresh = function()
+    if vim.api.nvim_buf_is_valid(bufnr) and vim.lsp.buf_is_attached(bufnr, client.id) then
+      vim.lsp.codelens.refresh({ bufnr = bufnr })
+    end
+  end
+  vim.api.nvim_create_autocmd("DiagnosticChanged", { buffer = bufnr, callback = refresh })
+  vim.defer_fn(refresh, 200)
+end
+
+--- Runs an editor command a lens of the server names (the server has none of these:
+--- starting an agent opens a terminal here): Start in an agent, Prepare, the findings.
+function M.lens_command(command)
+  local args = command.arguments or {}
+  local buf = type(args[1]) == "string" and vim.uri_to_bufnr(args[1]) or 0
+  if not vim.api.nvim_buf_is_loaded(buf) then
+    return
+  end
+  local line = ({
+    ["handoffUi.startSessionFromDraft"] = "start " .. (args[2] or ""),
+    ["handoffUi.prepareFromDraft"] = "prepare",
+  })[command.command]
+  vim.api.nvim_buf_call(buf, function()
+    if line then
+      require("handoff").run(line)
+    else -- handoffUi.showChecks: the document's findings in its location list
+      vim.diagnostic.setloclist({ open = true, title = "Handoff: claims of " .. vim.fn.expand("%:t") })
+    end
+  end)
 end
 
 local ready_waiters = {}

@@ -449,14 +449,26 @@ function M.open_started(ctx, result, draft_buf, keep_focus)
   if type(opts.register) == "string" and opts.register ~= "" then
     vim.fn.setreg(opts.register, result.command)
   end
+  -- What the handed-over text contradicts or dropped of its session: said on the same
+  -- line, as a warning (not held back; each is a diagnostic of the draft).
+  local claims = #(result.claims or {})
+  local suffix = claims > 0 and ("  (%d claim(s) contradicted or dropped)"):format(claims) or ""
+  local level = claims > 0 and vim.log.levels.WARN or nil
   if open == "terminal" then
     open_terminal(result, ctx.client.root_dir, not keep_focus)
     notify_line(
       ("Handoff: started %s in a terminal split: "):format(label),
-      display_command(result.command, ctx.client.root_dir)
+      display_command(result.command, ctx.client.root_dir),
+      suffix,
+      level
     )
   else
-    notify_line(("Handoff: started %s; run: "):format(label), display_command(result.command, ctx.client.root_dir))
+    notify_line(
+      ("Handoff: started %s; run: "):format(label),
+      display_command(result.command, ctx.client.root_dir),
+      suffix,
+      level
+    )
   end
 end
 
@@ -478,11 +490,14 @@ S.start = {
       params.document = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n")
       params.generation = entry.generation
       params.scope = entry.scope
+    elseif vim.bo[buf].filetype == "markdown" and vim.bo[buf].buftype == "" then
+      -- A handoff written by hand (HANDOFF.md): its text, with no generation behind it.
+      params.document = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n")
     else
       async.fail(
         "refused",
         "Not a draft buffer: run :Handoff start in a buffer :Handoff generate opened "
-          .. "(or :Handoff start --revision REV)."
+          .. "or a Markdown handoff (or :Handoff start --revision REV)."
       )
     end
     if a.scope then

@@ -37,6 +37,11 @@ export function expect(locator: Locator, what: string) {
         const seen = await texts(locator);
         return { ok: seen.replace(/\s+/g, ' ').includes(text), seen };
       }),
+    notToContainText: (text: string, timeout = DEFAULT_TIMEOUT) =>
+      poll(`${what} should not contain ${JSON.stringify(text)}`, timeout, async () => {
+        const seen = await texts(locator);
+        return { ok: !seen.replace(/\s+/g, ' ').includes(text), seen };
+      }),
     toHaveText: (text: string, timeout = DEFAULT_TIMEOUT) =>
       poll(`${what} should read ${JSON.stringify(text)}`, timeout, async () => {
         const seen = await texts(locator);

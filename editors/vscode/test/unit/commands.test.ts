@@ -646,6 +646,19 @@ describe('palette commands', () => {
       assert.match(ui.shown[ui.shown.length - 1].message, /^Started pi from the draft in the terminal "Handoff: pi" \(session s2\.jsonl\)\.$/);
     });
 
+    it('a lens names the document and the agent: no pick, and the findings of the check are a warning', async () => {
+      const { server, ui, views, commands } = await generateDraft();
+      const finding = { line: 12, endLine: 12, severity: 'error', code: 'contradicted', message: 'The session never changed it.', evidence: [] };
+      server.handlers['handoff.startSession'] = (p) => ({ ...piStarted(p), claims: [finding] });
+      const steps = ui.steps.length;
+      const result = await commands.startSessionFromDraft(views.active!.id, 'claude');
+      assert.equal(ui.steps.length, steps, 'no agent pick');
+      assert.equal(server.paramsOf('handoff.startSession').agent, 'claude');
+      assert.equal(result?.claims?.length, 1);
+      const warned = ui.shown.filter((m) => m.kind === 'warn').map((m) => m.message);
+      assert.deepEqual(warned, ['The handed-over text has 1 contradicted or dropped claim(s): line 12: The session never changed it.']);
+    });
+
     it('offers oh-my-pi first for an omp source session', async () => {
       const { server, ui, views, commands } = await generateDraft();
       views.active!.origin = { ...views.active!.origin, sourceSession: { path: '/h/.omp/agent/sessions/--w--/s1.jsonl', format: 'pi' } };

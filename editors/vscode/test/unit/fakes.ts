@@ -190,7 +190,7 @@ export type Handler = (params: Record<string, unknown>, options: ExecuteOptions)
 /** Answers server commands from handlers and records every call. */
 export class RecordingServer implements HandoffServer {
   readonly calls: { command: string; params: Record<string, unknown> }[] = [];
-  constructor(private readonly handlers: Partial<Record<ServerCommandId, Handler>>) {}
+  constructor(readonly handlers: Partial<Record<ServerCommandId, Handler>>) {}
 
   async execute<R>(command: ServerCommandId, params: object, options: ExecuteOptions = {}): Promise<R> {
     this.calls.push({ command, params: params as Record<string, unknown> });
