@@ -4,8 +4,8 @@ dropped of the session's facts, as diagnostics with the evidence behind them."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
