@@ -96,6 +96,55 @@ class SessionEvidence:
     def pushed(self, branch: str) -> bool:
         return any(branch in g.detail for g in self.pushes)
 
+    def excerpt(self, entry: str) -> dict[str, str]:
+        """What the transcript says at ``entry``: its time, the tool call made there (its
+        name and command or arguments, cut) and the head of that call's result, secrets
+        replaced (what a hover on a claim shows)."""
+        if self._by_entry is None:
+            self._index_entries()
+        out: dict[str, str] = {}
+        t = self.facts.transcript
+        for m in self._by_entry.get(entry, ()):
+            if m.timestamp and "time" not in out:
+                out["time"] = m.timestamp
+            call = next(iter(m.tool_calls), None) if m.tool_calls else None
+            result = m if m.role == "tool" else None
+            if call is not None and "call" not in out:
+                out["call"] = _said(t.clean_text(_call_text(call)) or "", 200)
+                result = result or self._results.get(call.id or "")
+            if result is not None and "result" not in out:
+                out["result"] = _said(t.clean(result).text, 300)
+            if m.role == "user" and "said" not in out and m.text:
+                out["said"] = _said(t.clean(m).text, 300)
+        return out
+
+    _by_entry: dict[str, list] | None = None
+
+    def _index_entries(self) -> None:
+        self._by_entry, self._results = {}, {}
+        for m in self.facts.transcript.history:
+            if m.entry:
+                self._by_entry.setdefault(m.entry, []).append(m)
+            if m.role == "tool" and m.tool_call_id:
+                self._results[m.tool_call_id] = m
+
+
+def _call_text(call) -> str:
+    args = call.arguments
+    if isinstance(args, dict):
+        shown = args.get("command") or args.get("cmd") or args.get("path") or args.get("file_path")
+        if isinstance(shown, list):
+            shown = " ".join(map(str, shown))
+        if shown:
+            return f"{call.name}: {shown}"
+    return f"{call.name}: {args}" if args else call.name
+
+
+def _said(text: str, limit: int) -> str:
+    """``text`` on one line, at most ``limit`` characters."""
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
 
 class WorkspaceView:
     """The live workspace: its files (inside it only) and its git repository."""

@@ -563,6 +563,12 @@ def check_document(
     ]
     if facts is not None:
         diagnostics += dropped(document, facts, workspace)
+    if ev is not None:  # what each entry cited says, for a hover (shared dicts: once)
+        for item in [e for v in verdicts for e in v.evidence] + [
+            e for d in diagnostics for e in d.evidence
+        ]:
+            if item.get("entry") and "time" not in item:
+                item.update(ev.excerpt(item["entry"]))
     diagnostics.sort(key=lambda d: d.line)
     return CheckReport(verdicts, diagnostics, notes)
 

@@ -442,7 +442,10 @@ def test_continue_marks_which_claims_of_the_committed_document_still_hold(svc, w
     view = svc.call("handoff.continue", {"scope": SCOPE, "mode": "latest", "render": "preview"})
     said = view["markdown"]
     assert "- Line 4, **stale**: client/removed_since.py is not in the workspace now." in said
-    assert "- Line 6, **contradicted**: No record source/NoSuchRecord1 in this workspace's handoff store." in said
+    assert (
+        "- Line 6, **contradicted**: No record source/NoSuchRecord1 in this workspace's handoff store."
+        in said
+    )
     assert "Its claims against the workspace now: 1 hold · 1 stale · 1 contradicted" in said
     plain = svc.call("handoff.continue", {"scope": SCOPE, "mode": "latest"})
     assert "markdown" not in plain  # the plain read stays as fast as it was: no check

@@ -84,6 +84,9 @@ async def test_a_drafts_claims_are_diagnostics_on_open_and_after_each_edit(
     )
     said = await hover(parser_line)
     assert "**supported**" in said and "session entry `e" in said and str(session) in said
+    # The transcript at that entry: its time, the tool call, the head of its result.
+    assert "at 2026-" in said and "  - call: `edit: app/parser.py`" in said, said
+    assert "  - result: " in said
     assert await hover(0) is None  # the Goal heading claims nothing
 
     # Go to definition: the session entry of the edit, at its line of the session file.
@@ -249,7 +252,10 @@ async def test_pull_diagnostics_wait_for_the_check_of_the_version_asked_about(
     caps = types.ClientCapabilities(
         text_document=types.TextDocumentClientCapabilities(
             diagnostic=types.DiagnosticClientCapabilities(dynamic_registration=False)
-        )
+        ),
+        workspace=types.WorkspaceClientCapabilities(
+            diagnostics=types.DiagnosticWorkspaceClientCapabilities(refresh_support=True)
+        ),
     )
     lsp = await start_session(capabilities=caps)
     assert lsp.init.capabilities.diagnostic_provider.identifier == "handoff"
@@ -272,6 +278,14 @@ async def test_pull_diagnostics_wait_for_the_check_of_the_version_asked_about(
     ] == ["contradicted"]
     await asyncio.sleep(0.3)
     assert uri not in lsp.client.diagnostics  # nothing pushed to a client that pulls
+    assert lsp.client.diagnostic_refresh_count == 0  # edits: the client pulls by itself
+    # A save may follow a change of the workspace: the client is told to pull again.
+    lsp.client.text_document_did_save(
+        types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(uri=uri))
+    )
+    async with asyncio.timeout(10):
+        while lsp.client.diagnostic_refresh_count == 0:
+            await asyncio.sleep(0.05)
 
 
 async def test_the_check_documents_setting_opts_other_markdown_files_in(start_session, workspace):
@@ -292,3 +306,43 @@ async def test_the_check_documents_setting_opts_other_markdown_files_in(start_se
         assert default not in lsp.client.diagnostics
     else:
         assert list(await published(lsp, default)) == []
+
+
+async def test_each_verdict_reaches_the_editor_as_its_own_diagnostic(tmp_path, lsp, workspace):
+    """supported (no diagnostic), contradicted (error), stale and dropped (warnings),
+    unverifiable (hint), each on its line, over the real connection."""
+    planted = {
+        "contradicted": "- `app/cache.py` (edited)",
+        "unverifiable": "- Ran `make lint` (exit 0)",
+    }
+
+    def edit(text: str) -> str:
+        constraint = next(ln for ln in text.splitlines() if "public API" in ln and ln[:2] == "- ")
+        lines = "\n".join(planted.values())
+        return text.replace("### Done\n\n", f"### Done\n\n{lines}\n", 1).replace(
+            constraint + "\n", ""
+        )
+
+    uri, _text, edited = await draft_with(lsp, tmp_path, workspace, edit)
+    (workspace / "tests" / "test_parser.py").unlink()  # the file the session wrote: gone now
+    lsp.client.text_document_did_save(
+        types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(uri=uri))
+    )
+    diags = await published(lsp, uri)
+    lines = edited.splitlines()
+    by_code = {d.code: d for d in diags}
+    S = types.DiagnosticSeverity
+    for code, line in planted.items():
+        assert by_code[code].range.start.line == lines.index(line)
+    assert by_code["contradicted"].severity == S.Error
+    assert by_code["unverifiable"].severity == S.Hint
+    assert (by_code["stale"].severity, lines[by_code["stale"].range.start.line]) == (
+        S.Warning,
+        next(ln for ln in lines if ln.startswith("- `tests/test_parser.py`")),
+    )
+    dropped = by_code["dropped"]
+    assert dropped.severity == S.Warning and lines[dropped.range.start.line].startswith(
+        "## Constraints"
+    )
+    supported = next(i for i, ln in enumerate(lines) if ln.startswith("- `app/parser.py`"))
+    assert not [d for d in diags if d.range.start.line == supported]

@@ -135,6 +135,14 @@ class DocumentChecks:
         self._diagnostics: dict[str, list[types.Diagnostic]] = {}
         self._running: dict[str, asyncio.Task] = {}
         self._checked: dict[str, asyncio.Event] = {}
+        #: Documents whose next check follows a save: a pulling client is told to pull.
+        self._saved: set[str] = set()
+
+    @property
+    def _refreshes(self) -> bool:
+        """The client re-pulls when told (``workspace/diagnostic/refresh``)."""
+        caps = self.server.client_capabilities.workspace
+        return bool(caps and caps.diagnostics and caps.diagnostics.refresh_support)
 
     @property
     def pulled(self) -> bool:
@@ -166,10 +174,13 @@ class DocumentChecks:
             Path(folder.path) if folder is not None else None,
         )
 
-    def schedule(self, uri: str, delay: float = DEBOUNCE_SECONDS) -> None:
-        """Check ``uri`` after ``delay`` seconds without a newer edit."""
+    def schedule(self, uri: str, delay: float = DEBOUNCE_SECONDS, saved: bool = False) -> None:
+        """Check ``uri`` after ``delay`` seconds without a newer edit (``saved``: on a
+        save, when the workspace may have changed under an unchanged text)."""
         if not self.wanted(uri):
             return
+        if saved:
+            self._saved.add(uri)
         handle = self._pending.pop(uri, None)
         if handle is not None:
             handle.cancel()
@@ -241,6 +252,11 @@ class DocumentChecks:
         self._done(uri, version, result, diagnostics)
         if not self.pulled:
             self._publish(uri, diagnostics, version)
+        elif uri in self._saved and self._refreshes:
+            # After a save the workspace may have changed under the same text: a pulling
+            # client is told to ask again, and this check is the answer.
+            self._saved.discard(uri)
+            self.server.workspace_diagnostic_refresh(None)
 
     async def pull(self, uri: str) -> types.RelatedFullDocumentDiagnosticReport:
         """The diagnostics of the document as it is now: the check of this version,
@@ -250,12 +266,13 @@ class DocumentChecks:
         for _ in range(100):  # each round a newer version; an editor pauses typing
             version = self._version(uri)
             result = self.results.get(uri)
-            if result is not None and result["version"] == version:
+            running = self._running.get(uri)
+            busy = uri in self._pending or (running is not None and not running.done())
+            if result is not None and result["version"] == version and not busy:
                 return types.RelatedFullDocumentDiagnosticReport(
                     items=self._diagnostics.get(uri, []), result_id=f"{version}"
                 )
-            running = self._running.get(uri)
-            if uri not in self._pending and (running is None or running.done()):
+            if not busy:
                 self._start(uri)
             event = self._checked.setdefault(uri, asyncio.Event())
             try:
@@ -457,16 +474,37 @@ def _apart(fixes: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _evidence(evidence: list[dict[str, Any]]) -> str:
+    """The evidence behind a verdict as Markdown: each session entry with its time, the
+    tool call made there and the head of its result; files; commits; records."""
     said = []
     for e in evidence[:3]:
         if e.get("entry"):
             extra = ", ".join(str(e[k]) for k in ("outcome", "counts") if e.get(k))
-            said.append(f"session entry `{e['entry']}`" + (f" ({extra})" if extra else ""))
+            head = f"session entry `{e['entry']}`" + (f" ({extra})" if extra else "")
+            if e.get("time"):
+                head += f" at {e['time']}"
+            lines = [head]
+            if e.get("call"):
+                lines.append(f"  - call: `{_tick(e['call'])}`")
+            if e.get("result"):
+                lines.append(f"  - result: {_tick(e['result'])}")
+            if e.get("said"):
+                lines.append(f"  - the user: {_tick(e['said'])}")
+            said.append("\n".join(lines))
         elif e.get("file"):
             said.append(f"file `{e['file']}`")
         elif e.get("commit"):
             said.append(f"commit `{e['commit']}`")
-    return f" — evidence: {'; '.join(said)}" if said else ""
+        elif e.get("source"):
+            said.append(f"record `{e['source']}` ({e.get('kind')}, scope `{e.get('scope')}`)")
+    if not said:
+        return ""
+    return "\n\n- " + "\n- ".join(said)
+
+
+def _tick(text: str) -> str:
+    """Transcript text inside Markdown: no backticks, no markup that would run."""
+    return text.replace("`", "'").replace("<", "&lt;")
 
 
 def register(server: LanguageServer, checks: DocumentChecks) -> None:
@@ -483,7 +521,7 @@ def register(server: LanguageServer, checks: DocumentChecks) -> None:
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: Any, params: types.DidSaveTextDocumentParams) -> None:
-        checks.schedule(params.text_document.uri, 0)
+        checks.schedule(params.text_document.uri, 0, saved=True)
 
     @server.feature(
         types.TEXT_DOCUMENT_DIAGNOSTIC,
