@@ -119,6 +119,25 @@ class SessionEvidence:
         return out
 
     _by_entry: dict[str, list] | None = None
+    _shown: dict[str, str | None] | None = None
+
+    def shows(self, text: str) -> str | None:
+        """The entry of the first message of the session whose text, command or tool call
+        holds ``text`` (case and spacing ignored); None when none does. Kept per text:
+        an editor checks the same document on every edit."""
+        if self._shown is None:
+            self._shown = {}
+        key = " ".join(text.lower().split())
+        if key not in self._shown:
+            self._shown[key] = next(
+                (
+                    m.entry or ""
+                    for m in self.facts.transcript.history
+                    if key in " ".join(_message_text(m).lower().split())
+                ),
+                None,
+            )
+        return self._shown[key]
 
     def _index_entries(self) -> None:
         self._by_entry, self._results = {}, {}
@@ -127,6 +146,14 @@ class SessionEvidence:
                 self._by_entry.setdefault(m.entry, []).append(m)
             if m.role == "tool" and m.tool_call_id:
                 self._results[m.tool_call_id] = m
+
+
+def _message_text(m) -> str:
+    """A message's words as a search sees them: its text, command and tool calls' (the
+    first 20,000 characters of each: an error or a version is near the top)."""
+    parts = [m.text[:20_000] if m.text else "", m.command or ""]
+    parts += [_call_text(c) for c in m.tool_calls or ()]
+    return "\n".join(p for p in parts if p)
 
 
 def _call_text(call) -> str:

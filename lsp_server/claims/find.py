@@ -1,6 +1,6 @@
 """The checkable claims of a handoff document: files and what was done to them, commits,
-pushes, commands with their stated outcome and counts, the session's final state, and the
-store's records it cites (``source/<id>``)."""
+pushes, commands with their stated outcome and counts, the session's final state, error
+messages and codes, versions, and the store's records it cites (``source/<id>``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,18 @@ from dataclasses import dataclass
 from ..generation.check import is_command, is_path
 
 #: The kinds of claim the checker finds.
-KINDS = ("file", "status", "commit", "push", "run", "failing", "state", "source")
+KINDS = (
+    "file",
+    "status",
+    "commit",
+    "push",
+    "run",
+    "failing",
+    "state",
+    "source",
+    "error",
+    "version",
+)
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
@@ -37,6 +48,13 @@ _STRAIGHT_QUOTATION = re.compile(r"\"[^\"\n]{12,}\"")
 _UNKNOWN = re.compile(r"\bstatus (?:is )?unknown\b|\bunknown status\b", re.IGNORECASE)
 #: A line reporting what a git status showed: its files are that output's, not changes.
 _STATUS_LINE = re.compile(r"\bgit status\b", re.IGNORECASE)
+#: An error message or code as a document quotes it in a code span.
+_ERROR = re.compile(
+    r"\b[A-Z][A-Za-z]*(?:Error|Exception)\b|\berror(?:\[\w+\])?:|\b(?:TS|ERR_|E)\d{3,5}\b"
+    r"|\bE(?:NOENT|ACCES|EXIST|PERM|ADDRINUSE|CONNREFUSED|CONNRESET)\b"
+)
+#: A version in a code span: ``1.2.3``, ``v2.0``, ``pygls==2.0.1``, ``node@20.11``.
+_VERSION = re.compile(r"(?:[\w.-]+(?:==|@|>=|~=))?v?\d+\.\d+(?:\.\d+)?(?:[-+][0-9A-Za-z.]+)?")
 #: A cited record of the store (a Work Contract, a work state, a receipt…).
 _SOURCE_REF = re.compile(r"(?<![\w/])source/([A-Za-z0-9_-]{1,64})\b")
 _FIX_STEP = re.compile(r"\b(?:fix|repair|make .* pass|still fail\w*|failing)\b", re.IGNORECASE)
@@ -156,6 +174,12 @@ def find_claims(document: str) -> list[Claim]:
             out.append(run)
         for s in spans:
             span = s.group(1).strip()
+            if _VERSION.fullmatch(span):
+                out.append(Claim("version", n, section, span, text=full))
+                continue
+            if _ERROR.search(span) and not is_command(span) and not is_path(span):
+                out.append(Claim("error", n, section, span, text=full))
+                continue
             if is_path(span) and not is_command(span) and not _is_sha(span):
                 verb = _file_verb(line, s.end())
                 if _STATUS_LINE.search(line[: s.start()]):

@@ -305,11 +305,50 @@ def _check_source(c: Claim, sources: SourceLookup | None) -> Verdict:
     )
 
 
+#: The files that name a project's versions (its own and its dependencies').
+MANIFESTS = (
+    "pyproject.toml",
+    "package.json",
+    "Cargo.toml",
+    "go.mod",
+    "requirements.txt",
+    ".python-version",
+    ".nvmrc",
+    "setup.cfg",
+)
+
+
+def _check_shown(c: Claim, ev: SessionEvidence | None, ws: WorkspaceView) -> Verdict:
+    """An error message or a version: supported where the session shows it (a version:
+    or the workspace's manifests name it); else unverifiable, since it may come from
+    outside the session (CI, a person), which a hint says rather than an error."""
+    what = "error" if c.kind == "error" else "version"
+    entry = ev.shows(c.token) if ev is not None else None
+    if entry is not None:
+        return Verdict(c, "supported", f"The session shows this {what}.", _entries(entry))
+    if c.kind == "version":
+        bare = c.token.rsplit("=", 1)[-1].rsplit("@", 1)[-1].lstrip("v")
+        for name in MANIFESTS:
+            path = ws.file(name)
+            try:
+                if path is not None and bare in path.read_text(encoding="utf-8", errors="replace"):
+                    return Verdict(
+                        c, "supported", f"The workspace's {name} names it.", [{"file": str(path)}]
+                    )
+            except OSError:
+                continue
+    if ev is None:
+        return Verdict(c, "unverifiable", f"No session to look the {what} up in.")
+    return Verdict(c, "unverifiable", f"The session never shows this {what}.")
+
+
 def verdict_of(
     c: Claim, ev: SessionEvidence | None, ws: WorkspaceView, sources: SourceLookup | None = None
 ) -> Verdict:
     if c.kind == "source":
         return _check_source(c, sources)
+    if c.kind in ("error", "version"):
+        return _check_shown(c, ev, ws)
     if c.kind == "status":
         return _check_status(c, ev)
     if c.kind == "file":

@@ -482,3 +482,34 @@ def test_handoff_check_fix_writes_the_fixes_and_checks_again(tmp_path, checked):
     assert "fixed 2 finding(s)" in out.stdout and "Drop line" in out.stdout
     again = cli(ws, "check", "HANDOFF.md", "--session", str(facts.transcript.path), "--fix")
     assert again.returncode == 0 and "fixed" not in again.stdout  # nothing left to fix
+
+
+def test_an_error_the_session_shows_is_supported_with_its_entry_and_one_it_never_saw_a_hint(
+    tmp_path, repo
+):
+    sha = git(repo, "rev-parse", "--short=7", "HEAD")
+    msgs = messages(sha)
+    msgs[1:1] = [
+        assistant("", bash("b9", "python -m app")),
+        result("b9", "bash", "Traceback …\nValueError: bad header line 3", error=True),
+    ]
+    t = read_session(pi_session(tmp_path, repo, msgs))
+    facts = gather(t, repo)
+    doc = "## Critical Context\n\n- It raised `ValueError: bad header line 3` once.\n- And `KeyError: 'x'` later.\n"
+    by = {v.claim.token: v for v in check_document(doc, facts, repo).verdicts}
+    seen, unseen = by["ValueError: bad header line 3"], by["KeyError: 'x'"]
+    assert (seen.claim.kind, seen.code) == ("error", "supported") and seen.evidence[0]["entry"]
+    assert seen.evidence[0]["result"].startswith("Traceback")
+    assert (unseen.code, unseen.message) == ("unverifiable", "The session never shows this error.")
+
+
+def test_a_version_is_supported_by_the_session_or_the_workspaces_manifest(tmp_path, checked):
+    facts, _doc, ws, _ = checked
+    (ws / "pyproject.toml").write_text(
+        '[project]\nrequires-python = ">=3.11"\ndependencies = ["pygls==2.0.1"]\n'
+    )
+    doc = "## Key Decisions\n\n- Pinned `pygls==2.0.1`.\n- Moved to `v9.9.9`.\n"
+    by = {v.claim.token: v for v in check_document(doc, facts, ws).verdicts}
+    assert by["pygls==2.0.1"].code == "supported"
+    assert by["pygls==2.0.1"].message == "The workspace's pyproject.toml names it."
+    assert (by["v9.9.9"].claim.kind, by["v9.9.9"].code) == ("version", "unverifiable")
