@@ -79,11 +79,18 @@ class StdioSession:
             if "method" in message and "id" in message:  # a request to the client
                 self.send({"jsonrpc": "2.0", "id": message["id"], "result": None})
 
-    def initialize(self, workspace: Path | None) -> dict[str, Any]:
+    def initialize(
+        self, workspace: Path | None, capabilities: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         folders = [{"uri": workspace.as_uri(), "name": workspace.name}] if workspace else None
         reply = self.request(
             "initialize",
-            {"processId": None, "rootUri": None, "capabilities": {}, "workspaceFolders": folders},
+            {
+                "processId": None,
+                "rootUri": None,
+                "capabilities": capabilities or {},
+                "workspaceFolders": folders,
+            },
         )
         self.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
         return reply
