@@ -3,15 +3,22 @@ push (``SessionEvidence``), and the live workspace's files and git (``WorkspaceV
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from ..generation.facts import Change, Run, SessionFacts
 
 _HEX = re.compile(r"\b[0-9a-f]{7,40}\b")
+#: Files up to this size are hashed and counted for a hover; bigger ones by size only.
+DESCRIBED_BYTES = 4 * 1024 * 1024
+#: (path, size, mtime) -> what ``describe`` said of it.
+_DESCRIBED: dict[tuple[str, int, int], dict[str, Any]] = {}
 _MIDDLE_CUT = " … "
 
 
@@ -195,10 +202,72 @@ class WorkspaceView:
             return None
         return resolved if resolved == self.root or self.root in resolved.parents else None
 
+    def describe(self, path: Path) -> dict[str, Any]:
+        """A workspace file as evidence: its path, line count and sha256 now (files over
+        ``DESCRIBED_BYTES`` by size only)."""
+        out: dict[str, Any] = {"file": str(path)}
+        try:
+            st = path.stat()
+            if not path.is_file():
+                return out
+            key = (str(path), st.st_size, st.st_mtime_ns)
+            kept = _DESCRIBED.get(key)
+            if kept is None:
+                kept = {"bytes": st.st_size}
+                if st.st_size <= DESCRIBED_BYTES:
+                    data = path.read_bytes()
+                    kept["lines"] = data.count(b"\n") + (not data.endswith(b"\n") and bool(data))
+                    kept["sha256"] = hashlib.sha256(data).hexdigest()
+                if len(_DESCRIBED) > 512:
+                    _DESCRIBED.clear()
+                _DESCRIBED[key] = kept
+            out.update(kept)
+        except OSError:
+            pass
+        return out
+
+    def branches_with(self, sha: str) -> tuple[list[str], list[str]] | None:
+        """The local and the remote-tracking branches that hold the commit (None: no
+        repository, or git could not say); kept a few seconds (an editor checks on every
+        edit)."""
+        if self.git is None:
+            return None
+        return _kept_git((str(self.root), "branches", sha), lambda: self._branches_with(sha))
+
+    def _branches_with(self, sha: str) -> tuple[list[str], list[str]] | None:
+        found: list[list[str]] = []
+        for flag in ("--list", "--remotes"):
+            try:
+                done = subprocess.run(
+                    [
+                        self.git,
+                        "-C",
+                        str(self.root),
+                        "branch",
+                        flag,
+                        "--contains",
+                        sha,
+                        "--format=%(refname:short)",
+                    ],
+                    capture_output=True,
+                    text=True,
+                    timeout=5,
+                    check=False,
+                )
+            except (OSError, subprocess.TimeoutExpired):
+                return None
+            if done.returncode != 0:
+                return None
+            found.append([b for b in done.stdout.split() if b and not b.endswith("/HEAD")])
+        return found[0], found[1]
+
     def has_commit(self, sha: str) -> bool | None:
         """Whether the repository holds the commit; None when there is no repository."""
         if self.git is None:
             return None
+        return _kept_git((str(self.root), "has", sha), lambda: self._has_commit(sha))
+
+    def _has_commit(self, sha: str) -> bool | None:
         try:
             done = subprocess.run(
                 [self.git, "-C", str(self.root), "cat-file", "-e", f"{sha}^{{commit}}"],
@@ -209,6 +278,23 @@ class WorkspaceView:
         except (OSError, subprocess.TimeoutExpired):
             return None
         return done.returncode == 0
+
+
+#: Seconds a git answer is kept: an editor checks the same claims on every edit.
+GIT_KEPT_SECONDS = 5.0
+_GIT_KEPT: dict[tuple[str, str, str], tuple[float, Any]] = {}
+
+
+def _kept_git(key: tuple[str, str, str], ask: Any) -> Any:
+    now = time.monotonic()
+    kept = _GIT_KEPT.get(key)
+    if kept is not None and now - kept[0] < GIT_KEPT_SECONDS:
+        return kept[1]
+    value = ask()
+    if len(_GIT_KEPT) > 1024:
+        _GIT_KEPT.clear()
+    _GIT_KEPT[key] = (now, value)
+    return value
 
 
 def _resolves_to(folder: str, root: Path) -> bool:

@@ -210,17 +210,17 @@ def _check_file(c: Claim, ev: SessionEvidence | None, ws: WorkspaceView) -> Verd
     exists = path.exists()
     if c.said == "changed" and not exists:
         return Verdict(
-            c, "stale", f"{c.token} is not in the workspace now.", [{"file": str(path)}], ev is None
+            c, "stale", f"{c.token} is not in the workspace now.", [ws.describe(path)], ev is None
         )
     if c.said == "deleted" and exists:
         return Verdict(
-            c, "stale", f"{c.token} is in the workspace again.", [{"file": str(path)}], ev is None
+            c, "stale", f"{c.token} is in the workspace again.", [ws.describe(path)], ev is None
         )
     return verdict or Verdict(
         c,
         "unverifiable",
         "No session to check it against; the file is as stated here.",
-        [{"file": str(path)}],
+        [ws.describe(path)],
         True,
     )
 
@@ -234,10 +234,15 @@ def _check_commit(c: Claim, ev: SessionEvidence | None, ws: WorkspaceView) -> Ve
                 "stale",
                 f"Commit {c.token} is in the session but not in this repository now (rebased or reset?).",
             )
-        return Verdict(c, "supported", "The session shows this commit.")
+        where = _where(ws, c.token) if in_repo else ""
+        return Verdict(c, "supported", f"The session shows this commit{where}.")
     if in_repo:
         return Verdict(
-            c, "supported", "This repository has the commit.", [{"commit": c.token}], ev is None
+            c,
+            "supported",
+            f"This repository has the commit{_where(ws, c.token)}.",
+            [{"commit": c.token}],
+            ev is None,
         )
     if ev is None:
         if in_repo is None:
@@ -247,6 +252,18 @@ def _check_commit(c: Claim, ev: SessionEvidence | None, ws: WorkspaceView) -> Ve
         return Verdict(c, "contradicted", f"This repository has no commit {c.token}.", [], True)
     where = "" if in_repo is None else " or in this repository"
     return Verdict(c, "contradicted", f"No commit {c.token} in the session{where}.")
+
+
+def _where(ws: WorkspaceView, sha: str) -> str:
+    """Where the repository has a commit now: its branches, and whether any remote
+    branch holds it (pushed)."""
+    branches = ws.branches_with(sha)
+    if branches is None:
+        return ""
+    local, remote = branches
+    on = f" (on {', '.join(local[:3])}" if local else " (on no local branch"
+    pushed = f"; pushed: {', '.join(remote[:3])})" if remote else "; on no remote branch)"
+    return on + pushed
 
 
 def _check_state(c: Claim, ev: SessionEvidence) -> Verdict:
@@ -333,7 +350,7 @@ def _check_shown(c: Claim, ev: SessionEvidence | None, ws: WorkspaceView) -> Ver
             try:
                 if path is not None and bare in path.read_text(encoding="utf-8", errors="replace"):
                     return Verdict(
-                        c, "supported", f"The workspace's {name} names it.", [{"file": str(path)}]
+                        c, "supported", f"The workspace's {name} names it.", [ws.describe(path)]
                     )
             except OSError:
                 continue

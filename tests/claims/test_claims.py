@@ -147,6 +147,28 @@ def test_supported_a_commit_the_session_made(checked):
     facts, doc, ws, sha = checked
     doc = add_done(doc, f"- Committed `{sha}` on `main`")
     assert at(doc, check_document(doc, facts, ws), sha) == []
+    verdicts = [v for v in check_document(doc, facts, ws).verdicts if v.claim.token == sha]
+    v = next(v for v in verdicts if "on `main`" in v.claim.text)
+    branch = git(ws, "branch", "--show-current")
+    assert v.message == f"The session shows this commit (on {branch}; on no remote branch)."
+
+
+def test_a_file_as_evidence_is_its_lines_and_hash_now(checked):
+    import hashlib
+
+    facts, _doc, ws, _ = checked
+    (ws / "HANDOFF.md").write_text("x")
+    report = check_document("## Progress\n\n- `app/parser.py` (edited)\n", None, ws)
+    (v,) = report.verdicts
+    data = (ws / "app" / "parser.py").read_bytes()
+    assert v.evidence == [
+        {
+            "file": str(ws / "app" / "parser.py"),
+            "bytes": len(data),
+            "lines": data.count(b"\n"),
+            "sha256": hashlib.sha256(data).hexdigest(),
+        }
+    ]
 
 
 def test_contradicted_a_final_state_the_session_did_not_end_in(checked):

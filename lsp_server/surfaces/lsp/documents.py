@@ -492,7 +492,9 @@ def _evidence(evidence: list[dict[str, Any]]) -> str:
                 lines.append(f"  - the user: {_tick(e['said'])}")
             said.append("\n".join(lines))
         elif e.get("file"):
-            said.append(f"file `{e['file']}`")
+            now = [f"{e['lines']} lines"] if "lines" in e else []
+            now += [f"sha256 `{e['sha256'][:12]}`"] if "sha256" in e else []
+            said.append(f"file `{e['file']}`" + (f" now: {', '.join(now)}" if now else ""))
         elif e.get("commit"):
             said.append(f"commit `{e['commit']}`")
         elif e.get("source"):
