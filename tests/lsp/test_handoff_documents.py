@@ -45,7 +45,7 @@ def open_doc(lsp, uri: str, text: str, version: int = 1) -> None:
     )
 
 
-async def test_a_drafts_claims_are_diagnostics_on_open_and_after_each_edit(
+async def test_diagnostics_hover_definition_and_links_on_a_draft_as_it_is_edited(
     tmp_path, lsp, workspace
 ):
     session = pi_session(tmp_path, workspace, messages("abc1234"))
