@@ -66,9 +66,18 @@ class Run:
     stderr: str = ""
     returncode: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    #: The plugin's messages whole, oldest first (what :Handoff log shows).
+    history: list[str] = field(default_factory=list)
 
     def notes_at(self, level: int) -> list[str]:
         return [n["msg"] for n in self.notes if n["level"] == level]
+
+    def whole(self, note: str) -> str:
+        """The whole text of a notification that may have been cut to one line."""
+        if not note.endswith("… (:Handoff log)"):
+            return note
+        head = note.removesuffix("… (:Handoff log)")
+        return next(h for h in reversed(self.history) if h.startswith(head))
 
 
 ERROR, WARN, INFO = 4, 3, 2
@@ -83,6 +92,10 @@ def nvim_bin() -> str:
             "dependency ships one) or set HANDOFF_NVIM"
         )
     return found
+
+
+#: What a preview read as text must not show: HTML entities, file:// links.
+PREVIEW_MARKUP = re.compile(r"&(?:amp|lt|gt|quot|#\d+);|file://")
 
 
 @pytest.fixture
@@ -165,12 +178,17 @@ def run_nvim(nvim_bin: str, tmp_path: Path):
             progress=data.get("progress") or [],
             unanswered=data.get("unanswered", 0),
             messages=data.get("messages") or "",
+            history=[h["text"] for h in data.get("history") or []],
             stderr=proc.stderr,
             returncode=proc.returncode,
         )
         assert result.status == "ok", f"scenario failed: {result.error}\nnotes: {result.notes}"
         # Every scenario's settings must reach the server intact.
         assert "settings were ignored" not in result.messages, result.messages
+        # Every preview is read as text: no HTML entity, no file:// link (issue 39).
+        for shown in data.get("shown") or []:
+            bad = PREVIEW_MARKUP.findall(shown["text"])
+            assert not bad, f"the {shown['title']} preview shows {bad[:3]}:\n{shown['text'][:2000]}"
         return result
 
     return run

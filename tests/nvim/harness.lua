@@ -11,6 +11,20 @@ local H = {
 }
 
 local OUT = assert(os.getenv("HANDOFF_TEST_OUT"), "HANDOFF_TEST_OUT is not set")
+
+--- Every text a preview showed (each render and re-render), for the checks every
+--- scenario gets (no HTML entity, no file:// link: the preview is read as text).
+H.shown = {}
+vim.api.nvim_create_autocmd("User", {
+  pattern = "HandoffPreview",
+  callback = function(ev)
+    local buf = ev.data and ev.data.bufnr
+    if buf and vim.api.nvim_buf_is_valid(buf) then
+      local text = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n")
+      table.insert(H.shown, { title = ev.data.title, text = text })
+    end
+  end,
+})
 local TIMEOUT = tonumber(os.getenv("HANDOFF_TEST_TIMEOUT_MS") or "20000")
 
 local real_notify = vim.notify
@@ -196,6 +210,9 @@ local function write(status, err)
     prompts = H.prompts,
     progress = H.progress,
     unanswered = #H.answers,
+    shown = H.shown,
+    -- The plugin's messages whole (what :Handoff log shows; a notification may be cut).
+    history = package.loaded["handoff.msg"] and package.loaded["handoff.msg"].history or {},
     -- :messages holds what the LSP client echoed (window/showMessage).
     messages = vim.api.nvim_exec2("messages", { output = true }).output,
   }

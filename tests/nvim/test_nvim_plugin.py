@@ -91,7 +91,7 @@ def test_openapi_walkthrough_through_handoff_subcommands(run_nvim, workspace, tm
     assert ack_latest["code"] == "exact_target_required"
     assert ack_latest["message"] == expected
     assert [n["level"] for n in r["ack_latest_notes"]] == [ERROR]
-    assert expected in r["ack_latest_notes"][0]["msg"]
+    assert expected in run.whole(r["ack_latest_notes"][0]["msg"])
 
     # The exact acknowledgement went through the prompts (mode, revision, status, checks).
     ack = r["ack"]["result"]
@@ -269,12 +269,12 @@ def test_settings_refusals_and_checkhealth(run_nvim, workspace, tmp_path):
 
     # Usage errors name the problem; they reach no server.
     assert r["usage_notes"][0]["level"] == ERROR
-    assert 'unknown subcommand "frobnicate"' in r["usage_notes"][0]["msg"]
+    assert 'unknown subcommand "frobnicate"' in run.whole(r["usage_notes"][0]["msg"])
     assert r["usage_notes"][1]["msg"] == "Handoff report: unknown option --bogus."
 
     # Extra words are refused (before any prompt or request), naming them.
     assert [(d["ok"], d["kind"]) for d in r["extra_words"]] == [(False, "refused")] * 5
-    assert [n["msg"] for n in r["extra_notes"]] == [
+    assert [run.whole(n["msg"]) for n in r["extra_notes"]] == [
         'Handoff current: unexpected "|" "Handoff" "commit": current takes no words '
         "(| does not chain :Handoff commands: run each on a line of its own).",
         'Handoff sessions: unexpected "now": sessions takes no words.',
@@ -295,18 +295,18 @@ def test_settings_refusals_and_checkhealth(run_nvim, workspace, tmp_path):
     bad = r["bad_outcome"]
     assert (bad["ok"], bad["code"]) == (False, "invalid_status")
     assert "'finished'" in bad["message"]
-    assert f"Handoff outcome: {bad['message']}" in run.notes_at(ERROR)
+    assert f"Handoff outcome: {bad['message']}" in [run.whole(n) for n in run.notes_at(ERROR)]
 
     # The refusal names the setting to set in vim.g.handoff, not the CLI's --model.
     assert (r["no_model"]["ok"], r["no_model"]["code"]) == (False, "invalid_params")
-    assert [n["msg"] for n in r["no_model_notes"]] == [
+    assert [run.whole(n["msg"]) for n in r["no_model_notes"]] == [
         "Handoff generate: The openai provider needs a model: set "
         "vim.g.handoff.generation.openai.model."
     ]
 
     # No agent session: the refusal names the workspace and the folders searched.
     assert (r["no_sessions"]["ok"], r["no_sessions"]["kind"]) == (False, "refused")
-    [none] = [n["msg"] for n in r["no_sessions_notes"]]
+    [none] = [run.whole(n["msg"]) for n in r["no_sessions_notes"]]
     home = tmp_path / "home"
     assert none == (
         f"Handoff generate: No agent sessions of {workspace.resolve()} in "
@@ -470,9 +470,9 @@ def test_generate_opens_a_draft_that_starts_a_session_prepares_and_commits(
 
     # Outside a draft buffer: refused, naming what to do.
     assert (r["start_elsewhere"]["ok"], r["start_elsewhere"]["kind"]) == (False, "refused")
-    assert [n["msg"] for n in r["start_elsewhere_notes"]] == [
+    assert [run.whole(n["msg"]) for n in r["start_elsewhere_notes"]] == [
         "Handoff start: Not a draft buffer: run :Handoff start in a buffer :Handoff generate "
-        "opened (or :Handoff start --revision REV)."
+        "opened or a Markdown handoff (or :Handoff start --revision REV)."
     ]
 
     # The edited draft was prepared (its text is the document), then committed.
@@ -511,8 +511,8 @@ def test_help_file_has_the_tags_of_every_subcommand(nvim_bin, tmp_path):
     tags = {line.split("\t")[0] for line in (doc / "tags").read_text().splitlines()}
     subcommands = re.findall(
         r"^(?:S\.(\w+) = \{)", (PLUGIN / "lua/handoff/commands.lua").read_text(), re.M
-    )
-    assert len(subcommands) == 13
+    ) + re.findall(r"^(?:M\.(\w+) = \{)", (PLUGIN / "lua/handoff/maintenance.lua").read_text(), re.M)
+    assert len(subcommands) == 15
     assert {f":Handoff-{name}" for name in subcommands} <= tags
     assert {"handoff", ":Handoff", "g:handoff", "handoff-health"} <= tags
     # The shipped doc/tags is what :helptags makes of the help file (regenerate it with
@@ -815,3 +815,24 @@ def test_a_handoff_document_gets_the_servers_findings_as_diagnostics(run_nvim, w
     assert r["after_edit"] == ["## Progress", "", "- `client/pets_client.py` (edited)"]
     assert r["after_fix"] == 0
     assert r["opted"] == [True, False, True, True, False, False]
+
+
+def test_refusals_fit_one_line_at_80_columns_and_handoff_log_has_them_whole(run_nvim, workspace):
+    (workspace / "HANDOFF.md").write_text("## Progress\n\n- `client/pets_client.py` (edited)\n")
+    run = run_nvim("refusals", workspace)
+    r = run.results
+    assert r["columns"] == 80
+    refused = r["refused"]
+    assert len(refused) >= 5, refused
+    for n in refused:  # one line within the command line's room: no hit-enter prompt
+        assert "\n" not in n["msg"] and len(n["msg"]) <= r["echospace"], n
+    cut = [n for n in refused if n["msg"].endswith("(:Handoff log)")]
+    assert cut, refused  # the long ones say where the rest is
+    assert not [e for e in r["events"] if e["kind"] == "return_prompt"], r["events"]
+    log = r["log_text"]
+    assert log.startswith("# Handoff messages")
+    assert "An acknowledgement binds an exact target" in log
+    for n in cut:  # each cut message is whole in the log
+        assert run.whole(n["msg"]) in log, (n, log)
+    assert r["restart"]["ok"] is True
+    assert r["restarted"] == {"old_stopped": True, "new_id": True, "attached": True}

@@ -516,7 +516,7 @@ S.sessions = {
   flags = {},
   run = function(ctx)
     -- The server writes the list (templates/sessions.md.j2).
-    show_view(ctx, "sessions", "handoff.sessions", { render = "preview" }, report_markdown)
+    show_view(ctx, "sessions", "handoff.sessions", { render = "terminal" }, report_markdown)
   end,
 }
 
@@ -749,7 +749,7 @@ S.continue = {
     local client = ctx.client
     -- The server writes the view (templates/continue.md.j2): the selection, the checks
     -- to make, then the handoff report of what was selected.
-    params.render = "preview"
+    params.render = "terminal"
     local result = client_mod.call(client, "handoff.continue", params)
     remember(ctx).continued = {
       mode = result.mode,
@@ -970,18 +970,9 @@ S.report = {
   end,
 }
 
-S.cancel = {
-  nargs = 0,
-  desc = "cancel a running generation (or report)",
-  flags = {},
-  local_only = true,
-  run = function()
-    local n = client_mod.cancel()
-    if n == 0 then
-      info("No handoff generation is running.")
-    end
-    return { cancelled = n }
-  end,
-}
+-- :Handoff log, restart and cancel: the plugin's upkeep (handoff/maintenance.lua).
+for name, spec in pairs(require("handoff.maintenance")) do
+  S[name] = spec
+end
 
 return M

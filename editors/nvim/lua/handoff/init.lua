@@ -59,21 +59,20 @@ function M.run(line)
   end
   local spec = M.subcommands[sub]
   if not spec then
-    vim.notify(
-      ("Handoff: unknown subcommand %q; one of %s."):format(sub, table.concat(names(), ", ")),
-      vim.log.levels.ERROR
-    )
+    local unknown = ("Handoff: unknown subcommand %q; one of %s."):format(sub, table.concat(names(), ", "))
+    msg.notify(unknown, vim.log.levels.ERROR)
+    done_event({ subcommand = sub, ok = false, kind = "refused", message = unknown })
     return
   end
   local parsed, err = args.parse(words, spec.flags)
   if not parsed then
-    vim.notify(("Handoff %s: %s."):format(sub, err), vim.log.levels.ERROR)
+    msg.notify(("Handoff %s: %s."):format(sub, err), vim.log.levels.ERROR)
     done_event({ subcommand = sub, ok = false, kind = "refused", message = err })
     return
   end
   local extra = commands.extra_words(sub, spec, parsed)
   if extra then
-    vim.notify(("Handoff %s: %s"):format(sub, extra), vim.log.levels.ERROR)
+    msg.notify(("Handoff %s: %s"):format(sub, extra), vim.log.levels.ERROR)
     done_event({ subcommand = sub, ok = false, kind = "refused", message = extra })
     return
   end

@@ -25,23 +25,42 @@ function M.one_line(msg)
   return M.fit(text, M.width())
 end
 
---- vim.notify of one line; a message that had to be cut goes whole to the LSP log.
---- Refusals (ERROR) are kept whole: the server's words are what to act on.
+--- Every message the plugin showed, whole, oldest first (`:Handoff log` shows them).
+M.history = {}
+local HISTORY = 200
+
+local function remember(text, level)
+  table.insert(M.history, { time = os.date("%H:%M:%S"), level = level, text = text })
+  if #M.history > HISTORY then
+    table.remove(M.history, 1)
+  end
+end
+
+--- vim.notify of one line that fits the command line (no "Press ENTER"), refusals
+--- too: a message that had to be cut says where the whole of it is (`:Handoff log`).
 function M.notify(msg, level)
-  if level == vim.log.levels.ERROR then
-    vim.notify((tostring(msg):gsub("%s*\n+%s*", " · ")), level)
-    return
+  local whole = tostring(msg):gsub("%s*\n+%s*", " · "):gsub("%s+$", "")
+  level = level or vim.log.levels.INFO
+  remember(whole, level)
+  local line = whole
+  if vim.fn.strdisplaywidth(whole) > M.width() then
+    -- The head is what to act on: cut at the end, then say where the rest is.
+    local hint = "… (:Handoff log)"
+    local room = math.max(M.width() - vim.fn.strdisplaywidth(hint), 20)
+    line = vim.fn.strcharpart(whole, 0, room):gsub("%s+$", "") .. hint
+    while vim.fn.strdisplaywidth(line) > M.width() and room > 20 do
+      room = room - 1
+      line = vim.fn.strcharpart(whole, 0, room):gsub("%s+$", "") .. hint
+    end
+    vim.lsp.log.info("handoff", whole)
   end
-  local line = M.one_line(msg)
-  if line ~= tostring(msg) then
-    vim.lsp.log.info("handoff", tostring(msg))
-  end
-  vim.notify(line, level or vim.log.levels.INFO)
+  vim.notify(line, level)
 end
 
 --- One line `prefix .. variable .. suffix`, only `variable` cut when it is too long.
 function M.notify_parts(prefix, variable, suffix, level)
   suffix = suffix or ""
+  remember(prefix .. variable .. suffix, level or vim.log.levels.INFO)
   local room = M.width() - vim.fn.strdisplaywidth(prefix .. suffix)
   vim.notify(prefix .. M.fit(variable, math.max(room, 8)) .. suffix, level or vim.log.levels.INFO)
 end
