@@ -435,7 +435,8 @@ def test_cli_report_views_and_json(svc, walk, workspace, tmp_path):
     prepared_file = tmp_path / "prepared.json"
     prepared_file.write_text(json.dumps(walk["prepared"]))
     proc = _handoff("report", "handoff", "--prepared", str(prepared_file), *common)
-    assert proc.returncode == 0 and "# Handoff (prepared, not committed)" in proc.stdout
+    # The walk committed this value: the heading says so (issue 39).
+    assert proc.returncode == 0 and "# Handoff (prepared; committed as handoff/" in proc.stdout
     proc = _handoff("report", "handoff", "--revision", "handoff/none@4", *common)
     assert proc.returncode == 1 and "revision_not_found" in proc.stderr
     assert proc.stdout == ""
@@ -542,3 +543,18 @@ def test_vscode_render_links_cited_files_from_the_workspace_root_at_their_line(
     assert "&amp;&amp;" in vscode and "<b>" not in vscode
     for kind in ("continuity", "history", "lineage"):
         assert "file://" not in report(svc, kind, render="vscode")["markdown"]
+
+
+def test_the_prepared_continue_view_of_a_committed_value_says_it_was_committed(svc, workspace):
+    """Not "not committed" above "this exact value was committed as …@1" (issue 39)."""
+    from ..helpers import SCOPE, draft, record_contract
+
+    contract = record_contract(svc)
+    prepared = svc.call("handoff.prepare", {"scope": SCOPE, "draft": draft(contract)})["prepared"]
+    params = {"scope": SCOPE, "mode": "prepared", "prepared": prepared, "render": "terminal"}
+    before = svc.call("handoff.continue", params)["markdown"]
+    assert "This prepared handoff is not committed (based on no revision)." in before
+    revision = svc.call("handoff.commit", {"scope": SCOPE, "prepared": prepared})["revision"]
+    after = svc.call("handoff.continue", params)["markdown"]
+    assert "not committed" not in after
+    assert f"This exact prepared value was committed as `{revision}`" in after
