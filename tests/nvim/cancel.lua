@@ -29,6 +29,8 @@ H.main(function()
     return #vim.fn.getbufinfo({ buflisted = 1 })
   end
   R("buffers_before", listed())
+  vim.g.handoff_ui = { progress_echo = true }
+  H.track_messages()
   local wait, finished = H.start("generate --session " .. vim.fn.fnameescape(SESSION))
   H.wait(function()
     return #marked() > 0 or finished()
@@ -37,6 +39,9 @@ H.main(function()
     error("generate ended before it could be cancelled: " .. vim.inspect(wait(0)))
   end
   R("pids_before", marked())
+  vim.wait(300)
+  vim.cmd("redraw")
+  R("progress_echoed", vim.deepcopy(H.area_events))
   R("busy_before", require("handoff").busy())
 
   local t0 = vim.uv.hrtime()

@@ -53,9 +53,10 @@ H.main(function()
   R("targets", preview.targets("- evidence: client/pets_client.py:2 (lines 2–3) sha256 `ab`", root, "handoff"))
   R("nothing", preview.targets("Every cited file and Source could be read", root, "handoff"))
 
-  -- A session in the sessions list: <CR> starts a generate from it.
+  -- A session in the sessions list: <CR> asks for a focus, then generates from it.
   H.handoff("sessions")
   R("session_line", cursor_on("%.jsonl"))
+  H.answer("the parser")
   press_enter()
   R("generate", H.wait_done("generate"))
 end)

@@ -225,6 +225,17 @@ def test_handoff_cancel_stops_a_slow_generation(run_nvim, workspace, tmp_path):
     assert r["pids_before"], "the generation subprocess never started"
     assert r["busy_before"] is True
     assert any(p["kind"] == "begin" and p["cancellable"] for p in run.progress)
+    # Echoed as one line with the cancel hint, every report too (only "begin" says it
+    # is cancellable), the title said once.
+    echoed = [
+        e["text"]
+        for e in r["progress_echoed"]
+        if e["text"] and not e["text"].startswith("Handoff: starting")
+    ]
+    assert echoed and all(t.endswith("(:Handoff cancel)") for t in echoed), echoed
+    for t in echoed:
+        title = t.split(":", 1)[0]
+        assert t.count(title) == 1 or title == "handoff", t
 
     # :Handoff cancel ended the request as cancelled (not failed), quickly.
     done = r.get("done")
@@ -625,7 +636,8 @@ def test_a_finished_generation_never_steals_focus(run_nvim, workspace, tmp_path)
     # With generation.startSession the agent's terminal also opened beside, unfocused.
     for seen in (second, r["after_started"]):
         assert (seen["win"], seen["buf"], seen["mode"]) == (before["win"], before["buf"], "i")
-    assert r["after_started"]["draft_windows"] == 2
+    # The second draft took the first one's window: one draft split, not one per generate.
+    assert r["after_started"]["draft_windows"] == 1
     assert r["after_started"]["terminal_windows"] == 1
     assert r["typed"] == ["Typing in notes"]
     assert run.notes_at(ERROR) == []
@@ -743,11 +755,13 @@ def test_enter_in_a_preview_opens_the_file_revision_or_session(run_nvim, workspa
     assert (target["kind"], target["lnum"]) == ("file", 2)
     assert Path(target["value"]) == workspace / "client" / "pets_client.py"
     assert r["nothing"] == []
-    # On a session: a generate from it (the draft opened).
+    # On a session: a focus asked for, then a generate from it with that focus.
     assert str(session) in r["session_line"]
+    assert run.prompts[-1] == "Focus (optional): "
     gen = r["generate"]
     assert gen["ok"], gen
     assert gen["result"]["sourceSession"]["path"] == str(session)
+    assert "the parser" in gen["result"]["document"].split("## Goal", 1)[1][:2000]
     assert run.notes_at(ERROR) == []
 
 

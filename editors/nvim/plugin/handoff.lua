@@ -48,6 +48,7 @@ vim.api.nvim_create_autocmd({ "BufReadPost", "BufNewFile" }, {
   end,
 })
 
+local begun = {} -- "client:token" -> { title, cancellable } of a running progress
 vim.api.nvim_create_autocmd("LspProgress", {
   group = group,
   desc = "Track cancellable handoff progress and echo it",
@@ -61,18 +62,34 @@ vim.api.nvim_create_autocmd("LspProgress", {
     if ui.progress_echo == false then
       return
     end
+    local token = ev.data.params.token
     local value = (ev.data.params or {}).value or {}
-    if require("handoff.client").is_quiet(ev.data.params.token, value.kind) then
+    if require("handoff.client").is_quiet(token, value.kind) then
       return -- a preview refreshing in the background
     end
+    -- The title and whether it can be cancelled come with "begin" only: kept per token.
+    local key = tostring(ev.data.client_id) .. ":" .. tostring(token)
+    if value.kind == "begin" then
+      begun[key] = { title = value.title, cancellable = value.cancellable }
+    end
+    local first = begun[key] or {}
     if value.kind == "end" then
       -- Nothing on end: an empty echo would wipe the confirmation that follows.
+      begun[key] = nil
       return
     end
+    if value.cancellable ~= nil then
+      first.cancellable = value.cancellable
+    end
+    local title = value.title or first.title or "handoff"
+    local message = value.message
+    if message and (message == title or vim.startswith(message, title)) then
+      title, message = message, nil -- said once
+    end
     local text = ("%s%s%s"):format(
-      value.title or "handoff",
-      value.message and (": " .. value.message) or "",
-      value.cancellable and "  (:Handoff cancel)" or ""
+      title,
+      message and (": " .. message) or "",
+      first.cancellable and "  (:Handoff cancel)" or ""
     )
     vim.api.nvim_echo({ { require("handoff.msg").one_line(text) } }, false, {})
   end,

@@ -338,8 +338,16 @@ function M.open_draft(ctx, result)
     sourceSession = result.sourceSession,
     draftPath = result.draftPath,
   })
-  -- A split of its own, never entered: a generation can end while you type elsewhere
-  -- (the current window and the mode stay as they are).
+  -- The window of a draft already shown takes the new one (one draft split, not one
+  -- per generate); else a split of its own, never entered: a generation can end while
+  -- you type elsewhere (the current window and the mode stay as they are).
+  for _, win in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+    local shown = vim.api.nvim_win_get_buf(win)
+    if shown ~= buf and M.drafts[shown] and win ~= vim.api.nvim_get_current_win() then
+      vim.api.nvim_win_set_buf(win, buf)
+      return buf
+    end
+  end
   M.open_window(buf, false)
   return buf
 end
@@ -433,6 +441,9 @@ local function open_terminal(result, root, enter)
   if job <= 0 then
     vim.api.nvim_buf_delete(buf, { force = true })
     async.fail("refused", ("The terminal did not start (%s): %s"):format(job, result.command))
+  end
+  if enter then
+    vim.cmd.startinsert() -- the agent takes the keys (Terminal mode), as :terminal does
   end
   vim.b[buf].handoff_started = result
   return buf

@@ -118,7 +118,7 @@ local function work_window()
 end
 
 --- `<CR>`: on a cited path, opens the file at its line (in the window you came from);
---- on a revision, shows that handoff; on a session, starts a generate from it. The
+--- on a revision, shows that handoff; on a session, asks for a focus, then generates. The
 --- target under the cursor, else the first on the line.
 function M.follow()
   local line = vim.api.nvim_get_current_line()
@@ -138,7 +138,20 @@ function M.follow()
   if target.kind == "revision" then
     require("handoff").run("report handoff " .. target.value)
   elseif target.kind == "session" then
-    require("handoff").run("generate --session " .. target.value:gsub("([%s\"'\\])", "\\%1"))
+    -- As :Handoff generate asks when it picks the session: a focus first (Esc: nothing).
+    vim.ui.input({ prompt = "Focus (optional): " }, function(focus)
+      if focus == nil then
+        return
+      end
+      local escape = function(s)
+        return (s:gsub("([%s\"'\\])", "\\%1"))
+      end
+      local line = "generate --session " .. escape(target.value)
+      if vim.trim(focus) ~= "" then
+        line = line .. " " .. escape(vim.trim(focus))
+      end
+      require("handoff").run(line)
+    end)
   else
     vim.api.nvim_set_current_win(work_window())
     vim.cmd.edit(vim.fn.fnameescape(target.value))
