@@ -100,4 +100,11 @@ H.main(function()
   -- :checkhealth handoff.
   vim.cmd("checkhealth handoff")
   R("health", table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n"))
+
+  -- A state file moved aside as damaged (as the store does): not "OK" any more.
+  local folder = vim.fn.getcwd() .. "/.handoff"
+  assert(vim.uv.fs_rename(folder .. "/state.json", folder .. "/state.json.corrupt-20261205T120000-abcdef"))
+  vim.cmd("checkhealth handoff")
+  R("health_corrupt", table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n"))
+  assert(vim.uv.fs_rename(folder .. "/state.json.corrupt-20261205T120000-abcdef", folder .. "/state.json"))
 end)

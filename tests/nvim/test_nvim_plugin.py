@@ -367,6 +367,9 @@ def test_settings_refusals_and_checkhealth(run_nvim, workspace, tmp_path):
     assert re.search(r"handoff.ping answered: version \d+\.\d+", health), health
     assert f"Client 1 running for {workspace}" in health
     assert "State folder" in health
+    corrupt = r["health_corrupt"]
+    assert "ERROR State folder" in corrupt and "moved aside as state.json.corrupt-20261205T120000" in corrupt
+    assert "handoff store repair" in corrupt and "OK State folder" not in corrupt
     assert "ERROR" not in health, health
 
 

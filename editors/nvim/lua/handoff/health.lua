@@ -144,7 +144,25 @@ function M.check()
       health.warn("handoff.ping did not answer (server too old, or busy).")
     end
     local folder = (client.root_dir or vim.fn.getcwd()) .. "/" .. (settings.stateFolder or ".handoff")
-    if vim.uv.fs_stat(folder) then
+    local moved = vim.tbl_map(vim.fs.basename, vim.fn.glob(folder .. "/state.json.corrupt-*", false, true))
+    local live = vim.uv.fs_stat(folder .. "/state.json")
+    local repair = "Repair it: `handoff store repair` in the workspace (restore from the journal and segments, or start over), then :Handoff restart."
+    if not live and (#moved > 0 or vim.uv.fs_stat(folder .. "/store-id")) then
+      -- The store is damaged: the server refuses to read or write it until it is repaired.
+      health.error(
+        ("State folder %s: %s"):format(
+          folder,
+          #moved > 0 and ("a damaged state file was moved aside as %s"):format(table.concat(moved, ", "))
+            or "its state file is missing (the store existed: store-id is there)"
+        ),
+        { repair }
+      )
+    elseif #moved > 0 then
+      health.warn(
+        ("State folder %s: a damaged state file was moved aside earlier as %s."):format(folder, table.concat(moved, ", ")),
+        { "The store was repaired since; delete the copy once you no longer need it." }
+      )
+    elseif vim.uv.fs_stat(folder) then
       health.ok(("State folder: %s"):format(folder))
     else
       health.info(("State folder %s does not exist yet (written on the first record)."):format(folder))
