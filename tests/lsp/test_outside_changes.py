@@ -58,3 +58,16 @@ async def test_the_watch_can_be_turned_off(start_session, workspace):
     await cli(workspace, "handoff.contract", {"scope": SCOPE, **CONTRACT})
     await asyncio.sleep(1.5)
     assert lsp.changes == []
+
+
+async def test_a_refused_command_does_not_swallow_an_outside_change(start_session, workspace):
+    """Another process writes, then a command of this server is refused before the watch
+    looked: the refusal changed nothing, so the outside write is still announced."""
+    lsp = await start_session(env={"HANDOFF_WATCH_SECONDS": "3"})
+    await lsp.call("handoff.report", {"scope": SCOPE, "kind": "history"})  # served
+    await cli(workspace, "handoff.contract", {"scope": SCOPE, **CONTRACT})
+    await lsp.refuse(
+        "handoff.acknowledge", {"scope": SCOPE, "mode": "latest", "status": "accepted", "checks": {}}
+    )
+    (change,) = await lsp.wait_change(1, timeout=10)
+    assert change == {"workspace": lsp.uri, "scope": None, "command": None}

@@ -409,7 +409,7 @@ class HandoffLanguageServer(LanguageServer):
             if ctx is not None:
                 self._in_flight.discard(ctx.cancel)
             if mutation:
-                self._end_write(folder)
+                self._end_write(folder, outcome == "Done")
             if progress is not None:
                 progress.end(outcome)
         if mutation:
@@ -510,12 +510,14 @@ class HandoffLanguageServer(LanguageServer):
         key = str(folder.path)
         self._writing[key] = self._writing.get(key, 0) + 1
 
-    def _end_write(self, folder: Folder) -> None:
-        """Our own change is announced by the command itself, not by the watch."""
+    def _end_write(self, folder: Folder, done: bool) -> None:
+        """Our own change is announced by the command itself, not by the watch. A
+        refused command changed nothing: what the state shows now that the watch has not
+        seen is another process's, and the watch still announces it."""
         key = str(folder.path)
         self._writing[key] = max(self._writing.get(key, 1) - 1, 0)
         svc = self._services.get(key)
-        if svc is not None and key in self._folder_uris:
+        if done and svc is not None and key in self._folder_uris:
             self._seen[key] = svc.store.state_key()
 
     def start_state_watch(self) -> None:
