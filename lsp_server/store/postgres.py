@@ -60,7 +60,9 @@ def driver_missing() -> HandoffError | None:
         "invalid_params",
         "The PostgreSQL store needs the 'postgres' extra, which is not installed "
         f"({_DRIVER_MISSING} is missing): pip install 'handoff-lsp[postgres]' "
-        "(or uv tool install 'handoff-lsp[postgres]').",
+        "(or uv tool install 'handoff-lsp[postgres]'). The server bundled with the VS Code "
+        "extension has no driver: set handoff.server.python to a Python that has "
+        "handoff-lsp[postgres] installed.",
         missing=_DRIVER_MISSING,
         extra="postgres",
     )

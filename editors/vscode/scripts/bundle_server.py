@@ -4,7 +4,9 @@
 
 The server's wheel and the dependencies the language server needs, at the versions and
 hashes in uv.lock (the MCP SDK and its tree are left out: the language server does not import
-them), are installed for each supported CPython version and the VS Code target's
+them; so is the PostgreSQL driver, 10 MB of native code per Python version that only a
+team store needs: such a user points ``handoff.server.python`` at an environment with
+``handoff-lsp[postgres]``), are installed for each supported CPython version and the VS Code target's
 platform. Distributions without native code go to ``bundled/libs`` once; those with
 native code (orjson) go to ``bundled/native/cp3XY``, one folder per version, which
 ``bundled/launch.py`` picks at start. The result is the content of one platform-specific
@@ -78,8 +80,7 @@ def main() -> int:
     platform = PLATFORMS[args.target]
 
     requirements = run(
-        "uv", "export", "--frozen", "--no-dev", "--no-emit-project", "--extra", "postgres",
-        "--no-header", "--no-annotate", *[a for p in NOT_BUNDLED for a in ("--prune", p)],
+        "uv", "export", "--frozen", "--no-dev", "--no-emit-project", "--no-header", "--no-annotate", *[a for p in NOT_BUNDLED for a in ("--prune", p)],
     )
     for folder in ("libs", "native"):
         shutil.rmtree(BUNDLED / folder, ignore_errors=True)

@@ -142,6 +142,16 @@ describe('server interpreter resolution', function () {
     assert.match(launch.version, /^\d+\.\d+/);
   });
 
+  it('the bundle leaves the PostgreSQL driver out (a team store uses handoff.server.python)', async () => {
+    const bundled = path.join(extensionRoot, 'bundled');
+    const tops = [
+      ...(await fs.readdir(path.join(bundled, 'libs'))),
+      ...(await Promise.all((await fs.readdir(path.join(bundled, 'native'))).map((tag) => fs.readdir(path.join(bundled, 'native', tag))))).flat(),
+    ];
+    assert.ok(tops.includes('lsp_server') && tops.includes('orjson'), tops.join(', '));
+    assert.deepEqual(tops.filter((name) => name.toLowerCase().startsWith('psycopg')), []);
+  });
+
   it('a bundle without native packages for this Python says which versions it has', async () => {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'handoff-bundle-'));
     await fs.mkdir(path.join(dir, 'bundled', 'libs', 'lsp_server'), { recursive: true });
