@@ -145,6 +145,7 @@ const SHOW = 'Show';
 const PREPARE_AGAIN = 'Prepare Again';
 const SHOW_HEAD = 'Show Head';
 const START_SESSION = 'Start Session';
+const CHOOSE_SESSION_FILE = 'Choose a Session File…';
 const COPY_COMMAND = 'Copy Command';
 
 function baseName(p: string): string {
@@ -334,14 +335,23 @@ export class HandoffCommands {
 
   async generate(): Promise<GenerateResult | undefined> {
     return this.guarded(async () => {
-      const { sessions } = await this.call<SessionsResult>(ServerCommand.sessions, {});
+      const { sessions, searched } = await this.call<SessionsResult>(ServerCommand.sessions, {});
+      let session: AgentSession | undefined;
       if (sessions.length === 0) {
-        void this.ui.info('No agent sessions (pi, Claude Code, Codex) are recorded for this workspace.');
-        return undefined;
+        // Not a dead end: where it looked, and a session file chosen by hand.
+        const where = searched?.length ? ` in ${searched.join(', ')}` : '';
+        const choice = await this.ui.info(
+          `No agent session (pi, Claude Code, Codex) of this workspace was found${where}.`,
+          CHOOSE_SESSION_FILE,
+        );
+        session = choice === CHOOSE_SESSION_FILE ? await this.chooseSessionFile() : undefined;
+      } else {
+        const picked = await this.ui.pick<AgentSession | typeof CHOOSE_SESSION_FILE>(
+          [...sessionItems(sessions), { label: CHOOSE_SESSION_FILE, detail: 'a session file from anywhere (.jsonl, .json)', value: CHOOSE_SESSION_FILE }],
+          { title: 'Generate from Agent Session (1/2)', placeholder: 'Which session should the handoff come from?' },
+        );
+        session = picked === CHOOSE_SESSION_FILE ? await this.chooseSessionFile() : picked;
       }
-      const session = await this.ui.pick(sessionItems(sessions),
-        { title: 'Generate from Agent Session (1/2)', placeholder: 'Which session should the handoff come from?' },
-      );
       if (!session) {
         return undefined;
       }
@@ -380,6 +390,12 @@ export class HandoffCommands {
       );
       return result;
     });
+  }
+
+  /** A session file picked in the open dialog, its format found by the server. */
+  private async chooseSessionFile(): Promise<AgentSession | undefined> {
+    const file = await this.ui.openFile('Choose an Agent Session File', { 'Agent session': ['jsonl', 'json'] });
+    return file ? ({ path: file, format: 'auto', title: baseName(file), updatedAt: '', messageCount: 0 } as AgentSession) : undefined;
   }
 
   /** Starts an agent session from a draft's current text: the open draft ``draftId``

@@ -14,10 +14,12 @@ export function previewPath(view: ReportView): string {
   if (view.kind !== 'handoff' && view.kind !== 'continue') {
     return `/${view.kind}.md`;
   }
-  const folder = view.kind === 'continue' ? 'continue' : 'handoff';
   if ('revision' in view) {
+    // The file name is the tab's title, and tabs are found by it: Continue and the
+    // handoff of one revision get different names (one tab each, never each other's).
     const m = REVISION_RE.exec(view.revision);
-    return m ? `/${folder}/${m[1]}@${m[2]}.md` : `/${folder}/${encodeURIComponent(view.revision)}.md`;
+    const name = m ? `${m[1]}@${m[2]}` : encodeURIComponent(view.revision);
+    return view.kind === 'continue' ? `/continue/${name} · continue.md` : `/handoff/${name}.md`;
   }
   // The full digest names the folder (the lookup key); the file name, the tab's title,
   // is the scope and the short digest.
@@ -41,10 +43,13 @@ export function viewFromPath(
   if (p === '/lineage.md') {
     return { kind: 'lineage' };
   }
-  let m = /^\/(handoff|continue)\/([A-Za-z0-9_-]{1,64})@([1-9][0-9]{0,8})\.md$/.exec(p);
+  let m = /^\/handoff\/([A-Za-z0-9_-]{1,64})@([1-9][0-9]{0,8})\.md$/.exec(p);
   if (m) {
-    const revision = `handoff/${m[2]}@${m[3]}`;
-    return m[1] === 'continue' ? { kind: 'continue', revision } : { kind: 'handoff', revision };
+    return { kind: 'handoff', revision: `handoff/${m[1]}@${m[2]}` };
+  }
+  m = /^\/continue\/([A-Za-z0-9_-]{1,64})@([1-9][0-9]{0,8}) · continue\.md$/.exec(p);
+  if (m) {
+    return { kind: 'continue', revision: `handoff/${m[1]}@${m[2]}` };
   }
   m = /^\/(prepared|continue-prepared)\/([0-9a-f]{64})(?:\.md|\/[^/]+\.md)$/.exec(p);
   if (m) {

@@ -175,6 +175,8 @@ export interface AgentSession {
 
 export interface SessionsResult {
   sessions: AgentSession[];
+  /** The agents' session folders the server looked in. */
+  searched?: string[];
 }
 
 export interface SessionRef {

@@ -52,7 +52,9 @@ export interface Ui {
   ): Promise<R>;
   /** A file to save to / open from; undefined when dismissed. */
   saveFile(title: string, defaultName: string): Promise<string | undefined>;
-  openFile(title: string): Promise<string | undefined>;
+  /** A file to open; `filters` as VS Code's (name -> extensions), default a prepared
+   * handoff's JSON. */
+  openFile(title: string, filters?: Record<string, string[]>): Promise<string | undefined>;
   /** Runs an editor command (opening settings, the log, ...). */
   runCommand(id: string, ...args: unknown[]): Promise<unknown>;
   /** Opens a new integrated terminal named ``name``, shows it and runs ``commandLine`` in it. */

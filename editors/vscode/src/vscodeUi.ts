@@ -88,12 +88,12 @@ export class VscodeUi implements Ui {
     return uri?.fsPath;
   }
 
-  async openFile(title: string): Promise<string | undefined> {
+  async openFile(title: string, filters?: Record<string, string[]>): Promise<string | undefined> {
     const uris = await vscode.window.showOpenDialog({
       title,
       defaultUri: this.defaultFolder(),
       canSelectMany: false,
-      filters: { 'Prepared handoff (JSON)': ['json'] },
+      filters: filters ?? { 'Prepared handoff (JSON)': ['json'] },
     });
     return uris?.[0]?.fsPath;
   }

@@ -513,7 +513,7 @@ describe('palette commands', () => {
       const ui = new ScriptedUi([{ dismiss: true }]);
       await new HandoffCommands(ui, server, new RecordingViews()).generate();
       assert.deepEqual(server.calls.map((c) => c.command), ['handoff.sessions']);
-      assert.equal(ui.steps[0].items?.length, 2);
+      assert.equal(ui.steps[0].items?.length, 3); // the two, then "Choose a Session File…"
     });
 
     it('the session picker: short label; agent · messages · relative time; path as detail; not-yet sessions last', async () => {
@@ -554,7 +554,32 @@ describe('palette commands', () => {
       });
       const ui = new ScriptedUi([{ dismiss: true }]);
       await new HandoffCommands(ui, server, new RecordingViews()).generate();
-      assert.deepEqual(ui.steps[0].items, ['a.jsonl', 'b.jsonl']);
+      assert.deepEqual(ui.steps[0].items, ['a.jsonl', 'b.jsonl', 'Choose a Session File…']);
+    });
+
+    it('no session found: where it looked, and a session file chosen by hand generates', async () => {
+      const server = new RecordingServer({
+        'handoff.sessions': () => ({ sessions: [], searched: ['/h/.pi/agent/sessions', '/h/.claude/projects'] }),
+        'handoff.generate': (p) => ({
+          document: '## Goal\nx',
+          missingSections: [],
+          draft: preparedFixture().content,
+          provider: 'extractive',
+          sourceSession: { path: p.session, format: 'pi' },
+          generation: 'g9',
+          scope: 'openapi-client',
+        }),
+      });
+      const ui = new ScriptedUi([{ type: '' }]);
+      ui.clickAction = 'Choose a Session File…';
+      ui.openFrom = '/elsewhere/old-session.jsonl';
+      await new HandoffCommands(ui, server, new RecordingViews()).generate();
+      assert.equal(
+        ui.shown[0].message,
+        'No agent session (pi, Claude Code, Codex) of this workspace was found in /h/.pi/agent/sessions, /h/.claude/projects.',
+      );
+      assert.deepEqual(ui.opened, ['Choose an Agent Session File']);
+      assert.deepEqual(server.paramsOf('handoff.generate'), { session: '/elsewhere/old-session.jsonl', format: 'auto' });
     });
 
     it('Cancel aborts the request through its token: information, no draft', async () => {

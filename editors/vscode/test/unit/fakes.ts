@@ -165,7 +165,10 @@ export class ScriptedUi implements Ui {
   async saveFile(): Promise<string | undefined> {
     return this.saveTo;
   }
-  async openFile(): Promise<string | undefined> {
+  /** The titles of the open dialogs shown. */
+  readonly opened: string[] = [];
+  async openFile(title = ''): Promise<string | undefined> {
+    this.opened.push(title);
     return this.openFrom;
   }
   async runCommand(id: string, ...args: unknown[]): Promise<unknown> {

@@ -43,8 +43,10 @@ describe('preview pane documents', () => {
     const server = new RecordingServer({
       'handoff.continue': (p) => ({ markdown: `# Continue (${p.mode}) → ${p.revision ?? 'prepared handoff'}\n` }),
     });
-    assert.equal(previewPath({ kind: 'continue', revision: REVISION }), '/continue/ec6bd8c4c24e@1.md');
-    const text = await renderPreview(server, '/continue/ec6bd8c4c24e@1.md', lookup);
+    assert.equal(previewPath({ kind: 'continue', revision: REVISION }), '/continue/ec6bd8c4c24e@1 · continue.md');
+    // Continue and the handoff of one revision: two names, so two tabs.
+    assert.equal(previewPath({ kind: 'handoff', revision: REVISION }), '/handoff/ec6bd8c4c24e@1.md');
+    const text = await renderPreview(server, '/continue/ec6bd8c4c24e@1 · continue.md', lookup);
     assert.equal(text, `# Continue (exact) → ${REVISION}\n`);
     assert.deepEqual(server.paramsOf('handoff.continue'), { mode: 'exact', revision: REVISION, render: 'vscode' });
     const fromPrepared = await renderPreview(server, previewPath({ kind: 'continue', prepared }), lookup);
