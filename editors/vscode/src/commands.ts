@@ -136,6 +136,8 @@ export const PaletteCommand = {
   showLog: 'handoffUi.showLog',
   /** The check lens of a handoff document: its findings in the Problems panel. */
   showChecks: 'handoffUi.showChecks',
+  /** The Handoff view's refresh button. */
+  refreshView: 'handoffUi.refreshView',
 } as const;
 
 const COMMIT = 'Commit';
@@ -333,24 +335,27 @@ export class HandoffCommands {
 
   // -- generation ---------------------------------------------------------------------
 
-  async generate(): Promise<GenerateResult | undefined> {
+  /** Generate from ``given`` (the Handoff view's session), else from a session picked. */
+  async generate(given?: AgentSession): Promise<GenerateResult | undefined> {
     return this.guarded(async () => {
-      const { sessions, searched } = await this.call<SessionsResult>(ServerCommand.sessions, {});
-      let session: AgentSession | undefined;
-      if (sessions.length === 0) {
-        // Not a dead end: where it looked, and a session file chosen by hand.
-        const where = searched?.length ? ` in ${searched.join(', ')}` : '';
-        const choice = await this.ui.info(
-          `No agent session (pi, Claude Code, Codex) of this workspace was found${where}.`,
-          CHOOSE_SESSION_FILE,
-        );
-        session = choice === CHOOSE_SESSION_FILE ? await this.chooseSessionFile() : undefined;
-      } else {
-        const picked = await this.ui.pick<AgentSession | typeof CHOOSE_SESSION_FILE>(
-          [...sessionItems(sessions), { label: CHOOSE_SESSION_FILE, detail: 'a session file from anywhere (.jsonl, .json)', value: CHOOSE_SESSION_FILE }],
-          { title: 'Generate from Agent Session (1/2)', placeholder: 'Which session should the handoff come from?' },
-        );
-        session = picked === CHOOSE_SESSION_FILE ? await this.chooseSessionFile() : picked;
+      let session: AgentSession | undefined = given;
+      if (!session) {
+        const { sessions, searched } = await this.call<SessionsResult>(ServerCommand.sessions, {});
+        if (sessions.length === 0) {
+          // Not a dead end: where it looked, and a session file chosen by hand.
+          const where = searched?.length ? ` in ${searched.join(', ')}` : '';
+          const choice = await this.ui.info(
+            `No agent session (pi, Claude Code, Codex) of this workspace was found${where}.`,
+            CHOOSE_SESSION_FILE,
+          );
+          session = choice === CHOOSE_SESSION_FILE ? await this.chooseSessionFile() : undefined;
+        } else {
+          const picked = await this.ui.pick<AgentSession | typeof CHOOSE_SESSION_FILE>(
+            [...sessionItems(sessions), { label: CHOOSE_SESSION_FILE, detail: 'a session file from anywhere (.jsonl, .json)', value: CHOOSE_SESSION_FILE }],
+            { title: 'Generate from Agent Session (1/2)', placeholder: 'Which session should the handoff come from?' },
+          );
+          session = picked === CHOOSE_SESSION_FILE ? await this.chooseSessionFile() : picked;
+        }
       }
       if (!session) {
         return undefined;
@@ -704,10 +709,11 @@ export class HandoffCommands {
 
   // -- continue / acknowledge ---------------------------------------------------------
 
-  async continue(): Promise<ContinueResult | undefined> {
+  /** Continue from ``given`` (the Handoff view's revision), else from a target picked. */
+  async continue(given?: HandoffTarget): Promise<ContinueResult | undefined> {
     return this.guarded(async () => {
-      const { head, revisions } = await this.history();
-      const target = await pickTarget(
+      const { head, revisions } = given ? { head: null, revisions: [] as HistoryRevision[] } : await this.history();
+      const target = given ?? await pickTarget(
         this.ui,
         'Continue from…',
         {
@@ -794,8 +800,13 @@ export class HandoffCommands {
     await this.guarded(() => this.views.showReport({ kind: 'lineage' }));
   }
 
-  async showHandoff(): Promise<void> {
+  /** Show the handoff ``revision`` (the Handoff view's), else a target picked. */
+  async showHandoff(revision?: string): Promise<void> {
     await this.guarded(async () => {
+      if (revision) {
+        await this.views.showReport({ kind: 'handoff', revision });
+        return;
+      }
       const { head, revisions } = await this.history();
       const target = await pickTarget(
         this.ui,

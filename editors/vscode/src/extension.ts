@@ -11,6 +11,8 @@ import type { Citation } from './protocol';
 import { VscodeUi } from './vscodeUi';
 import { HandoffStatus } from './status';
 import { HandoffPreviewProvider, HandoffStatusBar, VscodeViews } from './vscodeViews';
+import type { TreeNode } from './handoffTree';
+import { HandoffTree, serverTreeSource, VIEW_ID } from './vscodeTree';
 
 export interface HandoffExtensionApi {
   client: HandoffClient;
@@ -50,7 +52,49 @@ export function activate(context: vscode.ExtensionContext): HandoffExtensionApi 
 
   const register = (id: string, run: () => Promise<unknown>) =>
     context.subscriptions.push(vscode.commands.registerCommand(id, () => run()));
-  register(PaletteCommand.generate, () => palette.generate());
+  // The Handoff view: its items pass themselves to the commands of their menus.
+  const node = (value: unknown): TreeNode | undefined =>
+    typeof value === 'object' && value !== null && 'kind' in value ? (value as TreeNode) : undefined;
+  const tree = new HandoffTree(
+    serverTreeSource(
+      (command, params) => client.execute(command, params),
+      () => vscode.workspace.getConfiguration(SETTINGS_SECTION).get<string>('stateFolder') || '.handoff',
+    ),
+  );
+  context.subscriptions.push(
+    tree,
+    vscode.window.registerTreeDataProvider(VIEW_ID, tree),
+    vscode.commands.registerCommand(PaletteCommand.refreshView, () => tree.refresh()),
+    client.onDidChange(() => tree.refresh()),
+  );
+  const revisionOf = (value: unknown): string | undefined => {
+    const n = node(value);
+    return n?.kind === 'revision' ? n.revision.revision : undefined;
+  };
+  const draftUri = async (value: unknown): Promise<unknown> => {
+    const n = node(value);
+    if (n?.kind !== 'draft') {
+      return value;
+    }
+    const doc = await vscode.workspace.openTextDocument(vscode.Uri.file(n.path));
+    await vscode.window.showTextDocument(doc, { preview: false });
+    return doc.uri;
+  };
+  context.subscriptions.push(
+    vscode.commands.registerCommand(PaletteCommand.generate, (value?: unknown) => {
+      const n = node(value);
+      return palette.generate(n?.kind === 'session' ? n.session : undefined);
+    }),
+    vscode.commands.registerCommand(PaletteCommand.continue, (value?: unknown) => {
+      const revision = revisionOf(value);
+      return palette.continue(revision ? { kind: 'revision', revision } : undefined);
+    }),
+    vscode.commands.registerCommand(PaletteCommand.acknowledge, (value?: unknown) => {
+      const revision = revisionOf(value);
+      return palette.acknowledge(revision ? { kind: 'revision', revision } : undefined);
+    }),
+    vscode.commands.registerCommand(PaletteCommand.showHandoff, (value?: unknown) => palette.showHandoff(revisionOf(value))),
+  );
   register(PaletteCommand.recordContract, () => palette.recordContract());
   register(PaletteCommand.recordWork, () => palette.recordWork());
   register(PaletteCommand.handoffCurrentWork, () => palette.handoffCurrentWork());
@@ -62,20 +106,19 @@ export function activate(context: vscode.ExtensionContext): HandoffExtensionApi 
     return id !== undefined && views.draftById(id) ? id : undefined;
   };
   context.subscriptions.push(
-    vscode.commands.registerCommand(PaletteCommand.prepareFromDraft, (uri?: unknown) => palette.prepareFromDraft(documentOf(uri))),
-    vscode.commands.registerCommand(PaletteCommand.startSessionFromDraft, (uri?: unknown, agent?: unknown) =>
-      palette.startSessionFromDraft(documentOf(uri), typeof agent === 'string' ? agent : undefined),
+    vscode.commands.registerCommand(PaletteCommand.prepareFromDraft, async (uri?: unknown) => palette.prepareFromDraft(documentOf(await draftUri(uri)))),
+    vscode.commands.registerCommand(PaletteCommand.startSessionFromDraft, async (uri?: unknown, agent?: unknown) =>
+      palette.startSessionFromDraft(documentOf(await draftUri(uri)), typeof agent === 'string' ? agent : undefined),
     ),
     vscode.commands.registerCommand(PaletteCommand.showChecks, () => vscode.commands.executeCommand('workbench.actions.view.problems')),
   );
   register(PaletteCommand.commit, () => palette.commit());
-  register(PaletteCommand.continue, () => palette.continue());
-  register(PaletteCommand.acknowledge, () => palette.acknowledge());
+
   register(PaletteCommand.recordOutcome, () => palette.recordOutcome());
   register(PaletteCommand.showContinuity, () => palette.showContinuity());
   register(PaletteCommand.showHistory, () => palette.showHistory());
   register(PaletteCommand.showLineage, () => palette.showLineage());
-  register(PaletteCommand.showHandoff, () => palette.showHandoff());
+
   register(PaletteCommand.savePrepared, () => palette.savePrepared());
   register(PaletteCommand.loadPrepared, () => palette.loadPrepared());
   register(PaletteCommand.showLog, async () => log.show(true));

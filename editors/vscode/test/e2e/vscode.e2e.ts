@@ -227,6 +227,24 @@ describe('VS Code extension end to end', function () {
     await page.waitForTimeout(1000);
   });
 
+  it('the Handoff view: the scope with its revision, acknowledged and covered; the draft; the session; Show Handoff from a revision', async () => {
+    const page = session!.page;
+    await page.locator('.activitybar .action-label[aria-label^="Handoff"]').first().click();
+    const view = page.locator('.pane', { hasText: 'Scopes' }).first();
+    const rows = view.locator('.monaco-list-row');
+    await expect(rows.filter({ hasText: `${SCOPE}` }).first(), 'the current scope').toContainText('current · head @1', 60_000);
+    const revision = rows.filter({ hasText: '@1 (head)' }).first();
+    await expect(revision, 'the revision, with its acknowledgement and outcome').toContainText('accepted · outcome recorded', 60_000);
+    await expect(rows.filter({ hasText: DRAFT_FILE }).first(), 'the draft Generate saved').toBeVisible(30_000);
+    await expect(rows.filter({ hasText: 'pi · 4 messages' }).first(), 'the agent session').toBeVisible(30_000);
+    await docsShot(page, 'vscode-handoff-view');
+    // A click on the revision shows its handoff.
+    await revision.click();
+    const preview = markdownPreview(page);
+    await expect(preview.locator('h1'), 'the handoff of the revision clicked').toContainText('Handoff handoff/', 60_000);
+    await page.locator('.activitybar .action-label[aria-label^="Explorer"]').first().click();
+  });
+
   it('evidence is checked as it is typed, and a cited file opens from the preview at its line', async () => {
     const page = session!.page;
     // A hand-written note (not from Generate): Prepare from Draft asks for the draft.

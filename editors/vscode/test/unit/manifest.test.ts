@@ -18,6 +18,24 @@ describe('package.json', () => {
   });
 });
 
+describe('package.json views', () => {
+  it('ships the Handoff view\'s icon, and each view item menu names a contributed command', () => {
+    const root = path.join(__dirname, '..', '..', '..');
+    const shipped = readFileSync(path.join(root, '.vscodeignore'), 'utf8')
+      .split('\n')
+      .filter((l) => l.startsWith('!'))
+      .map((l) => l.slice(1));
+    for (const container of manifest.contributes.viewsContainers.activitybar) {
+      assert.ok(shipped.includes(container.icon), `${container.icon} is left out of the .vsix`);
+      readFileSync(path.join(root, container.icon)); // exists
+    }
+    const commands = new Set(manifest.contributes.commands.map((c: { command: string }) => c.command));
+    for (const item of manifest.contributes.menus['view/item/context']) {
+      assert.ok(commands.has(item.command), item.command);
+    }
+  });
+});
+
 describe('package.json settings and commands', () => {
   it('orders the settings with Server: Python and the provider first', () => {
     const properties = manifest.contributes.configuration.properties as Record<string, { order?: number }>;

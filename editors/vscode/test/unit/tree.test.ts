@@ -1,0 +1,66 @@
+import { strict as assert } from 'assert';
+import { childrenOf, itemOf, revisionState, TreeNode, TreeSource } from '../../src/handoffTree';
+import { HistoryRevision } from '../../src/protocol';
+
+const R1: HistoryRevision = { revision: 'handoff/abc@1', number: 1, content: { objective: 'fix the client' }, acknowledgements: [], covered: false };
+const R2: HistoryRevision = {
+  revision: 'handoff/abc@2',
+  number: 2,
+  content: { objective: 'run the contract tests' },
+  acknowledgements: [{ receipt: 'source/r1', status: 'accepted' }],
+  covered: true,
+};
+
+function source(over: Partial<TreeSource> = {}): TreeSource {
+  return {
+    scopes: async () => ({ scopes: [{ scope: 'main', head: 'handoff/abc@2' }, { scope: 'other', head: 'handoff/def@1' }], current: 'main' }),
+    history: async () => ({ head: 'handoff/abc@2', revisions: [R2, R1] }),
+    sessions: async () => ({ sessions: [{ path: '/h/s.jsonl', format: 'pi', title: 'fix the parser', updatedAt: 'now', messageCount: 4 }] }),
+    drafts: async () => ['/w/.handoff/drafts/20261205T120000Z-g2.md', '/w/.handoff/drafts/20261204T120000Z-g1.md'],
+    ...over,
+  };
+}
+
+describe('the Handoff view', () => {
+  it('has scopes, drafts, agent sessions and lineage at the top', async () => {
+    const top = await childrenOf(undefined, source());
+    assert.deepEqual(top.map((n) => itemOf(n).label), ['Scopes', 'Drafts', 'Agent Sessions', 'Lineage']);
+    assert.deepEqual(itemOf(top[3]).command, { command: 'handoffUi.showLineage', title: 'Show Lineage', arguments: [] });
+  });
+
+  it('shows the current scope open with its revisions, each with its acknowledgement and outcome', async () => {
+    const [main, other] = await childrenOf({ kind: 'section', section: 'scopes' }, source());
+    assert.deepEqual([itemOf(main).label, itemOf(main).description, itemOf(main).collapsible], ['main', 'current · head @2', 'expanded']);
+    assert.equal(itemOf(other).contextValue, 'scope');
+    const revisions = await childrenOf(main, source());
+    const items = revisions.map(itemOf);
+    assert.deepEqual(items.map((i) => [i.label, i.description, i.contextValue]), [
+      ['@2 (head)  run the contract tests', 'accepted · outcome recorded', 'revision'],
+      ['@1  fix the client', 'not acknowledged', 'revision'],
+    ]);
+    // A click shows the handoff; the node goes with the command (its menus use it too).
+    assert.deepEqual(items[1].command, { command: 'handoffUi.showHandoff', title: 'Show Handoff', arguments: [revisions[1]] });
+    assert.equal(revisionState({ ...R1, acknowledgements: [{ receipt: 's', status: 'needs_clarification' }] }), 'needs clarification');
+  });
+
+  it('offers the current scope even before its first record, and says what to do', async () => {
+    const empty = source({ scopes: async () => ({ scopes: [], current: 'feature/x' }), history: async () => ({ head: null, revisions: [] }) });
+    const [scope] = await childrenOf({ kind: 'section', section: 'scopes' }, empty);
+    assert.equal(itemOf(scope).description, 'current · no revision');
+    const [note] = await childrenOf(scope, empty);
+    assert.equal(itemOf(note).label, 'No revision yet: Prepare from a draft, then Commit.');
+  });
+
+  it('lists the drafts newest first as files, and the sessions with where it looked when there is none', async () => {
+    const drafts = await childrenOf({ kind: 'section', section: 'drafts' }, source());
+    assert.deepEqual(drafts.map((n) => [itemOf(n).label, itemOf(n).file, itemOf(n).contextValue]), [
+      ['20261205T120000Z-g2.md', '/w/.handoff/drafts/20261205T120000Z-g2.md', 'draft'],
+      ['20261204T120000Z-g1.md', '/w/.handoff/drafts/20261204T120000Z-g1.md', 'draft'],
+    ]);
+    const [session] = await childrenOf({ kind: 'section', section: 'sessions' }, source());
+    assert.deepEqual([itemOf(session).label, itemOf(session).description, itemOf(session).contextValue], ['fix the parser', 'pi · 4 messages', 'session']);
+    const none = source({ sessions: async () => ({ sessions: [], searched: ['/h/.pi/agent/sessions'] }) });
+    const [note] = (await childrenOf({ kind: 'section', section: 'sessions' }, none)) as TreeNode[];
+    assert.equal(itemOf(note).label, 'No agent session of this workspace (looked in /h/.pi/agent/sessions).');
+  });
+});
