@@ -18,7 +18,7 @@ import {
   EvidenceCheck,
   WorkStateInput,
 } from './inputs';
-import { PreparedShelf, readPreparedFile, writePreparedFile } from './prepared';
+import { PreparedShelf, readPreparedFile, ShelfStore, writePreparedFile } from './prepared';
 import {
   AcknowledgeResult,
   Agent,
@@ -104,6 +104,8 @@ export interface CommandOptions {
   startSessionAction?: () => StartSessionAction | string | undefined;
   /** Looks a typed citation up in the workspace (the file, its lines). */
   checkEvidence?: EvidenceCheck;
+  /** Where prepared handoffs are kept across reloads (the workspace's state). */
+  preparedStore?: ShelfStore;
 }
 
 /** The button of a refusal that runs the steps again with every value kept. */
@@ -235,7 +237,7 @@ export function agentChoices(source: SessionRef | undefined): { agent: Agent; is
 }
 
 export class HandoffCommands {
-  readonly shelf = new PreparedShelf();
+  readonly shelf: PreparedShelf;
   /** The target the last Continue selected, offered first by Acknowledge. */
   lastContinued: HandoffTarget | undefined;
   /** Acknowledgement receipts recorded in this session, newest first. */
@@ -246,7 +248,9 @@ export class HandoffCommands {
     private readonly server: HandoffServer,
     private readonly views: Views,
     private readonly options: CommandOptions = {},
-  ) {}
+  ) {
+    this.shelf = new PreparedShelf(options.preparedStore);
+  }
 
   /** Runs ``body``, showing any failure; resolves to undefined when it failed. */
   private async guarded<R>(body: () => Promise<R>): Promise<R | undefined> {

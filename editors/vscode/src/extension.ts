@@ -36,6 +36,7 @@ export function activate(context: vscode.ExtensionContext): HandoffExtensionApi 
   commands = new HandoffCommands(ui, status.busyServer(client), views, {
     startSessionAction: () => vscode.workspace.getConfiguration(SETTINGS_SECTION).get<string>('startSession.action'),
     checkEvidence: workspaceEvidence,
+    preparedStore: context.workspaceState,
   });
   const palette = commands;
 

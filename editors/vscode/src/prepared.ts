@@ -1,12 +1,40 @@
-/** Prepared handoffs the user has not committed yet: kept for the editor session, and
- * saved to / loaded from JSON files so they survive it. */
+/** Prepared handoffs the user has not committed yet: kept in the workspace's state (so a
+ * reload keeps them and their previews), and saved to / loaded from JSON files. */
 
 import { promises as fs } from 'fs';
 import { isPreparedHandoff, PreparedHandoff } from './protocol';
 
+/** Where the shelf is kept across reloads (VS Code's `Memento`: `workspaceState`). */
+export interface ShelfStore {
+  get<T>(key: string): T | undefined;
+  update(key: string, value: unknown): Thenable<void> | Promise<void>;
+}
+
+type Entry = { prepared: PreparedHandoff; committedAs?: string };
+
+/** The key the shelf is kept under, and how many prepared handoffs it keeps. */
+export const SHELF_KEY = 'handoff.preparedShelf';
+export const SHELF_SIZE = 30;
+
 export class PreparedShelf {
-  /** Every prepared handoff seen in this session, by digest, with the revision it became. */
-  private readonly byDigest = new Map<string, { prepared: PreparedHandoff; committedAs?: string }>();
+  /** Every prepared handoff seen, by digest, with the revision it became. */
+  private readonly byDigest = new Map<string, Entry>();
+
+  constructor(private readonly store?: ShelfStore) {
+    const kept = store?.get<Entry[]>(SHELF_KEY);
+    for (const entry of Array.isArray(kept) ? kept : []) {
+      if (entry && isPreparedHandoff(entry.prepared)) {
+        this.byDigest.set(entry.prepared.digest, { prepared: entry.prepared, committedAs: typeof entry.committedAs === 'string' ? entry.committedAs : undefined });
+      }
+    }
+  }
+
+  private save(): void {
+    while (this.byDigest.size > SHELF_SIZE) {
+      this.byDigest.delete(this.byDigest.keys().next().value as string);
+    }
+    void this.store?.update(SHELF_KEY, [...this.byDigest.values()]);
+  }
 
   /** The ones not committed yet, newest first. */
   list(): PreparedHandoff[] {
@@ -25,6 +53,7 @@ export class PreparedShelf {
   add(prepared: PreparedHandoff): void {
     this.byDigest.delete(prepared.digest);
     this.byDigest.set(prepared.digest, { prepared });
+    this.save();
   }
 
   /** Stops offering a prepared handoff once it is committed. */
@@ -32,6 +61,7 @@ export class PreparedShelf {
     const entry = this.byDigest.get(digest);
     if (entry) {
       entry.committedAs = revision;
+      this.save();
     }
   }
 

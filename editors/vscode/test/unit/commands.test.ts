@@ -803,3 +803,24 @@ describe('palette commands', () => {
     assert.deepEqual(ui.shown, [{ kind: 'info', message: 'Work Contract recorded as source/c1 in main.', actions: [] }]);
   });
 });
+
+describe('prepared handoffs across a reload', () => {
+  it('are kept in the workspace state: a new window offers them and knows which were committed', async () => {
+    const { PreparedShelf } = await import('../../src/prepared');
+    const kept = new Map<string, unknown>();
+    const store = { get: <T>(key: string) => kept.get(key) as T | undefined, update: async (key: string, value: unknown) => void kept.set(key, value) };
+    const first = new PreparedShelf(store);
+    const a = preparedFixture();
+    const b = { ...preparedFixture(), digest: `sha256:${'b'.repeat(64)}` };
+    first.add(a);
+    first.add(b);
+    first.markCommitted(a.digest, 'handoff/abc@1');
+    const reloaded = new PreparedShelf(store);
+    assert.deepEqual(reloaded.list().map((p) => p.digest), [b.digest]);
+    assert.equal(reloaded.get(a.digest)?.digest, a.digest); // its preview still renders
+    assert.equal(reloaded.committedAs(a.digest), 'handoff/abc@1');
+    // Junk in the state is ignored, not a crash.
+    kept.set('handoff.preparedShelf', [{ prepared: { nope: 1 } }, null, 'x']);
+    assert.equal(new PreparedShelf(store).size, 0);
+  });
+});
