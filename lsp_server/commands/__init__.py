@@ -261,6 +261,14 @@ REGISTRY: tuple[Command, ...] = (
         result=("scopes", "current", "currentFrom"),
     ),
     Command(
+        "handoff.repairStore",
+        "RepairStoreParams",
+        "status.repair_store",
+        "check the store, or repair it: the safe repairs, a state file put back, or a fresh start",
+        result=("ok", "action", "actions", "check"),
+        mutates=True,
+    ),
+    Command(
         "handoff.check",
         "CheckParams",
         "check.check",

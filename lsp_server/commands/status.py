@@ -11,7 +11,7 @@ from ..model.errors import HandoffError
 
 if TYPE_CHECKING:
     from ..model.context import CallContext
-    from ..model.params import ScopesParams, StatusParams
+    from ..model.params import RepairStoreParams, ScopesParams, StatusParams
     from ..workspace import Workspace
 
 
@@ -99,6 +99,47 @@ def status(ws: Workspace, p: StatusParams, ctx: CallContext) -> dict[str, Any]:
         out["knownScopes"] = [e["scope"] for e in scope_list(ws)]
         out["closest"] = closest_scope(scope, out["knownScopes"])
     return out
+
+
+def repair_store(ws: Workspace, p: RepairStoreParams, ctx: CallContext) -> dict[str, Any]:
+    """``handoff store check|repair`` over the registry (an editor's Repair Store…): the
+    store in the workspace checked, or repaired as asked; a database gets its own check
+    and repair (its unreadable rows moved aside)."""
+    from pathlib import Path
+
+    from ..store import ops as storeops
+    from ..store.check import check_store
+    from ..store.check import repair_store as repair
+
+    store = ws.store
+    postgres = getattr(store, "backend", None) == "postgresql"
+    if p.action == "check":
+        report = storeops.check_pg(store) if postgres else check_store(store)
+        return {"ok": report["ok"], "action": "check", "actions": [], "check": report}
+    if postgres:
+        if p.action in ("restore", "fresh"):
+            raise HandoffError(
+                "invalid_params",
+                "restore and fresh are for the store in the workspace; a database's repair "
+                "moves unreadable rows aside (action repair, as the database's owner).",
+            )
+        done = storeops.repair_pg(store)
+    elif p.action == "restore":
+        if not p.file:
+            raise HandoffError(
+                "invalid_params", "action restore needs file: the state file to put back."
+            )
+        path = Path(p.file).expanduser()
+        done = repair(store, restore=path if path.is_absolute() else ws.workspace / path)
+    else:
+        done = repair(store, fresh=p.action == "fresh")
+    report = done.get("check") or {}
+    return {
+        "ok": bool(report.get("ok", True)),
+        "action": p.action,
+        "actions": done.get("actions", []),
+        "check": report,
+    }
 
 
 def scopes(ws: Workspace, p: ScopesParams, ctx: CallContext) -> dict[str, Any]:

@@ -453,6 +453,20 @@ class CheckParams:
     format: str = "auto"
 
 
+#: What ``handoff.repairStore`` does: look only, the safe repairs, put a state file
+#: back, or start over on purpose.
+RepairAction = Literal["check", "repair", "restore", "fresh"]
+
+
+@attrs.frozen
+class RepairStoreParams:
+    """The store's check or repair: ``restore`` needs ``file`` (a state file to put back);
+    ``fresh`` moves what the lost store left aside and starts an empty store."""
+
+    action: RepairAction = "check"
+    file: str | None = None
+
+
 def check_limits(value: Any, command: str, key: str = "params") -> None:
     """Refuse a string or a list of a structured params object that is over its limit,
     naming the key (``draft.nextActions[3].text``) and the limit."""

@@ -136,6 +136,8 @@ def walkthrough_calls(svc: HandoffService) -> list[tuple[str, dict[str, Any]]]:
     (svc.workspace / "HANDOFF.md").write_text("## Progress\n\n- `notes.md` (edited)\n", encoding="utf-8")
     run("handoff.check", {"document": "HANDOFF.md"})
     run("handoff.check", {"document": "HANDOFF.md", "text": "## Goal\n\nShip it.\n"})
+    run("handoff.repairStore", {})
+    run("handoff.repairStore", {"action": "repair"})
     return calls
 
 

@@ -172,3 +172,27 @@ def test_repair_names_the_missing_marker_it_writes(workspace):
     assert os.path.exists(svc.store.marker_path)
     code, out = cli(workspace, "store", "repair")
     assert code == 0 and out["repaired"] is False and out["actions"] == []
+
+
+def test_repair_store_over_the_registry_checks_restores_and_starts_over(workspace):
+    """``handoff.repairStore`` (an editor's Repair Store…): the CLI's check and repairs."""
+    svc = HandoffService(workspace, ServiceConfig())
+    contract = record_contract(svc)
+    record_work(svc, contract)
+    good = svc.store.path.read_bytes()
+    assert svc.call("handoff.repairStore", {})["ok"] is True
+    svc.store.path.write_bytes(good[: len(good) // 2])
+    refused(record_contract, svc)  # moved aside as damaged
+    editor = HandoffService(workspace, ServiceConfig())
+    checked = editor.call("handoff.repairStore", {"action": "check"})
+    assert checked["ok"] is False and checked["actions"] == []
+    assert [p["problem"] for p in checked["check"]["problems"]] == ["state_missing"]
+    assert refused(editor.call, "handoff.repairStore", {"action": "restore"}).code == "invalid_params"
+    (workspace / "backup.json").write_bytes(good)
+    restored = editor.call("handoff.repairStore", {"action": "restore", "file": "backup.json"})
+    assert restored["ok"] is True and restored["action"] == "restore" and restored["actions"]
+    assert _sources(workspace) == 2
+    svc.store.path.unlink()
+    fresh = HandoffService(workspace, ServiceConfig()).call("handoff.repairStore", {"action": "fresh"})
+    assert fresh["ok"] is True and "fresh store" in fresh["actions"][0]
+    assert _sources(workspace) == 0

@@ -16,6 +16,7 @@ export const ServerCommand = {
   status: 'handoff.status',
   scopes: 'handoff.scopes',
   check: 'handoff.check',
+  repairStore: 'handoff.repairStore',
   ping: 'handoff.ping',
 } as const;
 export type ServerCommandId = (typeof ServerCommand)[keyof typeof ServerCommand];

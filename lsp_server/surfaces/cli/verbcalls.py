@@ -361,9 +361,9 @@ def verb_store(args, svc):
     if args.action == "copy":
         return storeops.run_copy(svc.workspace, args.from_, args.url, args.project)
     if args.action == "check":
-        if svc.store.backend == "postgresql":
-            return storeops.check_pg(svc.store)
-        return check_store(svc.store)
+        return svc.call("handoff.repairStore", {"action": "check"})["check"]
+    if args.restore and args.fresh:
+        raise HandoffError("invalid_params", "Give --restore FILE or --fresh, not both.")
     if svc.store.backend == "postgresql":
         if args.restore or args.fresh:
             raise HandoffError(

@@ -291,6 +291,15 @@ TOOLS: tuple[ToolSpec, ...] = (
         read_only=True,
     ),
     ToolSpec(
+        "handoff_repair_store",
+        "handoff.repairStore",
+        "Check or repair the handoff store",
+        "Check the handoff store (action 'check', the default: read only), or repair it: "
+        "'repair' makes the safe repairs, 'restore' puts a state file back (file), "
+        "'fresh' starts over and moves what the lost store left aside (nothing is "
+        "deleted). Only 'check' unless the user asked for a repair.",
+    ),
+    ToolSpec(
         "handoff_check",
         "handoff.check",
         "Check a handoff before acting on it",
