@@ -33,6 +33,7 @@ import {
   HistoryRevision,
   PreparedHandoff,
   PrepareResult,
+  RepairStoreResult,
   ReportResult,
   ServerCommand,
   ServerCommandId,
@@ -140,6 +141,7 @@ export const PaletteCommand = {
   showChecks: 'handoffUi.showChecks',
   /** The Handoff view's refresh button. */
   refreshView: 'handoffUi.refreshView',
+  repairStore: 'handoffUi.repairStore',
 } as const;
 
 const COMMIT = 'Commit';
@@ -150,6 +152,7 @@ const PREPARE_AGAIN = 'Prepare Again';
 const SHOW_HEAD = 'Show Head';
 const START_SESSION = 'Start Session';
 const CHOOSE_SESSION_FILE = 'Choose a Session File…';
+const START_OVER = 'Start Over';
 const COPY_COMMAND = 'Copy Command';
 
 function baseName(p: string): string {
@@ -489,6 +492,53 @@ export class HandoffCommands {
         choice === COPY_COMMAND ? this.ui.copyToClipboard(result.command) : undefined,
       );
     }
+  }
+
+  // -- the store ----------------------------------------------------------------------
+
+  /** Repair Store…: the store checked; when something is wrong, the CLI's choices (the
+   * safe repairs, a state file put back, a fresh start) over the server. */
+  async repairStore(): Promise<RepairStoreResult | undefined> {
+    return this.guarded(async () => {
+      const checked = await this.call<RepairStoreResult>(ServerCommand.repairStore, { action: 'check' });
+      const problems = checked.check.problems ?? [];
+      if (checked.ok) {
+        const c = checked.check.counts ?? {};
+        void this.ui.info(`The store is sound: ${c.sources ?? 0} Sources, ${c.revisions ?? 0} revisions, ${c.segments ?? 0} sealed segments.`);
+        return checked;
+      }
+      const said = problems.map((p) => p.message).join('; ');
+      const missing = problems.some((p) => p.problem === 'state_missing');
+      const choice = await this.ui.pick<'repair' | 'restore' | 'fresh'>(
+        [
+          ...(missing ? [] : [{ label: 'Repair', detail: 'the safe repairs: the segment list rebuilt, the sequence raised, the marker written', value: 'repair' as const }]),
+          { label: 'Restore a State File…', detail: 'put a good copy of state.json back (a backup, or the file moved aside if it is whole)', value: 'restore' as const },
+          { label: 'Start Over', detail: 'an empty store; what the lost one left is moved into lost-<time>/, nothing is deleted', value: 'fresh' as const },
+        ],
+        { title: 'Repair Store', placeholder: `The store: ${said}` },
+      );
+      if (!choice) {
+        return undefined;
+      }
+      const params: Record<string, unknown> = { action: choice };
+      if (choice === 'restore') {
+        const file = await this.ui.openFile('Choose the State File to Put Back', { 'State file': ['json', '*'] });
+        if (!file) {
+          return undefined;
+        }
+        params.file = file;
+      }
+      if (choice === 'fresh') {
+        const sure = await this.ui.warn('Start over with an empty store? The lost store\'s files are kept in lost-<time>/.', START_OVER);
+        if (sure !== START_OVER) {
+          return undefined;
+        }
+      }
+      const result = await this.call<RepairStoreResult>(ServerCommand.repairStore, params);
+      const done = result.actions.length ? result.actions.join('; ') : 'nothing needed doing';
+      void (result.ok ? this.ui.info(`Store repaired: ${done}.`) : this.ui.warn(`Store repair: ${done}; still wrong: ${(result.check.problems ?? []).map((p) => p.message).join('; ')}`));
+      return result;
+    });
   }
 
   // -- records ------------------------------------------------------------------------

@@ -109,6 +109,16 @@ export async function showCommandError(ui: Ui, error: unknown): Promise<HandoffC
     );
     return failure;
   }
+  if (failure.code === 'store_corrupt') {
+    // The repair is in the editor too (the .vsix has no CLI).
+    void ui.error(inUserWords(failure.message), REPAIR_STORE).then((action) =>
+      action === REPAIR_STORE ? ui.runCommand('handoffUi.repairStore') : undefined,
+    );
+    return failure;
+  }
   void ui.error(inUserWords(failure.message));
   return failure;
 }
+
+/** The button of a store_corrupt refusal. */
+export const REPAIR_STORE = 'Repair Store…';

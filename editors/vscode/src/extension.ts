@@ -123,6 +123,7 @@ export function activate(context: vscode.ExtensionContext): HandoffExtensionApi 
   register(PaletteCommand.savePrepared, () => palette.savePrepared());
   register(PaletteCommand.loadPrepared, () => palette.loadPrepared());
   register(PaletteCommand.showLog, async () => log.show(true));
+  register(PaletteCommand.repairStore, () => palette.repairStore());
   register(PaletteCommand.restartServer, async () => {
     status.starting();
     try {

@@ -251,6 +251,19 @@ export interface StartSessionResult {
   claims?: CheckDiagnostic[];
 }
 
+/** `handoff.repairStore`'s answer: what was done, and the store's check after it. */
+export interface RepairStoreResult {
+  ok: boolean;
+  action: 'check' | 'repair' | 'restore' | 'fresh';
+  actions: string[];
+  check: {
+    ok: boolean;
+    stateFile?: string;
+    counts?: { segments?: number; sources?: number; revisions?: number };
+    problems?: { problem: string; message: string }[];
+  };
+}
+
 /** One finding of `handoff.check` (lines 1-based). */
 export interface CheckDiagnostic {
   line: number;

@@ -824,3 +824,53 @@ describe('prepared handoffs across a reload', () => {
     assert.equal(new PreparedShelf(store).size, 0);
   });
 });
+
+describe('Repair Store…', () => {
+  const broken = {
+    ok: false,
+    action: 'check',
+    actions: [],
+    check: { ok: false, problems: [{ problem: 'state_missing', message: 'the state file is missing; its marker names store abc' }] },
+  };
+
+  it('says a sound store is sound, and changes nothing', async () => {
+    const server = new RecordingServer({
+      'handoff.repairStore': () => ({ ok: true, action: 'check', actions: [], check: { ok: true, counts: { sources: 3, revisions: 1, segments: 0 } } }),
+    });
+    const ui = new ScriptedUi([]);
+    await new HandoffCommands(ui, server, new RecordingViews()).repairStore();
+    assert.deepEqual(server.calls.map((c) => c.params), [{ action: 'check' }]);
+    assert.equal(ui.shown[0].message, 'The store is sound: 3 Sources, 1 revisions, 0 sealed segments.');
+  });
+
+  it('a lost state file: restore a copy chosen in the open dialog (no "Repair" offered: it cannot help)', async () => {
+    const server = new RecordingServer({
+      'handoff.repairStore': (p) =>
+        p.action === 'check' ? broken : { ok: true, action: 'restore', actions: ['restored the state file from /b/state.json'], check: { ok: true } },
+    });
+    const ui = new ScriptedUi([{ pick: 'Restore a State File…' }]);
+    ui.openFrom = '/b/state.json';
+    await new HandoffCommands(ui, server, new RecordingViews()).repairStore();
+    assert.deepEqual(ui.steps[0].items, ['Restore a State File…', 'Start Over']);
+    assert.deepEqual(server.paramsOf('handoff.repairStore'), { action: 'restore', file: '/b/state.json' });
+    assert.equal(ui.shown[ui.shown.length - 1].message, 'Store repaired: restored the state file from /b/state.json.');
+  });
+
+  it('starting over asks first, and a no sends nothing', async () => {
+    const server = new RecordingServer({ 'handoff.repairStore': () => broken });
+    const ui = new ScriptedUi([{ pick: 'Start Over' }]);
+    await new HandoffCommands(ui, server, new RecordingViews()).repairStore();
+    assert.deepEqual(server.calls.map((c) => c.params), [{ action: 'check' }]);
+    assert.match(ui.shown[ui.shown.length - 1].message, /^Start over with an empty store\?/);
+  });
+
+  it('a store_corrupt refusal offers Repair Store…', async () => {
+    const { showCommandError } = await import('../../src/errors');
+    const ui = new ScriptedUi([]);
+    ui.clickAction = 'Repair Store…';
+    await showCommandError(ui, new ResponseError(-32603, 'The state file is missing.', { code: 'store_corrupt' }));
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    assert.deepEqual(ui.shown[0].actions, ['Repair Store…']);
+    assert.deepEqual(ui.commandsRun, [{ id: 'handoffUi.repairStore', args: [] }]);
+  });
+});
