@@ -622,7 +622,7 @@ export class HandoffCommands {
             { label: `Attach ${active.name}`, description: 'as the handoff document', value: true },
             { label: 'No document', description: 'the recorded contract and work state only', value: false },
           ],
-          { title: 'Handoff Current Work', placeholder: 'Attach the active Markdown document?' },
+          { title: 'Hand Off Current Work', placeholder: 'Attach the active Markdown document?' },
         );
         if (use === undefined) {
           return undefined;
@@ -835,7 +835,7 @@ export class HandoffCommands {
       const scope = chosen.kind === 'prepared' ? { scope: chosen.prepared.scope } : {};
       const result = await this.call<AcknowledgeResult>(ServerCommand.acknowledge, { ...scope, ...targetParams(chosen), ...input });
       this.receipts.unshift({ receipt: result.receipt, description: `${inWords(result.status)} of ${result.target}` });
-      void this.ui.info(`Recorded ${inWords(result.status)} of ${result.target} (receipt ${result.receipt}).`);
+      void this.ui.info(`Acknowledged ${result.target} as ${inWords(result.status)} (receipt ${result.receipt}).`);
       return result;
     });
   }

@@ -173,7 +173,7 @@ describe('VS Code extension end to end', function () {
     await expect(widget, 'the note step').toContainText('note', 30_000);
     await note.fill('evidence read, workspace checked');
     await note.press('Enter');
-    await expect(page.locator('.notification-toast', { hasText: 'Recorded accepted of handoff/' }), 'the receipt notification').toBeVisible(60_000);
+    await expect(page.locator('.notification-toast', { hasText: 'Acknowledged handoff/' }), 'the receipt notification').toBeVisible(60_000);
     assert.equal(continuity(session!.workspace).transfer, 'accepted');
     await expect(status(), 'the status item after the acknowledgement').toHaveText(`${SCOPE} · @1 · accepted`, 60_000);
   });
