@@ -93,10 +93,39 @@ def pi_session_folder(root: Path, cwd: str) -> Path:
     return root / ("--" + re.sub(r"[/\\:]", "-", re.sub(r"^[/\\]", "", cwd)) + "--")
 
 
+#: The longest title a started session gets (pi's /resume shows one line).
+TITLE_CHARS = 72
+
+
+def session_title(content: str) -> str:
+    """The title of a session started from a handoff: "Handoff: " and the first line of
+    its Goal section (Markdown marks and quotes left out), cut at a word."""
+    goal = ""
+    in_goal = False
+    for line in content.splitlines():
+        heading = re.match(r"^#{1,3}\s+(.*)", line)
+        if heading:
+            if in_goal:
+                break
+            in_goal = heading.group(1).strip().lower() in ("goal", "objective")
+            continue
+        text = re.sub(r"^[>\s*+-]+|[*_`“”\"]", "", line).strip()
+        if in_goal and text:
+            goal = re.sub(r"^(?:the user(?: asked)?:?|user:)\s*", "", text, flags=re.I)
+            break
+    if not goal:
+        return "Handoff"
+    if len(goal) > TITLE_CHARS:
+        cut = goal[: TITLE_CHARS - 1]
+        goal = (cut.rsplit(" ", 1)[0] if " " in cut[20:] else cut).rstrip(" ,;:.") + "…"
+    return f"Handoff: {goal}"
+
+
 def pi_session_lines(
     content: str, cwd: str, parent_path: str | None
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The header and the one ``custom_message`` entry of a handoff session."""
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The header, the one ``custom_message`` entry of a handoff session, and its
+    ``session_info`` entry (its name in pi's /resume: the goal)."""
     stamp = iso_now()
     header: dict[str, Any] = {
         "type": "session",
@@ -116,7 +145,17 @@ def pi_session_lines(
         "parentId": None,
         "timestamp": stamp,
     }
-    return header, entry
+    info_id = secrets.token_hex(4)
+    while info_id == entry["id"]:
+        info_id = secrets.token_hex(4)
+    info = {
+        "type": "session_info",
+        "id": info_id,
+        "parentId": entry["id"],
+        "timestamp": stamp,
+        "name": session_title(content),
+    }
+    return header, entry, info
 
 
 def write_pi_session(
@@ -124,12 +163,12 @@ def write_pi_session(
 ) -> dict[str, Any]:
     """Write a new pi session whose context is ``content`` alone, where pi keeps the
     sessions of ``cwd`` (so ``pi --resume`` there lists it). The parent is never touched."""
-    header, entry = pi_session_lines(content, cwd, parent_path)
+    header, entry, info = pi_session_lines(content, cwd, parent_path)
     folder = pi_session_folder(sessions_root, cwd)
     folder.mkdir(parents=True, exist_ok=True)
     name = f"{header['timestamp'].replace(':', '-').replace('.', '-')}_{header['id']}.jsonl"
     path = folder / name
-    data = orjson.dumps(header) + b"\n" + orjson.dumps(entry) + b"\n"
+    data = b"".join(orjson.dumps(line) + b"\n" for line in (header, entry, info))
     write_new_file(path, data)
     return {"path": str(path), "id": header["id"], "parentSession": parent_path}
 

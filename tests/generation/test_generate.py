@@ -101,8 +101,8 @@ def test_pi_session_gets_a_new_session_file_with_lineage(
     path = Path(new["path"])
     assert path.parent == session.parent and path != session
     assert session.read_bytes() == original  # the old session is never written
-    header, entry, *rest = [json.loads(line) for line in path.read_text().splitlines()]
-    assert rest == []
+    header, entry, info, *rest = [json.loads(line) for line in path.read_text().splitlines()]
+    assert rest == [] and info["type"] == "session_info"
     assert header["type"] == "session" and header["version"] == 3
     assert header["id"] == new["id"] and header["parentSession"] == str(session)
     assert started["lineage"]["parentSession"]["path"] == str(session)

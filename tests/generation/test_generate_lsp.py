@@ -91,7 +91,8 @@ async def test_generate_then_start_over_lsp(connect, sessions, homes, workspace)
         types.ExecuteCommandParams(command="handoff.startSession", arguments=[{"document": edited}])
     )
     new = Path(started["newSession"]["path"])
-    header, entry = (json.loads(line) for line in new.read_text().splitlines())
+    header, entry, info = (json.loads(line) for line in new.read_text().splitlines())
+    assert info["type"] == "session_info" and info["parentId"] == entry["id"]
     assert header["parentSession"] == str(session)
     assert "Edited in the editor." in entry["content"]
     listed = await client.workspace_execute_command_async(

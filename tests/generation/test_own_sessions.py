@@ -93,7 +93,8 @@ def test_pi_generation_writes_a_draft_and_start_opens_a_new_pi_session(homes, pl
     started = svc.call("handoff.startSession", {"document": edited})
     new = Path(started["newSession"]["path"])
     assert new.parent == placed.parent and new != placed  # pi's folder for the project
-    header, entry = (json.loads(line) for line in new.read_text().splitlines())
+    header, entry, info = (json.loads(line) for line in new.read_text().splitlines())
+    assert info["type"] == "session_info" and info["name"].startswith("Handoff")
     assert header["type"] == "session" and header["parentSession"] == str(placed.resolve())
     assert "Edited: also cover pets without a name." in entry["content"]
     assert started["command"].endswith(f"pi --session {new}")

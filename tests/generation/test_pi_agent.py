@@ -34,8 +34,9 @@ def pi_env(homes: dict[str, Path]) -> dict[str, str]:
     }
 
 
-def pi_context(pi_agent, homes, session: Path, cwd: Path) -> list[dict]:
-    """The messages in pi's context after it opens ``session`` (its RPC ``get_messages``)."""
+def pi_context(pi_agent, homes, session: Path, cwd: Path, state: dict | None = None) -> list[dict]:
+    """The messages in pi's context after it opens ``session`` (its RPC ``get_messages``);
+    ``state`` gets pi's ``get_state`` answer (the session's name among it)."""
     proc = subprocess.Popen(
         [
             str(pi_agent["node"]),
@@ -54,10 +55,15 @@ def pi_context(pi_agent, homes, session: Path, cwd: Path) -> list[dict]:
         text=True,
     )
     try:
+        proc.stdin.write(json.dumps({"type": "get_state"}) + "\n")
         proc.stdin.write(json.dumps({"type": "get_messages"}) + "\n")
         proc.stdin.flush()
         for line in proc.stdout:
             reply = json.loads(line)
+            if reply.get("type") == "response" and reply.get("command") == "get_state":
+                assert reply["success"] is True, reply
+                if state is not None:
+                    state.update(reply["data"])
             if reply.get("type") == "response" and reply.get("command") == "get_messages":
                 assert reply["success"] is True, reply
                 return reply["data"]["messages"]
@@ -80,7 +86,10 @@ def check_handoff_session(
     written = new.read_bytes()
     header = json.loads(written.splitlines()[0])
     assert header["parentSession"] == str(source.resolve())
-    messages = pi_context(pi_agent, homes, new, workspace)
+    state: dict = {}
+    messages = pi_context(pi_agent, homes, new, workspace, state)
+    # pi names the session after the goal (its /resume list shows the name).
+    assert state["sessionName"].startswith("Handoff: "), state
     assert len(messages) == 1
     (message,) = messages
     assert message["role"] == "custom"

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from lsp_server.generation.capture import WRAPPER_CLOSE, WRAPPER_OPEN, wrap
-from lsp_server.generation.newsession import pi_session_folder
+from lsp_server.generation.newsession import pi_session_folder, session_title
 from lsp_server.model.errors import HandoffError
 from lsp_server.surfaces.service import CallContext, CancelToken, HandoffService, ServiceConfig
 
@@ -155,8 +155,17 @@ def test_edited_draft_is_exactly_what_the_new_pi_session_holds(homes, workspace,
     started = svc.call("handoff.startSession", {"document": EDITED})
     assert started["agent"] == "pi"
     new = Path(started["newSession"]["path"])
-    header, entry = (json.loads(line) for line in new.read_text(encoding="utf-8").splitlines())
+    header, entry, info = (
+        json.loads(line) for line in new.read_text(encoding="utf-8").splitlines()
+    )
     assert entry["type"] == "custom_message" and entry["customType"] == "handoff"
+    # Its name in pi's /resume: the goal (a session_info entry after the handoff).
+    assert (info["type"], info["parentId"], info["timestamp"]) == (
+        "session_info",
+        entry["id"],
+        entry["timestamp"],
+    )
+    assert info["name"] == session_title(entry["content"]) and info["name"].startswith("Handoff: ")
     assert entry["content"] == wrap(EDITED, str(pi_source.resolve()))
     inner = entry["content"].split(WRAPPER_OPEN + "\n", 1)[1].split("\n" + WRAPPER_CLOSE, 1)[0]
     assert inner == EDITED.rstrip("\n")
@@ -389,3 +398,10 @@ def test_generate_start_keeps_the_one_step_flow(homes, workspace, pi_source):
     entry = json.loads(Path(started["newSession"]["path"]).read_text().splitlines()[1])
     assert entry["content"] == wrap(result["document"], str(pi_source.resolve()))
     assert started["lineage"]["generation"] == result["generation"]
+
+
+def test_a_started_pi_session_is_named_after_the_goal():
+    goal = "## Goal\n\nThe user: “Fix the **flaky** `pytest -q` run in the parser and keep the public API unchanged for every caller”\n\n## Progress\n"
+    assert session_title(goal) == "Handoff: Fix the flaky pytest -q run in the parser and keep the public API…"
+    assert session_title("# Handoff\n\n## Objective\n\nShip it\n") == "Handoff: Ship it"
+    assert session_title("no goal here\n") == "Handoff"

@@ -354,7 +354,7 @@ def verb_start(args, svc):
 
 def verb_store(args, svc):
     from ...store import ops as storeops
-    from ...store.check import check_store, repair_store
+    from ...store.check import repair_store
 
     if args.action == "migrate":
         return storeops.run_migrate(args.url, args.grant)
