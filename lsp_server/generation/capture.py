@@ -110,9 +110,26 @@ def continuation_sentence(source: str | None) -> str:
     )
 
 
-def wrap(document: str, source: str | None = None) -> str:
-    """The new session's context message: wrapper, document, one continuation sentence;
-    no control character (``rendering.plain_text``) in any of it."""
+def acknowledge_sentence(revision: str, scope: str) -> str:
+    """What a successor started from a committed revision does with the handoff tools."""
+    return (
+        "If you have the handoff tools (the `handoff` MCP server), acknowledge this handoff "
+        f"once you have checked it: handoff_acknowledge with mode 'exact', revision "
+        f"'{revision}' and scope '{scope}' (status 'accepted' only when you confirmed the "
+        "evidence, the live state, your capability and the user's authorisation; else "
+        "'needs_clarification' with your question). When the work ends, call "
+        "handoff_record_outcome with its status, the checks that ran and the receipt."
+    )
+
+
+def wrap(
+    document: str, source: str | None = None, revision: tuple[str, str] | None = None
+) -> str:
+    """The new session's context message: wrapper, document, one continuation sentence
+    (and, for a committed ``revision`` = (ref, scope), how to acknowledge it); no control
+    character (``rendering.plain_text``) in any of it."""
     body = escape_document(document.strip("\n"))
     text = f"{WRAPPER_OPEN}\n{body}\n{WRAPPER_CLOSE}\n\n{continuation_sentence(source)}"
+    if revision is not None:
+        text += " " + acknowledge_sentence(*revision)
     return plain_text(text)

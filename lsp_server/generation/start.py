@@ -200,7 +200,13 @@ def run_start_session(
             f"(one of {', '.join(AGENTS)}).",
             allowed=list(AGENTS),
         )
-    content = wrap(text, parent["path"] if parent else None)
+    committed = handoff.get("revision") if handoff.get("kind") == "revision" else None
+    if handoff.get("kind") == "prepared":  # a prepared value that was committed since
+        rec = service.ledger().revision_by_digest(handoff["digest"])
+        committed = rec.ref if rec is not None else None
+    content = wrap(
+        text, parent["path"] if parent else None, (committed, scope) if committed else None
+    )
     ctx.cancel.raise_if_cancelled()
     record = _write_start(service, ctx, agent, content, parent, scope, handoff, generation)
     lineage = {k: v for k, v in as_json(record).items() if k != "command"}

@@ -405,3 +405,18 @@ def test_a_started_pi_session_is_named_after_the_goal():
     assert session_title(goal) == "Handoff: Fix the flaky pytest -q run in the parser and keep the public API…"
     assert session_title("# Handoff\n\n## Objective\n\nShip it\n") == "Handoff: Ship it"
     assert session_title("no goal here\n") == "Handoff"
+
+
+def test_a_start_from_a_committed_handoff_says_which_revision_to_acknowledge(homes, workspace):
+    svc = HandoffService(workspace)
+    prepared = prepare(svc, record_contract(svc))
+    before = svc.call("handoff.startSession", {"prepared": prepared, "agent": "claude"})
+    assert "handoff_acknowledge" not in (workspace / before["documentPath"]).read_text()
+    rev = svc.call("handoff.commit", {"scope": prepared["scope"], "prepared": prepared})["revision"]
+    scope = prepared["scope"]
+    said = f"handoff_acknowledge with mode 'exact', revision '{rev}' and scope '{scope}'"
+    for params in ({"revision": rev}, {"prepared": prepared}):  # a prepared value since committed
+        started = svc.call("handoff.startSession", {**params, "agent": "claude"})
+        text = (workspace / started["documentPath"]).read_text()
+        assert said in text and "handoff_record_outcome" in text
+        assert text.index(said) > text.index("</handoff-context>")  # ours, after the handoff

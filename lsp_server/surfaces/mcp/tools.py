@@ -228,7 +228,8 @@ TOOLS: tuple[ToolSpec, ...] = (
         "handoff_continue selected): 'accepted' needs all four checks confirmed (else "
         "acceptance_checks_failed), otherwise 'needs_clarification' or 'declined' with a "
         "note. Returns a `receipt` to cite in handoff_record_outcome. An acknowledgement "
-        "grants no permission.",
+        "grants no permission. A session started from a committed handoff says which "
+        "revision to acknowledge: call this once you have checked it, before the work.",
     ),
     ToolSpec(
         "handoff_record_outcome",
@@ -236,7 +237,8 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Record the Task Outcome",
         "Record how the task ended (succeeded, partial, blocked, failed, cancelled, "
         "unknown) with the checks that ran, citing the acknowledgement `receipt` of the "
-        "handoff you took over. Call it when the work is finished or abandoned.",
+        "handoff you took over. Call it when the work is finished or abandoned, without "
+        "being asked: the next session reads it as how this one ended.",
     ),
     ToolSpec(
         "handoff_report",
