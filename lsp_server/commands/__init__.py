@@ -223,7 +223,16 @@ REGISTRY: tuple[Command, ...] = (
         "StartSessionParams",
         "generate.start_session",
         "start the next agent session from a draft, a prepared handoff or a revision",
-        result=("scope", "agent", "command", "newSession", "documentPath", "lineage", "claims?"),
+        result=(
+            "scope",
+            "agent",
+            "command",
+            "newSession",
+            "documentPath",
+            "lineage",
+            "claims?",
+            "transfer",
+        ),
         mutates=True,
     ),
     Command(

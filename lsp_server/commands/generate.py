@@ -38,28 +38,61 @@ def start_session(ws: Workspace, p: StartSessionParams, ctx: CallContext) -> dic
     from ..generation.start import run_start_session
 
     result = run_start_session(ws, p, ctx)
-    if p.document is not None:
-        findings = _findings(ws, p.document, result["lineage"].get("parentSession"), ctx)
+    parent = _parent_facts(ws, result["lineage"].get("parentSession"), ctx)
+    if p.document is not None and parent is not None:
+        from ..claims.verdicts import check_document
+
+        report = check_document(p.document, parent, ws.workspace)
+        findings = [d.to_json() for d in report.diagnostics if d.code in ("contradicted", "dropped")]
         if findings:
             result["claims"] = findings
+    result["transfer"] = _transfer(ws, result, parent)
     return result
 
 
-def _findings(ws: Workspace, text: str, parent: Any, ctx: CallContext) -> list[dict[str, Any]]:
-    """The contradicted and dropped findings of the handed-over text (none when the parent
-    session cannot be read: the start never fails for its check)."""
+def _transfer(ws: Workspace, result: dict[str, Any], parent: Any) -> dict[str, Any]:
+    """What the successor receives and what it does not: the handed-over text only (as a
+    new session's one message, or as the first prompt), never the parent's transcript."""
+    text = (ws.workspace / result["documentPath"]).read_text(encoding="utf-8")
+    words = len(text.split())
+    how = (
+        f"the one message of a new {result['agent']} session"
+        if result.get("newSession")
+        else f"{result['agent']}'s first prompt"
+    )
+    receives = {"words": words, "chars": len(text), "as": how}
+    left = None
+    if parent is not None:
+        t = parent.transcript
+        history = t.history
+        left = {
+            "messages": t.message_count or len(history),
+            "toolResults": sum(1 for m in history if m.role == "tool"),
+            "images": sum(m.text.count("[image]") for m in history if m.text),
+            "compactions": t.compactions,
+        }
+    said = f"The successor receives the handoff text only ({words:,} words, as {how})"
+    if left is not None:
+        said += (
+            f"; it does not receive the parent session's {left['messages']:,} messages, "
+            f"{left['toolResults']:,} tool results, {left['images']:,} images, or its "
+            "thinking"
+        )
+    else:
+        said += "; no parent session's transcript goes with it"
+    return {"receives": receives, "leftBehind": left, "said": said + "."}
+
+
+def _parent_facts(ws: Workspace, parent: Any, ctx: CallContext) -> Any:
+    """The parent session's facts (kept while its file is unchanged), or None when there
+    is none or it cannot be read: the start never fails for what it reports."""
     from pathlib import Path
 
-    from ..claims.verdicts import check_document
     from ..model.errors import HandoffError
     from .check import session_facts
 
     path = Path(parent["path"]) if isinstance(parent, dict) and parent.get("path") else None
     try:
-        facts = session_facts(path, "auto", ws.workspace, ctx) if path and path.is_file() else None
+        return session_facts(path, "auto", ws.workspace, ctx) if path and path.is_file() else None
     except (HandoffError, OSError):
-        facts = None
-    if facts is None:
-        return []
-    report = check_document(text, facts, ws.workspace)
-    return [d.to_json() for d in report.diagnostics if d.code in ("contradicted", "dropped")]
+        return None

@@ -16,6 +16,7 @@ import pytest
 
 from lsp_server.generation.capture import WRAPPER_CLOSE, WRAPPER_OPEN, wrap
 from lsp_server.generation.newsession import pi_session_folder, session_title
+from lsp_server.generation.readers import read_session
 from lsp_server.model.errors import HandoffError
 from lsp_server.surfaces.service import CallContext, CancelToken, HandoffService, ServiceConfig
 
@@ -420,3 +421,29 @@ def test_a_start_from_a_committed_handoff_says_which_revision_to_acknowledge(hom
         text = (workspace / started["documentPath"]).read_text()
         assert said in text and "handoff_record_outcome" in text
         assert text.index(said) > text.index("</handoff-context>")  # ours, after the handoff
+
+
+def test_the_start_answer_says_what_the_successor_receives_and_what_it_does_not(
+    homes, workspace, pi_source
+):
+    svc = HandoffService(workspace)
+    svc.call("handoff.generate", {"session": str(pi_source)})
+    started = svc.call("handoff.startSession", {"document": EDITED})
+    transfer = started["transfer"]
+    text = (workspace / started["documentPath"]).read_text()
+    assert transfer["receives"] == {
+        "words": len(text.split()),
+        "chars": len(text),
+        "as": "the one message of a new pi session",
+    }
+    parent = read_session(pi_source)
+    left = transfer["leftBehind"]
+    assert left["messages"] == parent.message_count > 0
+    assert left["toolResults"] == sum(1 for m in parent.history if m.role == "tool")
+    assert transfer["said"].startswith(f"The successor receives the handoff text only ({len(text.split()):,} words")
+    assert "tool results" in transfer["said"] and transfer["said"].endswith("or its thinking.")
+    # No parent session: said so.
+    prepared = prepare(svc, record_contract(svc))
+    alone = svc.call("handoff.startSession", {"prepared": prepared, "agent": "codex"})["transfer"]
+    assert alone["leftBehind"] is None and alone["receives"]["as"] == "codex's first prompt"
+    assert alone["said"].endswith("no parent session's transcript goes with it.")

@@ -467,6 +467,7 @@ export class HandoffCommands {
     const label = AGENT_LABELS[result.agent] ?? result.agent;
     const what = result.newSession ? `${label} session` : label;
     const which = result.newSession ? ` (session ${baseName(result.newSession.path)})` : '';
+    const transfer = result.transfer?.said ? ` ${result.transfer.said}` : '';
     const setting = this.options.startSessionAction?.();
     let action: StartSessionAction | undefined = START_SESSION_ACTIONS.includes(setting as StartSessionAction)
       ? (setting as StartSessionAction)
@@ -483,7 +484,7 @@ export class HandoffCommands {
     if (action === 'terminal') {
       const name = terminalName(result.agent);
       await this.ui.runInTerminal(name, result.command);
-      void this.ui.info(`Started ${label} from the draft in the terminal "${name}"${which}.`);
+      void this.ui.info(`Started ${label} from the draft in the terminal "${name}"${which}.${transfer}`);
     } else if (action === 'copy') {
       await this.ui.copyToClipboard(result.command);
       void this.ui.info(`Started ${what} from the draft; the command that opens it is on the clipboard: ${result.command}`);

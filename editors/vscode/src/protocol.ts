@@ -249,6 +249,8 @@ export interface StartSessionResult {
   lineage: Record<string, unknown>;
   /** What the handed-over text contradicts or dropped of its session (a warning). */
   claims?: CheckDiagnostic[];
+  /** What the successor receives and what it does not, said in one sentence. */
+  transfer?: { said: string };
 }
 
 /** `handoff.repairStore`'s answer: what was done, and the store's check after it. */

@@ -60,6 +60,8 @@ def _human_start(result: dict[str, Any]) -> str:
     if result.get("newSession"):
         lines.append(f"new {result['agent']} session: {result['newSession']['path']}")
     lines.append(f"handed over: {result['documentPath']}")
+    if result.get("transfer"):
+        lines.append(result["transfer"]["said"])
     lines.append(f"start it with: {result['command']}")
     return "\n".join(lines)
 

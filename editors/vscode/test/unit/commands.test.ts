@@ -634,6 +634,7 @@ describe('palette commands', () => {
       newSession: { path: '/h/.pi/agent/sessions/--w--/s2.jsonl', id: 's2' },
       documentPath: '.handoff/started/x.md',
       lineage: {},
+      transfer: { said: 'The successor receives the handoff text only (12 words, as the one message of a new pi session).' },
     });
 
     async function generateDraft(options = {}) {
@@ -668,7 +669,10 @@ describe('palette commands', () => {
       assert.deepEqual(agentStep.items, ['pi', 'Claude Code', 'Codex']);
       assert.deepEqual(ui.terminals, [{ name: 'Handoff: pi', commandLine: 'cd /w && pi --session /h/.pi/agent/sessions/--w--/s2.jsonl' }]);
       assert.deepEqual(ui.clipboard, []);
-      assert.match(ui.shown[ui.shown.length - 1].message, /^Started pi from the draft in the terminal "Handoff: pi" \(session s2\.jsonl\)\.$/);
+      assert.match(
+        ui.shown[ui.shown.length - 1].message,
+        /^Started pi from the draft in the terminal "Handoff: pi" \(session s2\.jsonl\)\. The successor receives the handoff text only \(12 words, as the one message of a new pi session\)\.$/,
+      );
     });
 
     it('a lens names the document and the agent: no pick, and the findings of the check are a warning', async () => {
