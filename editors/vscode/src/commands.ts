@@ -15,7 +15,9 @@ import {
   pickTarget,
   shortDigest,
   targetParams,
+  ContractInput,
   EvidenceCheck,
+  OutcomeInput,
   WorkStateInput,
 } from './inputs';
 import { PreparedShelf, readPreparedFile, ShelfStore, writePreparedFile } from './prepared';
@@ -546,13 +548,23 @@ export class HandoffCommands {
 
   async recordContract(): Promise<SourceResult | undefined> {
     return this.guarded(async () => {
-      const input = await collectContract(this.ui);
-      if (!input) {
-        return undefined;
+      let initial: ContractInput | undefined;
+      for (;;) {
+        const input = await collectContract(this.ui, initial);
+        if (!input) {
+          return undefined;
+        }
+        try {
+          const result = await this.call<SourceResult>(ServerCommand.contract, input);
+          void this.ui.info(`Work Contract recorded as ${result.source} in ${result.scope}.`);
+          return result;
+        } catch (error) {
+          if (!(await this.offerRetry(error))) {
+            return undefined;
+          }
+          initial = input; // every value kept for the next attempt
+        }
       }
-      const result = await this.call<SourceResult>(ServerCommand.contract, input);
-      void this.ui.info(`Work Contract recorded as ${result.source} in ${result.scope}.`);
-      return result;
     });
   }
 
@@ -601,13 +613,23 @@ export class HandoffCommands {
       } catch {
         // The receipts of this session are still offered.
       }
-      const input = await collectOutcome(this.ui, receipts);
-      if (!input) {
-        return undefined;
+      let initial: OutcomeInput | undefined;
+      for (;;) {
+        const input = await collectOutcome(this.ui, receipts, initial);
+        if (!input) {
+          return undefined;
+        }
+        try {
+          const result = await this.call<SourceResult>(ServerCommand.recordOutcome, input);
+          void this.ui.info(`Task Outcome (${input.status}) recorded as ${result.source} in ${result.scope}.`);
+          return result;
+        } catch (error) {
+          if (!(await this.offerRetry(error))) {
+            return undefined;
+          }
+          initial = input; // every value kept for the next attempt
+        }
       }
-      const result = await this.call<SourceResult>(ServerCommand.recordOutcome, input);
-      void this.ui.info(`Task Outcome (${input.status}) recorded as ${result.source} in ${result.scope}.`);
-      return result;
     });
   }
 

@@ -256,25 +256,37 @@ export interface ContractInput {
   acceptance: string[];
 }
 
-export async function collectContract(ui: Ui): Promise<ContractInput | undefined> {
+/** The Work Contract's steps; ``initial`` (a refused attempt) fills each in again. */
+export async function collectContract(ui: Ui, initial?: ContractInput): Promise<ContractInput | undefined> {
   const title = 'Record Work Contract';
   const objective = await ui.input({
     title: `${title}: objective`,
     prompt: 'What should the work achieve?',
+    value: initial?.objective,
     validate: required('The objective'),
   });
   if (objective === undefined) {
     return undefined;
   }
-  const inScope = await collectList(ui, { title: `${title}: in scope`, prompt: 'Something the work covers.', min: 1 });
+  const inScope = await collectList(ui, { title: `${title}: in scope`, prompt: 'Something the work covers.', min: 1, initial: initial?.inScope });
   if (inScope === undefined) {
     return undefined;
   }
-  const outOfScope = await collectList(ui, { title: `${title}: out of scope`, prompt: 'Something the work must not touch (optional).', min: 0 });
+  const outOfScope = await collectList(ui, {
+    title: `${title}: out of scope`,
+    prompt: 'Something the work must not touch (optional).',
+    min: 0,
+    initial: initial?.outOfScope,
+  });
   if (outOfScope === undefined) {
     return undefined;
   }
-  const acceptance = await collectList(ui, { title: `${title}: acceptance`, prompt: 'A criterion that shows the work is done.', min: 1 });
+  const acceptance = await collectList(ui, {
+    title: `${title}: acceptance`,
+    prompt: 'A criterion that shows the work is done.',
+    min: 1,
+    initial: initial?.acceptance,
+  });
   if (acceptance === undefined) {
     return undefined;
   }
@@ -521,16 +533,22 @@ export function parseCheckSpec(spec: string): { name: string; status: string } |
   return { name: m[1].trim(), status: m[2] };
 }
 
-export async function collectOutcome(ui: Ui, receipts: { receipt: string; description: string }[]): Promise<OutcomeInput | undefined> {
+/** The Task Outcome's steps; ``initial`` (a refused attempt) fills each in again. */
+export async function collectOutcome(
+  ui: Ui,
+  receipts: { receipt: string; description: string }[],
+  initial?: OutcomeInput,
+): Promise<OutcomeInput | undefined> {
   const title = 'Record Outcome';
+  const order = initial ? [initial.status, ...OUTCOME_STATUSES.filter((s) => s !== initial.status)] : [...OUTCOME_STATUSES];
   const status = await ui.pick(
-    OUTCOME_STATUSES.map((s) => ({ label: s, value: s })),
+    order.map((s) => ({ label: s, description: s === initial?.status ? 'as before' : undefined, value: s })),
     { title: `${title}: status`, placeholder: 'How did the task end?' },
   );
   if (!status) {
     return undefined;
   }
-  const summary = await ui.input({ title: `${title}: summary`, prompt: 'One line on what happened.', validate: required('The summary') });
+  const summary = await ui.input({ title: `${title}: summary`, prompt: 'One line on what happened.', value: initial?.summary, validate: required('The summary') });
   if (summary === undefined) {
     return undefined;
   }
@@ -538,6 +556,7 @@ export async function collectOutcome(ui: Ui, receipts: { receipt: string; descri
     title: `${title}: checks`,
     prompt: `A check and its status, e.g. 'contract tests = passed' (${CHECK_STATUSES.join(', ')}).`,
     min: 0,
+    initial: initial?.checks.map((c) => `${c.name} = ${c.status}`),
     validate: (v) => (parseCheckSpec(v) ? undefined : `Write 'name = status' with a status of ${CHECK_STATUSES.join(', ')}.`),
   });
   if (!checkSpecs) {

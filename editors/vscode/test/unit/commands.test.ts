@@ -200,6 +200,54 @@ describe('palette commands', () => {
     });
   });
 
+  describe('Record Work Contract and Record Outcome keep their values on a refusal', () => {
+    it('a refused Work Contract: Edit and Retry fills every step in again', async () => {
+      let calls = 0;
+      const server = new RecordingServer({
+        'handoff.contract': () => {
+          calls += 1;
+          if (calls === 1) {
+            throw refusal('invalid_params', 'objective is longer than 4,000 characters.', {});
+          }
+          return { scope: 'openapi-client', source: 'source/c2' };
+        },
+      });
+      const ui = new ScriptedUi([{ type: 'update the client' }, { type: 'client' }, { type: '' }, { type: '' }, { type: 'tests pass' }, { type: '' }]);
+      ui.clickAction = 'Edit and Retry';
+      ui.answer({ enter: true }, { enter: true }, { type: '' }, { type: '' }, { enter: true }, { type: '' });
+      const commands = new HandoffCommands(ui, server, new RecordingViews());
+      assert.equal((await commands.recordContract())?.source, 'source/c2');
+      assert.deepEqual(
+        ui.steps.slice(6).map((s) => s.value),
+        ['update the client', 'client', undefined, undefined, 'tests pass', undefined],
+      );
+      assert.deepEqual(server.paramsOf('handoff.contract'), { objective: 'update the client', inScope: ['client'], outOfScope: [], acceptance: ['tests pass'] });
+    });
+
+    it('a refused Task Outcome: Edit and Retry offers the status first and fills the summary and checks in', async () => {
+      let calls = 0;
+      const server = new RecordingServer({
+        'handoff.report': () => historyReport(),
+        'handoff.recordOutcome': () => {
+          calls += 1;
+          if (calls === 1) {
+            throw refusal('invalid_params', 'receipt source/x is not an acknowledgement of this scope.', {});
+          }
+          return { scope: 'openapi-client', source: 'source/o2' };
+        },
+      });
+      const ui = new ScriptedUi([{ pick: 'partial' }, { type: 'half done' }, { type: 'unit = passed' }, { type: '' }, { pick: 'No receipt' }]);
+      ui.clickAction = 'Edit and Retry';
+      ui.answer({ pick: 'partial' }, { enter: true }, { enter: true }, { type: '' }, { pick: 'No receipt' });
+      const commands = new HandoffCommands(ui, server, new RecordingViews());
+      const steps = () => ui.steps.filter((s) => s.title.startsWith('Record Outcome'));
+      assert.equal((await commands.recordOutcome())?.source, 'source/o2');
+      const retried = steps().slice(-5);
+      assert.equal(retried[0].items?.[0], 'partial', 'the status chosen before comes first');
+      assert.deepEqual(retried.slice(1, 4).map((s) => s.value), ['half done', 'unit = passed', undefined]);
+    });
+  });
+
   describe('Continue', () => {
     it('continues from latest, opens the selected revision and remembers it for Acknowledge', async () => {
       const server = new RecordingServer({
