@@ -16,6 +16,7 @@ export interface LevelledLog {
 const SERVER_LINE = /^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[,.]\d+)? (DEBUG|INFO|WARNING|ERROR|CRITICAL) (.*)$/;
 const CLIENT_LINE = /^\[(Trace|Debug|Info|Warn|Error)\s*-\s*[^\]]*\]\s?(.*)$/;
 const SERVER_LEVELS: Record<string, LogLevel> = { DEBUG: 'debug', INFO: 'info', WARNING: 'warn', ERROR: 'error', CRITICAL: 'error' };
+const NORMAL_EXIT = /^Server process exited with code 0\.?$/;
 const CLIENT_LEVELS: Record<string, LogLevel> = { Trace: 'trace', Debug: 'debug', Info: 'info', Warn: 'warn', Error: 'error' };
 
 /** The level and the message of one line; ``undefined`` level: a continuation line
@@ -27,7 +28,9 @@ export function parseLogLine(line: string): { level: LogLevel | undefined; messa
   }
   m = CLIENT_LINE.exec(line);
   if (m) {
-    return { level: CLIENT_LEVELS[m[1]], message: m[2] };
+    // The client says a normal stop (exit code 0) at error level: it is information.
+    const level = m[1] === 'Error' && NORMAL_EXIT.test(m[2]) ? 'info' : CLIENT_LEVELS[m[1]];
+    return { level, message: m[2] };
   }
   return { level: undefined, message: line };
 }

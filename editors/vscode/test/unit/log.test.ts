@@ -33,6 +33,14 @@ describe('log levels', () => {
     assert.deepEqual(parseLogLine('plain'), { level: undefined, message: 'plain' });
   });
 
+  it('says a normal stop (exit code 0) as information, any other exit as an error', () => {
+    assert.deepEqual(parseLogLine('[Error - 12:00:00] Server process exited with code 0.'), {
+      level: 'info',
+      message: 'Server process exited with code 0.',
+    });
+    assert.equal(parseLogLine('[Error - 12:00:00] Server process exited with code 1.').level, 'error');
+  });
+
   it('logs a cancellation as information, a refusal as a warning, a dead server as an error', () => {
     assert.equal(failureLevel('cancelled'), 'info');
     assert.equal(failureLevel('acceptance_checks_failed'), 'warn');
