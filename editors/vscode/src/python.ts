@@ -167,7 +167,11 @@ export async function resolveServerLaunch(options: ResolveOptions): Promise<Serv
       candidates.push({ python: venv, origin: 'checkoutVenv', env, packageFrom: 'environment' });
     }
   }
+  const tooOld = new Set<string>();
   for (const candidate of candidates) {
+    if (tooOld.has(candidate.python)) {
+      continue; // an interpreter too old for the bundle is too old for any server
+    }
     const launcher = candidate.packageFrom === 'bundle' ? options.bundle : undefined;
     try {
       const version = await probe(candidate.python, candidate.env, launcher);
@@ -181,7 +185,13 @@ export async function resolveServerLaunch(options: ResolveOptions): Promise<Serv
       };
     } catch (error) {
       const reason = (error as Error).message;
-      attempts.push(candidate.packageFrom === 'checkout' ? `${reason} with the checkout ${options.checkout} on PYTHONPATH` : reason);
+      if (/needs Python \d+\.\d+ or newer/.test(reason)) {
+        tooOld.add(candidate.python);
+      }
+      const said = candidate.packageFrom === 'checkout' ? `${reason} with the checkout ${options.checkout} on PYTHONPATH` : reason;
+      if (!attempts.includes(said)) {
+        attempts.push(said); // each reason once
+      }
     }
   }
   throw new ServerNotFoundError(attempts);

@@ -177,3 +177,24 @@ describe('server interpreter resolution', function () {
     assert.equal(expandPythonSetting('python3.11', '/w'), 'python3.11');
   });
 });
+
+describe('a start that fails', () => {
+  it('says an interpreter too old once, with its version, and tries nothing else with it', async () => {
+    const probed: string[] = [];
+    const probe = async (python: string, _env: NodeJS.ProcessEnv, launcher?: string) => {
+      probed.push(`${python} ${launcher ? 'bundle' : 'own'}`);
+      throw new Error(launcher ? `${python} cannot run the bundled server: Handoff needs Python 3.11 or newer; ${python} is 3.8.10` : `${python} cannot import lsp_server`);
+    };
+    await assert.rejects(
+      resolveServerLaunch({ pythonExtension: async () => '/usr/bin/python3', bundle: '/ext/bundled/launch.py', probe }),
+      (error: Error) => {
+        assert.equal(
+          error.message,
+          'Handoff cannot start its language server: /usr/bin/python3 cannot run the bundled server: Handoff needs Python 3.11 or newer; /usr/bin/python3 is 3.8.10. Install Python 3.11 or newer, or set "handoff.server.python" to one.',
+        );
+        return true;
+      },
+    );
+    assert.deepEqual(probed, ['/usr/bin/python3 bundle']);
+  });
+});
