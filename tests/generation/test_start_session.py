@@ -447,3 +447,16 @@ def test_the_start_answer_says_what_the_successor_receives_and_what_it_does_not(
     alone = svc.call("handoff.startSession", {"prepared": prepared, "agent": "codex"})["transfer"]
     assert alone["leftBehind"] is None and alone["receives"]["as"] == "codex's first prompt"
     assert alone["said"].endswith("no parent session's transcript goes with it.")
+
+
+def test_lineage_numbers_starts_and_generations_each_from_one(homes, workspace, pi_source):
+    """Not from the store's one sequence (1, 3, 4…): each table counts its own rows."""
+    svc = HandoffService(workspace)
+    svc.call("handoff.generate", {"session": str(pi_source)})
+    svc.call("handoff.startSession", {"document": EDITED})
+    svc.call("handoff.startSession", {"document": EDITED + "\nMore.\n"})
+    md = svc.call("handoff.report", {"kind": "lineage", "render": "terminal"})["markdown"]
+    starts = md.split("## Starts", 1)[1].split("## Generations", 1)[0]
+    generations = md.split("## Generations", 1)[1]
+    numbers = lambda part: [ln.split("|")[1].strip() for ln in part.splitlines() if ln.startswith("| ") and ln[2:3].isdigit()]  # noqa: E731
+    assert numbers(starts) == ["1", "2"] and numbers(generations) == ["1"]
