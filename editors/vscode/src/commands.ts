@@ -96,6 +96,9 @@ export interface Views {
   draftById(id: string): DraftDocument | undefined;
   /** Re-renders the open previews. */
   refresh?(): Promise<void>;
+  /** The preview of ``from``, if one is open, closed and ``to`` shown in its place (a
+   * prepared handoff's tab becomes its revision's once committed). */
+  replaceReport?(from: ReportView, to: ReportView): Promise<void>;
 }
 
 /** What Start Session from Draft does with the command the server returns. */
@@ -723,7 +726,9 @@ export class HandoffCommands {
         return undefined;
       }
       this.shelf.markCommitted(chosen.digest, result.revision);
-      // Its open preview now shows the revision it became.
+      // Its open preview becomes the revision's (a tab titled by the revision, not by
+      // the prepared digest); the other previews re-render.
+      void this.views.replaceReport?.({ kind: 'handoff', prepared: chosen }, { kind: 'handoff', revision: result.revision });
       void this.views.refresh?.();
       void this.ui
         .info(result.idempotent ? `Already committed as ${result.revision}.` : `Committed ${result.revision} in ${result.scope}.`, SHOW)

@@ -53,6 +53,18 @@ export class HandoffPreviewProvider implements vscode.TextDocumentContentProvide
     );
   }
 
+  /** Closes the preview of ``from`` if one is open, then shows ``to`` (in the group
+   * the previews are in). Nothing is opened when ``from`` was not shown. */
+  async replace(from: ReportView, to: ReportView): Promise<void> {
+    const tabs = this.previewTabs(this.uriFor(from));
+    if (tabs.length === 0) {
+      return;
+    }
+    await vscode.window.tabGroups.close(tabs);
+    this.opened.delete(this.uriFor(from).toString());
+    await this.show(to);
+  }
+
   /** One preview per view: an open one is refreshed and revealed; a new one opens in the
    * group that holds the other Handoff previews (else beside the editor), locked so it
    * stays on its report when another Markdown editor becomes active. */
@@ -142,6 +154,10 @@ export class VscodeViews implements Views {
 
   showReport(view: ReportView): Promise<void> {
     return this.preview.show(view);
+  }
+
+  replaceReport(from: ReportView, to: ReportView): Promise<void> {
+    return this.preview.replace(from, to);
   }
 
   refresh(): Promise<void> {

@@ -126,9 +126,12 @@ describe('VS Code extension end to end', function () {
     assert.match(revision, /^handoff\/[A-Za-z0-9_-]+@1$/);
     await expect(status(), 'the status item after the commit').toHaveText(readyText(session!.workspace), 60_000);
     assert.match(readyText(session!.workspace), /^default · @1/);
-    // The open prepared preview follows the commit: no "not committed" any more.
-    await expect(preview.locator('h1'), 'the prepared tab\'s heading after the commit').toHaveText(`Handoff ${revision}`, 60_000);
-    await expect(preview.locator('blockquote').first(), 'the committed note').toContainText(`was committed as ${revision}`);
+    // The open prepared preview becomes the revision's: its tab is titled by the
+    // revision, not by the prepared digest, and says no "not committed" any more.
+    const id = revision.replace(/^handoff\//, '');
+    await expect(page.locator('.tab', { hasText: `[Preview] ${id}.md` }), 'the revision\'s tab').toBeVisible(60_000);
+    await expect(page.locator('.tab', { hasText: `[Preview] ${SCOPE} · prepared ` }), 'the prepared tab, gone').toHaveCount(0, 30_000);
+    await expect(markdownPreview(page).locator('h1'), 'the heading after the commit').toHaveText(`Handoff ${revision}`, 60_000);
   });
 
   it('Continue from the latest revision: its preview, cited files as links, the status item', async () => {

@@ -418,11 +418,14 @@ describe('palette commands', () => {
       });
       const ui = new ScriptedUi();
       ui.clickAction = 'Commit';
-      await new HandoffCommands(ui, server, new RecordingViews()).handoffCurrentWork();
+      const views = new RecordingViews();
+      await new HandoffCommands(ui, server, views).handoffCurrentWork();
       await flush();
       assert.deepEqual(server.paramsOf('handoff.handoffCurrentWork'), {});
       assert.deepEqual(server.paramsOf('handoff.commit'), { scope: 'openapi-client', prepared });
       assert.match(ui.shown[1].message, /Committed handoff\/ec6bd8c4c24e@1 in openapi-client/);
+      // The prepared preview's tab becomes the revision's.
+      assert.deepEqual(views.replaced, [{ from: { kind: 'handoff', prepared }, to: { kind: 'handoff', revision: REVISION } }]);
     });
 
     it('saves a prepared handoff unchanged and loads it back for Commit', async () => {

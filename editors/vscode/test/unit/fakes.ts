@@ -223,6 +223,10 @@ export class RecordingViews implements Views {
   async showReport(view: ReportView): Promise<void> {
     this.reports.push(view);
   }
+  readonly replaced: { from: ReportView; to: ReportView }[] = [];
+  async replaceReport(from: ReportView, to: ReportView): Promise<void> {
+    this.replaced.push({ from, to });
+  }
   async openDraft(document: string, draft: HandoffDraft, origin?: DraftOrigin): Promise<string> {
     this.drafts.push({ document, draft, origin });
     const id = `untitled:Untitled-${this.drafts.length}`;
