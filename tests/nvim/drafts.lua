@@ -62,6 +62,16 @@ H.main(function()
     return vim.fn.filereadable(FAKE_PI_OUT) == 1 and #vim.fn.readfile(FAKE_PI_OUT) > 0
   end, nil, "the fake pi to run in the terminal")
   R("fake_pi", vim.fn.readfile(FAKE_PI_OUT))
+  -- While it ran, a hidden modified buffer stood for it (so :qa stops); its exit removed it.
+  local function guards()
+    return vim.tbl_filter(function(b)
+      return vim.api.nvim_buf_get_name(b):match("^handoff://pi is running") ~= nil
+    end, vim.api.nvim_list_bufs())
+  end
+  H.wait(function()
+    return #guards() == 0
+  end, nil, "the running agent's guard to go when it exits")
+  R("guard_gone", #guards() == 0)
 
   -- Back in the draft: Claude Code, the command only shown (open = "none").
   vim.api.nvim_set_current_win(draft_win)

@@ -456,6 +456,7 @@ def test_generate_opens_a_draft_that_starts_a_session_prepares_and_commits(
         "started": started["command"],
     }
     assert r["fake_pi"] == ["--session", str(new)]
+    assert r["guard_gone"] is True  # the agent exited: nothing stops :qa any more
     # One short line (no "Press ENTER") with the command, cut in the middle to fit the
     # 80 columns of the headless Neovim.
     [note] = r["start_notes"]
@@ -851,5 +852,8 @@ def test_refusals_fit_one_line_at_80_columns_and_handoff_log_has_them_whole(run_
     assert "An acknowledgement binds an exact target" in log
     for n in cut:  # each cut message is whole in the log
         assert run.whole(n["msg"]) in log, (n, log)
+    qa = r["qa_with_agent"]
+    assert qa["ok"] is False and ("E37" in qa["err"] or "E162" in qa["err"]), qa
+    assert qa["name"].endswith("handoff://Claude Code is running (job 7; :qa! stops it)")
     assert r["restart"]["ok"] is True
     assert r["restarted"] == {"old_stopped": True, "new_id": True, "attached": True}

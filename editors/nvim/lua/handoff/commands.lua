@@ -429,19 +429,50 @@ end
 --- suffix`, only `variable` cut when it is too long.
 local notify_line = msg.notify_parts
 
+--- A hidden, modified buffer that stands for a running agent, so `:qa` stops at it
+--- ("No write since last change") instead of killing the agent; `:qa!` still quits.
+--- Deleted when the agent's job ends. Returns the buffer.
+function M.running_guard(label, job)
+  local guard = vim.api.nvim_create_buf(false, true)
+  vim.bo[guard].buftype = "acwrite"
+  vim.bo[guard].bufhidden = "hide"
+  vim.api.nvim_buf_set_name(guard, ("handoff://%s is running (job %d; :qa! stops it)"):format(label, job))
+  vim.api.nvim_buf_set_lines(guard, 0, -1, false, { ("%s runs in a terminal of this Neovim."):format(label) })
+  vim.bo[guard].modified = true
+  vim.api.nvim_create_autocmd("BufWriteCmd", {
+    buffer = guard,
+    callback = function()
+      msg.notify(("Handoff: %s is still running; :qa! stops it."):format(label), vim.log.levels.WARN)
+    end,
+  })
+  return guard
+end
+
 --- Runs the started session's command in a :terminal in a split; returns the buffer.
 --- `enter` false (a generation that started a session itself): the focus stays.
 local function open_terminal(result, root, enter)
   local buf = vim.api.nvim_create_buf(true, false)
   local win = M.open_window(buf, enter, start_options().split)
   local job
+  local guard -- set below: the job's exit removes it
   vim.api.nvim_win_call(win, function()
-    job = vim.fn.jobstart(result.command, { term = true, cwd = root })
+    job = vim.fn.jobstart(result.command, {
+      term = true,
+      cwd = root,
+      on_exit = function()
+        vim.schedule(function()
+          if guard and vim.api.nvim_buf_is_valid(guard) then
+            vim.api.nvim_buf_delete(guard, { force = true })
+          end
+        end)
+      end,
+    })
   end)
   if job <= 0 then
     vim.api.nvim_buf_delete(buf, { force = true })
     async.fail("refused", ("The terminal did not start (%s): %s"):format(job, result.command))
   end
+  guard = M.running_guard(M.AGENT_LABELS[result.agent] or tostring(result.agent), job)
   if enter then
     vim.cmd.startinsert() -- the agent takes the keys (Terminal mode), as :terminal does
   end
