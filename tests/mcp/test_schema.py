@@ -223,3 +223,14 @@ def test_continue_summaries_say_untrusted_history():
     result = {"scope": SCOPE, "found": True, "selected": "handoff/a@1", "requiredChecks": []}
     assert summary("handoff.continue", result).startswith("UNTRUSTED HISTORY")
     assert "UNTRUSTED HISTORY" in summary("handoff.report", {"scope": SCOPE, "kind": "handoff"})
+
+
+def test_a_start_says_to_the_agent_what_the_successor_receives():
+    from lsp_server.surfaces.mcp.texts import summary
+
+    said = "The successor receives the handoff text only (12 words, as claude's first prompt)."
+    text = summary(
+        "handoff.startSession",
+        {"agent": "claude", "command": "cd /w && claude", "transfer": {"said": said}},
+    )
+    assert text == f"Started a claude session; open it with: cd /w && claude\n{said}"

@@ -75,7 +75,10 @@ def summary(command: str, result: dict[str, Any]) -> str:
             "handoff_start_session takes `document` (below)."
         )
     if command == "handoff.startSession":
-        return f"Started a {result.get('agent')} session; open it with: {result.get('command')}"
+        said = (result.get("transfer") or {}).get("said")
+        return f"Started a {result.get('agent')} session; open it with: {result.get('command')}" + (
+            f"\n{said}" if said else ""
+        )
     if command == "handoff.sessions":
         sessions = result.get("sessions") or []
         return f"{len(sessions)} agent session(s) of this workspace."
