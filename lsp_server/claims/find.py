@@ -53,7 +53,7 @@ _ERROR = re.compile(
     r"\b[A-Z][A-Za-z]*(?:Error|Exception)\b|\berror(?:\[\w+\])?:|\b(?:TS|ERR_|E)\d{3,5}\b"
     r"|\bE(?:NOENT|ACCES|EXIST|PERM|ADDRINUSE|CONNREFUSED|CONNRESET)\b"
 )
-#: A version in a code span: ``1.2.3``, ``v2.0``, ``pygls==2.0.1``, ``node@20.11``.
+#: A version in a code span: ``1.2.3``, ``v2.0``, ``flask==3.0.2``, ``node@20.11``.
 _VERSION = re.compile(r"(?:[\w.-]+(?:==|@|>=|~=))?v?\d+\.\d+(?:\.\d+)?(?:[-+][0-9A-Za-z.]+)?")
 #: A cited record of the store (a Work Contract, a work state, a receipt…).
 _SOURCE_REF = re.compile(r"(?<![\w/])source/([A-Za-z0-9_-]{1,64})\b")

@@ -54,8 +54,10 @@ def check_generation_state(workspace: Path, sessions: Path, source: Path) -> dic
             continue
         raw = path.read_bytes()
         lines = raw.splitlines()
-        assert raw.endswith(b"\n") and len(lines) == 2, f"{path.name}: a cut-short new session ({len(raw)} bytes)"
-        header, message = (orjson.loads(x) for x in lines)
+        # The header, the handoff message and its name (session_info): all or nothing.
+        assert raw.endswith(b"\n") and len(lines) == 3, f"{path.name}: a cut-short new session ({len(raw)} bytes)"
+        header, message, info = (orjson.loads(x) for x in lines)
+        assert info["type"] == "session_info" and info["parentId"] == message["id"]
         assert header["type"] == "session" and header["parentSession"] == str(source.resolve())
         assert message["customType"] == "handoff" and WRAPPER_CLOSE in message["content"]
         complete += 1
