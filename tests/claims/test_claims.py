@@ -538,3 +538,12 @@ def test_a_version_is_supported_by_the_session_or_the_workspaces_manifest(tmp_pa
     assert by["pygls==2.0.1"].code == "supported"
     assert by["pygls==2.0.1"].message == "The workspace's pyproject.toml names it."
     assert (by["v9.9.9"].claim.kind, by["v9.9.9"].code) == ("version", "unverifiable")
+
+
+def test_handoff_check_fix_refuses_a_document_that_is_not_utf8_and_writes_nothing(tmp_path, checked):
+    facts, doc, ws, _ = checked
+    raw = add_done(doc, "- `app/cache.py` (edited)").encode() + b"\n\xff\xfe broken\n"
+    (ws / "HANDOFF.md").write_bytes(raw)
+    out = cli(ws, "check", "HANDOFF.md", "--session", str(facts.transcript.path), "--fix")
+    assert out.returncode == 1 and "is not UTF-8 text" in out.stderr, out.stderr
+    assert (ws / "HANDOFF.md").read_bytes() == raw

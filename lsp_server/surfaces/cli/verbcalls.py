@@ -242,7 +242,14 @@ def _fixed(svc, params: dict[str, Any], fixes: list[dict[str, Any]]) -> dict[str
     from ...claims.verdicts import apply_fixes
 
     path = Path(params["document"])
-    text = path.read_bytes().decode("utf-8")
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise HandoffError(
+            "invalid_params",
+            f"{path} is not UTF-8 text (byte {exc.start}): --fix writes nothing into it.",
+            document=str(path),
+        ) from None
     fixed = apply_fixes(text, fixes)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
