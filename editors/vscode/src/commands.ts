@@ -783,7 +783,14 @@ export class HandoffCommands {
       const prepared = await this.loadPreparedFromFile();
       if (prepared) {
         await this.views.showReport({ kind: 'handoff', prepared });
-        void this.ui.info(`Loaded prepared handoff ${shortDigest(prepared.digest)} for ${prepared.scope}.`);
+        // Prepared on a head that has moved on: its commit would be refused. A warning.
+        const head = await this.history().then((h) => h.head, () => undefined);
+        const loaded = `Loaded prepared handoff ${shortDigest(prepared.digest)} for ${prepared.scope}`;
+        if (head !== undefined && (prepared.base ?? null) !== head) {
+          void this.ui.warn(`${loaded}: it is stale (prepared on ${prepared.base ?? 'no revision'}; the head is now ${head ?? 'none'}), and its commit would be refused. Prepare again from its draft.`);
+        } else {
+          void this.ui.info(`${loaded}.`);
+        }
       }
       return prepared;
     });

@@ -929,3 +929,24 @@ describe('Repair Store…', () => {
     assert.deepEqual(ui.commandsRun, [{ id: 'handoffUi.repairStore', args: [] }]);
   });
 });
+
+describe('Load Prepared Handoff…', () => {
+  it('warns when the loaded handoff is stale (prepared on another head), else says it is loaded', async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'handoff-vscode-'));
+    const prepared = { ...preparedFixture(), base: null };
+    const file = path.join(dir, 'p.json');
+    await fs.writeFile(file, JSON.stringify(prepared));
+    const moved = new RecordingServer({ 'handoff.report': () => historyReport() });
+    const ui = new ScriptedUi([]);
+    ui.openFrom = file;
+    await new HandoffCommands(ui, moved, new RecordingViews()).loadPrepared();
+    const [said] = ui.shown;
+    assert.equal(said.kind, 'warn');
+    assert.match(said.message, new RegExp(`stale \\(prepared on no revision; the head is now ${REVISION}\\)`));
+    const fresh = new RecordingServer({ 'handoff.report': () => ({ markdown: '', data: { head: null, revisions: [] } }) });
+    const ui2 = new ScriptedUi([]);
+    ui2.openFrom = file;
+    await new HandoffCommands(ui2, fresh, new RecordingViews()).loadPrepared();
+    assert.deepEqual([ui2.shown[0].kind, ui2.shown[0].message], ['info', `Loaded prepared handoff ${prepared.digest.slice(7, 19)} for openapi-client.`]);
+  });
+});
