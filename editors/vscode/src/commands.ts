@@ -203,9 +203,12 @@ export function relativeTime(iso: string, now: Date = new Date()): string {
   return new Date(then).toISOString().slice(0, 10);
 }
 
+/** A session's title as the picker's label: short enough (44 characters) that the agent,
+ * message count and time after it are not cut off in a default-width quick pick. */
 function sessionLabel(session: AgentSession): string {
-  return shorten(session.title || baseName(session.path));
+  return shorten(session.title || baseName(session.path), SESSION_LABEL_CHARS);
 }
+const SESSION_LABEL_CHARS = 44;
 
 function sessionDescription(session: AgentSession, now: Date): string {
   const agent = agentOf(session);

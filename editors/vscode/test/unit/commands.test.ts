@@ -582,13 +582,13 @@ describe('palette commands', () => {
       assert.deepEqual(
         items.map((i) => [i.label, i.description, i.detail]),
         [
-          ['Please fix the flaky integration test in the payments…', 'pi · 42 messages · 3 h ago', '/h/.pi/agent/sessions/--w--/a.jsonl'],
+          ['Please fix the flaky integration test in…', 'pi · 42 messages · 3 h ago', '/h/.pi/agent/sessions/--w--/a.jsonl'],
           ['c.jsonl', 'oh-my-pi (omp) · 5 messages · 3 days ago · started from a handoff', '/h/.omp/agent/sessions/--w--/c.jsonl'],
           ['old', 'Claude Code · 7 messages · 12 min ago', '/h/.claude/projects/-w/d.jsonl'],
           ['hello', 'Codex · 1 message · just now · nothing to hand off yet', '/h/.codex/sessions/b.jsonl'],
         ],
       );
-      assert.ok(items[0].label.length <= 60);
+      assert.ok(items[0].label.length <= 44); // the description after it stays in view
       assert.equal(relativeTime('2026-11-30T11:00:00Z', now), 'yesterday');
       assert.equal(relativeTime('2026-09-01T00:00:00Z', now), '2026-09-01');
       assert.equal(relativeTime('not a date', now), 'not a date');
