@@ -60,12 +60,30 @@ def _document(ws: Workspace, p: CheckParams) -> tuple[Path, str]:
     return path, raw.decode("utf-8", errors="replace")
 
 
+def _started_session(ws: Workspace, document: Path) -> str | None:
+    """The session a started text continues: its start record (the one whose handed-over
+    text is this file) names the parent session."""
+    state = (ws.workspace / ws.config.state_folder).resolve()
+    if document.parent.resolve() != state / "started":
+        return None
+    for rec in ws.store.read().get("generations", {}).values():
+        if not (isinstance(rec, dict) and rec.get("kind") == "start"):
+            continue
+        saved = rec.get("document")
+        if isinstance(saved, str) and (ws.workspace / saved).resolve() == document.resolve():
+            parent = rec.get("parentSession")
+            return parent.get("path") if isinstance(parent, dict) else None
+    return None
+
+
 def _draft_session(ws: Workspace, document: Path) -> str | None:
     """The session a saved draft came from: its sidecar names the generation, whose
-    record names the session it read."""
+    record names the session it read. A started text: the session its start continues."""
     sidecar = document.with_suffix(".json")
     drafts = ws.workspace / ws.config.state_folder / "drafts"
-    if document.parent.resolve() != drafts.resolve() or not sidecar.is_file():
+    if document.parent.resolve() != drafts.resolve():
+        return _started_session(ws, document)
+    if not sidecar.is_file():
         return None
     try:
         generation = json.loads(sidecar.read_text(encoding="utf-8")).get("generation")

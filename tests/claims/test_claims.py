@@ -547,3 +547,15 @@ def test_handoff_check_fix_refuses_a_document_that_is_not_utf8_and_writes_nothin
     out = cli(ws, "check", "HANDOFF.md", "--session", str(facts.transcript.path), "--fix")
     assert out.returncode == 1 and "is not UTF-8 text" in out.stderr, out.stderr
     assert (ws / "HANDOFF.md").read_bytes() == raw
+
+
+def test_handoff_check_finds_a_started_texts_session_by_its_start(tmp_path, checked):
+    facts, _doc, ws, _ = checked
+    gen = cli(ws, "generate", "--session", str(facts.transcript.path), "--json")
+    assert gen.returncode == 0, gen.stderr
+    draft = ws / json.loads(gen.stdout)["draftPath"]
+    started = cli(ws, "start", "--draft", str(draft), "--agent", "claude", "--json")
+    assert started.returncode == 0, started.stdout + started.stderr
+    text = json.loads(started.stdout)["documentPath"]
+    out = cli(ws, "check", text, "--json")
+    assert json.loads(out.stdout)["session"] == str(facts.transcript.path), out.stdout
