@@ -629,21 +629,26 @@ def check_document(
     return CheckReport(verdicts, diagnostics, notes)
 
 
+def apart(fixes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The fixes that can be made together, in document order: of fixes that overlap (or
+    repeat), the first in the document (what one edit, or ``--fix``, may hold)."""
+    out: list[dict[str, Any]] = []
+    for f in sorted(fixes, key=lambda f: (f["line"], f["endLine"])):
+        a, b = f["line"], f["endLine"]
+        if f in out or any(
+            a < o["endLine"] and o["line"] < b or (a == b and o["line"] < a < o["endLine"])
+            for o in out
+        ):
+            continue
+        out.append(f)
+    return out
+
+
 def apply_fixes(document: str, fixes: list[dict[str, Any]]) -> str:
     """``document`` with each fix applied (``handoff check --fix``); of fixes that
     overlap, the first in the document wins."""
     lines = document.splitlines(keepends=True)
-    taken: list[tuple[int, int]] = []
-    chosen = []
-    for f in sorted(fixes, key=lambda f: (f["line"], f["endLine"])):
-        a, b = f["line"], f["endLine"]
-        if any(a < y and x < b or (a == b and x < a < y) for x, y in taken):
-            continue
-        if f in chosen:
-            continue
-        taken.append((a, b))
-        chosen.append(f)
-    for f in reversed(chosen):
+    for f in reversed(apart(fixes)):
         a, b = f["line"] - 1, f["endLine"] - 1
         text = f["newText"]
         if text and a > 0 and a >= len(lines) and not lines[-1].endswith("\n"):

@@ -18,6 +18,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path, uri_scheme
 
 from ...claims.locate import entry_line
+from ...claims.verdicts import apart
 from ...commands import run
 from ...model.context import CallContext
 from ...model.errors import HandoffError
@@ -451,26 +452,9 @@ def _edit(uri: str, fixes: list[dict[str, Any]]) -> types.WorkspaceEdit:
             ),
             new_text=f["newText"],
         )
-        for f in _apart(fixes)
+        for f in apart(fixes)
     ]
     return types.WorkspaceEdit(changes={uri: edits})
-
-
-def _apart(fixes: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The fixes that do not overlap (of those that do, the first in the document), as
-    one edit must have them."""
-    out: list[dict[str, Any]] = []
-    for f in sorted(fixes, key=lambda f: (f["line"], f["endLine"])):
-        if f in out or any(
-            f["line"] < o["endLine"]
-            and o["line"] < f["endLine"]
-            or f["line"] == f["endLine"]
-            and o["line"] < f["line"] < o["endLine"]
-            for o in out
-        ):
-            continue
-        out.append(f)
-    return out
 
 
 def _evidence(evidence: list[dict[str, Any]]) -> str:
