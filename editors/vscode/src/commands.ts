@@ -554,46 +554,48 @@ export class HandoffCommands {
 
   async recordContract(): Promise<SourceResult | undefined> {
     return this.guarded(async () => {
-      let initial: ContractInput | undefined;
-      for (;;) {
-        const input = await collectContract(this.ui, initial);
-        if (!input) {
-          return undefined;
-        }
-        try {
+      return this.untilAccepted(
+        (initial?: ContractInput) => collectContract(this.ui, initial),
+        async (input) => {
           const result = await this.call<SourceResult>(ServerCommand.contract, input);
           void this.ui.info(`Work Contract recorded as ${result.source} in ${result.scope}.`);
           return result;
-        } catch (error) {
-          if (!(await this.offerRetry(error))) {
-            return undefined;
-          }
-          initial = input; // every value kept for the next attempt
-        }
-      }
+        },
+      );
     });
   }
 
   async recordWork(): Promise<SourceResult | undefined> {
     return this.guarded(async () => {
-      let initial: WorkStateInput | undefined;
-      for (;;) {
-        const input = await collectWorkState(this.ui, { check: this.checkCitation, initial });
-        if (!input) {
-          return undefined;
-        }
-        try {
+      return this.untilAccepted(
+        (initial?: WorkStateInput) => collectWorkState(this.ui, { check: this.checkCitation, initial }),
+        async (input) => {
           const result = await this.call<SourceResult>(ServerCommand.recordWork, input);
           void this.ui.info(`Work state (${input.disposition}) recorded as ${result.source} in ${result.scope}.`);
           return result;
-        } catch (error) {
-          if (!(await this.offerRetry(error))) {
-            return undefined;
-          }
-          initial = input;
-        }
-      }
+        },
+      );
     });
+  }
+
+  /** Collects the input, sends it; on a refusal the user can fix ("Edit and Retry"),
+   * collects it again with every value of the refused attempt filled in. */
+  private async untilAccepted<I, R>(collect: (initial?: I) => Promise<I | undefined>, send: (input: I) => Promise<R>): Promise<R | undefined> {
+    let initial: I | undefined;
+    for (;;) {
+      const input = await collect(initial);
+      if (!input) {
+        return undefined;
+      }
+      try {
+        return await send(input);
+      } catch (error) {
+        if (!(await this.offerRetry(error))) {
+          return undefined;
+        }
+        initial = input;
+      }
+    }
   }
 
   /** A refusal the user can fix: its message with "Edit and Retry"; true when chosen.
@@ -619,23 +621,14 @@ export class HandoffCommands {
       } catch {
         // The receipts of this session are still offered.
       }
-      let initial: OutcomeInput | undefined;
-      for (;;) {
-        const input = await collectOutcome(this.ui, receipts, initial);
-        if (!input) {
-          return undefined;
-        }
-        try {
+      return this.untilAccepted(
+        (initial?: OutcomeInput) => collectOutcome(this.ui, receipts, initial),
+        async (input) => {
           const result = await this.call<SourceResult>(ServerCommand.recordOutcome, input);
           void this.ui.info(`Task Outcome (${input.status}) recorded as ${result.source} in ${result.scope}.`);
           return result;
-        } catch (error) {
-          if (!(await this.offerRetry(error))) {
-            return undefined;
-          }
-          initial = input; // every value kept for the next attempt
-        }
-      }
+        },
+      );
     });
   }
 
@@ -674,23 +667,14 @@ export class HandoffCommands {
       }
       // A document that did not come from Generate: the draft typed in, and typed in
       // again with every value kept when the server refuses it.
-      let initial: HandoffDraft | undefined;
-      for (;;) {
-        const draft = await collectDraft(this.ui, active?.text, { check: this.checkCitation, initial });
-        if (!draft) {
-          return undefined;
-        }
-        try {
+      return this.untilAccepted(
+        (initial?: HandoffDraft) => collectDraft(this.ui, active?.text, { check: this.checkCitation, initial }),
+        async (draft) => {
           const result = await this.call<PrepareResult>(ServerCommand.prepare, { draft });
           await this.offerPrepared(result.prepared, 'Handoff');
           return result;
-        } catch (error) {
-          if (!(await this.offerRetry(error))) {
-            return undefined;
-          }
-          initial = draft;
-        }
-      }
+        },
+      );
     });
   }
 
