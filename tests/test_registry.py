@@ -242,6 +242,37 @@ def test_neovim_enums_are_the_params_literals():
     assert sorted(modes) == sorted(get_args(params.ContinueMode))
 
 
+def test_agents_are_the_agent_registry_s_everywhere():
+    """The agents' registry is the one list: the CLI's choices, the MCP schema's enums,
+    the lenses, discovery's homes and both editors' lists read or mirror it."""
+    from lsp_server.generation.agents import AGENT_NAMES, AGENTS, FORMATS
+    from lsp_server.generation.discovery import agent_homes
+    from lsp_server.surfaces.cli.parser import build_parser
+    from lsp_server.surfaces.lsp.documents import START_LENSES
+    from lsp_server.surfaces.mcp.tools import list_tools
+
+    assert [h.agent for h in agent_homes({"HOME": "/nowhere"})] == list(AGENT_NAMES)
+    assert [name for name, _ in START_LENSES] == [a.name for a in AGENTS.values() if a.lens]
+    assert ts_list("AGENTS") == list(AGENT_NAMES)
+    labels = re.search(r"AGENT_LABELS[^=]*= \{(.*?)\}", PROTOCOL_TS.read_text(), re.S)
+    assert set(re.findall(r"(\w+):", labels.group(1))) == set(AGENT_NAMES)
+    assert re.findall(r'"([^"]+)"', lua_table("commands.lua", "AGENTS")) == list(AGENT_NAMES)
+    assert re.findall(r'"([^"]+)"', lua_table("commands.lua", "FORMATS")) == ["auto", *FORMATS]
+    schemas = {tool.name: tool.input_schema for tool in list_tools()}
+    start = schemas["handoff_start_session"]["properties"]["agent"]
+    generate = schemas["handoff_generate"]["properties"]["format"]
+    assert [v for v in start["enum"] if v is not None] == list(AGENT_NAMES)  # null: not given
+    assert [v for v in generate["enum"] if v is not None] == ["auto", *FORMATS]
+    choices = {
+        action.dest: action.choices
+        for sub in build_parser()._subparsers._group_actions[0].choices.values()
+        for action in sub._actions
+        if action.dest in ("agent", "format") and action.choices
+    }
+    assert list(choices["agent"]) == list(AGENT_NAMES)
+    assert list(choices["format"]) == ["auto", *FORMATS]
+
+
 def test_mutations_are_the_entries_that_say_so():
     assert {c.name for c in REGISTRY if c.mutates} == MUTATIONS
 

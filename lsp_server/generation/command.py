@@ -24,6 +24,7 @@ from ..support.redaction import redact
 from ..views.rendering import plain_text
 from ..views.shapes import table
 from . import discovery
+from .agents import AGENT_NAMES, FORMATS
 from .capture import capture_text, missing_sections, wrap
 from .chain import earlier_handoff, started_as
 from .check import check_answer
@@ -34,7 +35,7 @@ from .newsession import kept_if_recorded, save_document, save_text, write_new_fi
 from .prompt import build_prompt
 from .readers import read_session
 from .settings import PROVIDERS, GenerationSettings
-from .transcript import FORMATS, Transcript
+from .transcript import Transcript
 
 if TYPE_CHECKING:
     from ..model.context import CallContext
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_FOCUS = 4_000
-AGENTS = ("pi", "omp", "claude", "codex")
 #: Where the editable draft of each generation is saved (under the state folder).
 DRAFTS_FOLDER = "drafts"
 
@@ -451,7 +451,7 @@ def _start_session(
         "document": document,
         "generation": record.id,
         "scope": record.scope,
-        **({"agent": agent} if agent in AGENTS else {}),
+        **({"agent": agent} if agent in AGENT_NAMES else {}),
     }
     return run_start_session(
         service, structure(params, StartSessionParams, "handoff.startSession"), ctx

@@ -1,9 +1,9 @@
 """Where each agent keeps its sessions, and which of them belong to a workspace.
 
 A session belongs to the workspace when the ``cwd`` it recorded is the workspace or a
-folder inside it. Homes follow the agents' own overrides: ``PI_CODING_AGENT_DIR``,
-``CLAUDE_CONFIG_DIR``, ``CODEX_HOME`` (else ``$HOME/.pi/agent``, ``$HOME/.omp/agent``,
-``$HOME/.claude``, ``$HOME/.codex``).
+folder inside it. Homes follow the agents' own overrides, as the agents' registry
+(``agents.py``) names them: ``PI_CODING_AGENT_DIR``, ``CLAUDE_CONFIG_DIR``,
+``CODEX_HOME``, … (else ``$HOME/.pi/agent``, ``$HOME/.claude``, ``$HOME/.codex``, …).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from .agents import AGENTS
 from .jsonl import first_objects
 from .readers import SUMMARIES
 
@@ -27,7 +28,7 @@ MAX_PROBED = 20_000
 class AgentHome:
     """One agent's session store."""
 
-    agent: str  # pi, omp, claude, codex
+    agent: str  # a name in the agents' registry
     format: str  # the file format its sessions use
     root: Path
 
@@ -48,36 +49,10 @@ def agent_homes(env: Mapping[str, str] | None = None) -> list[AgentHome]:
     env = os.environ if env is None else env
     home = _home(env)
     homes: list[AgentHome] = []
-    pi_dir = env.get("PI_CODING_AGENT_DIR")
-    homes.append(
-        AgentHome(
-            "pi", "pi", (_expand(pi_dir, env) if pi_dir else home / ".pi" / "agent") / "sessions"
-        )
-    )
-    omp_dir = env.get("OMP_CODING_AGENT_DIR")
-    homes.append(
-        AgentHome(
-            "omp",
-            "pi",
-            (_expand(omp_dir, env) if omp_dir else home / ".omp" / "agent") / "sessions",
-        )
-    )
-    claude_dir = env.get("CLAUDE_CONFIG_DIR")
-    homes.append(
-        AgentHome(
-            "claude",
-            "claude",
-            (_expand(claude_dir, env) if claude_dir else home / ".claude") / "projects",
-        )
-    )
-    codex_dir = env.get("CODEX_HOME")
-    homes.append(
-        AgentHome(
-            "codex",
-            "codex",
-            (_expand(codex_dir, env) if codex_dir else home / ".codex") / "sessions",
-        )
-    )
+    for agent in AGENTS.values():
+        moved = env.get(agent.home_env)
+        base = _expand(moved, env) if moved else home.joinpath(*agent.home_default)
+        homes.append(AgentHome(agent.name, agent.format, base / agent.sessions))
     seen: set[str] = set()
     unique = []
     for h in homes:
@@ -174,9 +149,9 @@ def _codex_candidates(home: AgentHome, workspace: Path) -> Iterator[Path]:
                         break
 
 
+#: Each session format's way of finding a workspace's sessions in an agent's home.
 CANDIDATES: dict[str, Callable[[AgentHome, Path], Iterator[Path]]] = {
     "pi": _pi_candidates,
-    "omp": _pi_candidates,
     "claude": _claude_candidates,
     "codex": _codex_candidates,
 }
@@ -203,7 +178,7 @@ def list_sessions(
     for home in agent_homes(env):
         if not home.root.is_dir():
             continue
-        for path in CANDIDATES[home.agent](home, workspace):
+        for path in CANDIDATES[home.format](home, workspace):
             probed += 1
             if probed > MAX_PROBED or (should_stop is not None and should_stop()):
                 break

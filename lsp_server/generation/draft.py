@@ -10,6 +10,7 @@ from typing import Any
 
 from ..model.evidence import OutsideWorkspace, resolve_artifact
 from ..views.rendering import plain_text
+from .agents import agent_label
 from .capture import section_lines
 from .transcript import Transcript
 
@@ -81,7 +82,7 @@ def build_draft(
     """The HandoffDraft of a generated document saved at workspace-relative ``saved``
     whose line 1 is the saved file's line ``1 + offset``."""
     files = [{"kind": "artifact", "path": p} for p in workspace_files(t, workspace)]
-    agent = {"pi": "pi", "claude": "Claude Code", "codex": "Codex"}.get(t.format, t.format)
+    agent = agent_label(t.format)
     prefix = f"Handoff generated from the {agent} session {t.id}"
     return _draft(document, objective_of(document, t), prefix, files, saved, offset)
 

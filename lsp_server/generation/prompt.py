@@ -11,6 +11,7 @@ import orjson
 
 from ..support.redaction import redact
 from ..views.rendering import text_environment
+from .agents import format_label
 from .transcript import Message, Transcript, clip
 
 PROMPT_TEMPLATE = "handoff_prompt.md.j2"
@@ -165,9 +166,7 @@ def build_prompt(
     ``facts`` is the session facts as the extractive document states them."""
     values = {
         "sections": SECTIONS,
-        "agent": {"pi": "pi", "claude": "Claude Code", "codex": "Codex CLI"}.get(
-            t.format, t.format
-        ),
+        "agent": format_label(t.format),
         "title": " ".join((t.title or "").split())[:120] or None,
         "cwd": t.cwd,
         "focus": " ".join(focus.split()) if focus and focus.strip() else None,

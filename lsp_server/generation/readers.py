@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import importlib
 import os
 import threading
 from collections import OrderedDict
@@ -11,8 +12,9 @@ from pathlib import Path
 
 from ..model.errors import HandoffError
 from ..support.gcpause import gc_paused
+from .agents import FORMATS, FORMATS_BY_NAME
 from .jsonl import first_objects
-from .transcript import FORMATS, ReadStats, Transcript
+from .transcript import ReadStats, Transcript
 
 
 def sniff_format(path: Path) -> str | None:
@@ -34,6 +36,11 @@ def sniff_format(path: Path) -> str | None:
         if etype is None and isinstance(obj.get("id"), str) and "instructions" in obj:
             return "codex"  # an older rollout's first line
     return None
+
+
+def _known() -> str:
+    labels = [f.label for f in FORMATS_BY_NAME.values()]
+    return ", ".join(labels[:-1]) + " or " + labels[-1]
 
 
 def read_session(
@@ -58,7 +65,7 @@ def read_session(
             if detected is None:
                 raise HandoffError(
                     "session_not_found",
-                    f"{path} is not a pi, Claude Code or Codex session file (no line of it "
+                    f"{path} is not a session file of {_known()} (no line of it "
                     "looks like one); pass format explicitly if it is.",
                     session=str(path),
                 )
@@ -76,17 +83,9 @@ def read_session(
 
 
 def _read(path: Path, format: str, stats: ReadStats) -> Transcript:
-    if format == "pi":
-        from .pi import read_pi
-
-        return read_pi(path, stats)
-    if format == "claude":
-        from .claude import read_claude
-
-        return read_claude(path, stats)
-    from .codex import read_codex
-
-    return read_codex(path, stats)
+    """The format's reader, imported on first use (a listing needs only some)."""
+    module = importlib.import_module(f"{__package__}.{FORMATS_BY_NAME[format].reader}")
+    return getattr(module, f"read_{format}")(path, stats)
 
 
 def _handoff_start(t: Transcript) -> dict:

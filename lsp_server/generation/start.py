@@ -22,6 +22,7 @@ from ..support.redaction import redact
 from ..views.reports import run_report
 from ..views.shapes import table
 from . import discovery
+from .agents import AGENTS
 from .capture import wrap
 from .newsession import kept_if_recorded, save_text, write_pi_session
 from .readers import SUMMARIES, sniff_format
@@ -30,8 +31,6 @@ if TYPE_CHECKING:
     from ..model.context import CallContext
     from ..workspace import Workspace
 
-#: The agents a session can be started in, and the program that runs each.
-AGENTS: dict[str, str] = {"pi": "pi", "omp": "omp", "claude": "claude", "codex": "codex"}
 #: The largest handoff text a session is started from (characters).
 MAX_DOCUMENT = 800_000
 #: Where the exact text each start handed over is kept (under the state folder).
@@ -178,7 +177,7 @@ def start_command(agent: str, workspace: Path, session_path: str | None, text_fi
     the session written for it; Claude Code and Codex take the text as their first
     prompt, read from the saved file (``"$(cat …)"`` passes any text as one argument)."""
     cd = f"cd {shlex.quote(str(workspace))} && "
-    program = AGENTS[agent]
+    program = AGENTS[agent].program
     if session_path is not None:
         return f"{cd}{program} --session {shlex.quote(session_path)}"
     return f'{cd}{program} "$(cat {shlex.quote(text_file)})"'

@@ -19,7 +19,6 @@ MAX_MESSAGE_CHARS = 16_000
 MAX_TOOL_RESULT_CHARS = 4_000
 MAX_ARGUMENT_CHARS = 2_000
 
-FORMATS = ("pi", "claude", "codex")
 
 _EXIT_RE = re.compile(
     r"(?:exit(?:ed)?\s+(?:with\s+)?(?:status|code)|exit\s+code:?|returned\s+(?:exit\s+)?code)\s*:?\s*(-?\d{1,4})",

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import re
 
+from ..agents import format_label
 from ..gitstate import GitState
 from ..signals import is_noise, one_line, readable
 from ..transcript import call_command, read_repairs
 from .wording import (
-    AGENTS,
     BULLET,
     CHOICE,
     CODE_SHAPED,
@@ -287,7 +287,7 @@ class ContextSection:
         """The session read: its file, id and model; compactions; lines skipped."""
         t = self.t
         items: list[str] = []
-        session = f"{AGENTS[t.format]} session {code(str(t.path), 200)} (id {code(t.id, 80)}, {t.message_count} messages"
+        session = f"{format_label(t.format)} session {code(str(t.path), 200)} (id {code(t.id, 80)}, {t.message_count} messages"
         session += f", model {code(t.model, 60)})" if t.model else ")"
         items.append(f"Source: {session}")
         if t.compactions:

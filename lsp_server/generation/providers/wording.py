@@ -8,9 +8,6 @@ import re
 from ..signals import is_noise, one_line, readable
 from ..transcript import clip
 
-#: How the document names each agent.
-AGENTS = {"pi": "pi / oh-my-pi", "claude": "Claude Code", "codex": "Codex CLI"}
-
 SENTENCE = re.compile(r"(?<=[.!?。])\s+|\n+")
 CONSTRAINT = re.compile(
     r"\b(don'?t|do not|never|always|must(?:n'?t)?|should(?:n'?t)?|avoid|prefer|instead|"

@@ -9,6 +9,7 @@ from typing import Any, get_args
 
 from ... import __version__
 from ...commands import REGISTRY
+from ...generation.agents import AGENT_NAMES, FORMATS
 from .verbcalls import (
     verb_ack,
     verb_check,
@@ -542,7 +543,7 @@ def _add_generate_verb(verb: _Verbs) -> None:
     p.add_argument(
         "--format",
         default="auto",
-        choices=["auto", "pi", "claude", "codex"],
+        choices=["auto", *FORMATS],
         help="the session's format: auto, pi, claude or codex (default: auto)",
     )
     p.add_argument(
@@ -594,7 +595,7 @@ def _add_start_and_schema_verbs(verb: _Verbs) -> None:
     )
     p.add_argument(
         "--agent",
-        choices=["pi", "omp", "claude", "codex"],
+        choices=list(AGENT_NAMES),
         help="pi, omp, claude or codex (default: the agent of the session handed off from)",
     )
     p.add_argument("--draft", metavar="FILE", help="a Markdown handoff (default: the newest draft)")

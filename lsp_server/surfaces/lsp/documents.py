@@ -20,13 +20,14 @@ from pygls.uris import from_fs_path, to_fs_path, uri_scheme
 from ...claims.locate import entry_line
 from ...claims.verdicts import apart
 from ...commands import run
+from ...generation.agents import AGENTS
 from ...model.context import CallContext
 from ...model.errors import HandoffError
 
 log = logging.getLogger(__name__)
 
 #: Start lenses: the agent and its name on the lens.
-START_LENSES = (("pi", "pi"), ("claude", "Claude Code"), ("codex", "Codex"))
+START_LENSES = tuple((a.name, a.label) for a in AGENTS.values() if a.lens)
 #: The editors' own commands the lenses run (each editor binds them; the server has
 #: none of these: starting an agent opens a terminal in the editor).
 CLIENT_COMMANDS = {

@@ -9,6 +9,7 @@ from typing import Any
 import mcp_types as types
 
 from ...commands import BY_NAME, REGISTRY
+from ...generation.agents import AGENT_NAMES, FORMATS
 from ...model import lifecycle as lc
 from ...model.paramschema import params_schema
 
@@ -140,7 +141,7 @@ OVERLAYS: dict[tuple[str, str], dict[str, Any]] = {
     ("GenerateParams", "session"): {
         "description": "The agent session file to hand off (default: this workspace's newest)."
     },
-    ("GenerateParams", "format"): {"enum": ["auto", "pi", "claude", "codex"]},
+    ("GenerateParams", "format"): {"enum": ["auto", *FORMATS]},
     ("GenerateParams", "focus"): {"description": "What the handoff should focus on."},
     ("GenerateParams", "provider"): {
         "enum": ["extractive", "openai", "anthropic", "command"],
@@ -153,7 +154,7 @@ OVERLAYS: dict[tuple[str, str], dict[str, Any]] = {
     ("StartSessionParams", "document"): {"description": "The (edited) Markdown handoff."},
     ("StartSessionParams", "prepared"): {"description": _PREPARED_DOC},
     ("StartSessionParams", "revision"): {"description": _REVISION_DOC},
-    ("StartSessionParams", "agent"): {"enum": ["pi", "omp", "claude", "codex"]},
+    ("StartSessionParams", "agent"): {"enum": list(AGENT_NAMES)},
     ("StartSessionParams", "parentSession"): {
         "description": "The session file handed off from (default: the generation's source)."
     },

@@ -1,0 +1,75 @@
+"""The agents handoff reads sessions of and starts sessions in: the one registry that the
+readers, discovery, the start, the editors' lenses, the CLI and the MCP schema read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SessionFormat:
+    """A session file format and the reader module that reads it."""
+
+    name: str  # pi, claude, codex
+    label: str  # how a document names the session's agent
+    reader: str  # the module under lsp_server.generation with ``read_<name>``
+
+
+@dataclass(frozen=True)
+class Agent:
+    """One agent: where it keeps its sessions, and how a session is started in it."""
+
+    name: str  # pi, omp, claude, codex
+    label: str  # for people: lenses, drafts, pickers
+    format: str  # the session format it writes
+    program: str  # the command that runs it
+    home_env: str  # the environment variable that moves its home
+    home_default: tuple[str, ...]  # its home under $HOME when that variable is unset
+    sessions: str  # the folder of its home that holds the sessions
+    lens: bool = True  # offered as a "Start in …" lens on a handoff document
+
+
+FORMATS_BY_NAME: dict[str, SessionFormat] = {
+    f.name: f
+    for f in (
+        SessionFormat("pi", "pi / oh-my-pi", "pi"),
+        SessionFormat("claude", "Claude Code", "claude"),
+        SessionFormat("codex", "Codex CLI", "codex"),
+    )
+}
+
+AGENTS: dict[str, Agent] = {
+    a.name: a
+    for a in (
+        Agent("pi", "pi", "pi", "pi", "PI_CODING_AGENT_DIR", (".pi", "agent"), "sessions"),
+        Agent(
+            "omp",
+            "oh-my-pi (omp)",
+            "pi",
+            "omp",
+            "OMP_CODING_AGENT_DIR",
+            (".omp", "agent"),
+            "sessions",
+            lens=False,
+        ),
+        Agent("claude", "Claude Code", "claude", "claude", "CLAUDE_CONFIG_DIR", (".claude",), "projects"),
+        Agent("codex", "Codex", "codex", "codex", "CODEX_HOME", (".codex",), "sessions"),
+    )
+}
+
+#: The session formats, in the registry's order.
+FORMATS: tuple[str, ...] = tuple(FORMATS_BY_NAME)
+#: The agents' names, in the registry's order.
+AGENT_NAMES: tuple[str, ...] = tuple(AGENTS)
+
+
+def format_label(format: str) -> str:
+    """How a document names the agent of a session in ``format``."""
+    found = FORMATS_BY_NAME.get(format)
+    return found.label if found else format
+
+
+def agent_label(name: str) -> str:
+    """How people see the agent ``name``."""
+    found = AGENTS.get(name)
+    return found.label if found else name
