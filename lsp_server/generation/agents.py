@@ -27,6 +27,7 @@ class Agent:
     home_default: tuple[str, ...]  # its home under $HOME when that variable is unset
     sessions: str  # the folder of its home that holds the sessions
     lens: bool = True  # offered as a "Start in …" lens on a handoff document
+    prompt_args: tuple[str, ...] = ()  # what precedes the first prompt on its command line
 
 
 FORMATS_BY_NAME: dict[str, SessionFormat] = {

@@ -180,7 +180,8 @@ def start_command(agent: str, workspace: Path, session_path: str | None, text_fi
     program = AGENTS[agent].program
     if session_path is not None:
         return f"{cd}{program} --session {shlex.quote(session_path)}"
-    return f'{cd}{program} "$(cat {shlex.quote(text_file)})"'
+    before = "".join(f"{shlex.quote(arg)} " for arg in AGENTS[agent].prompt_args)
+    return f'{cd}{program} {before}"$(cat {shlex.quote(text_file)})"'
 
 
 def run_start_session(
