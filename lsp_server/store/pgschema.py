@@ -11,7 +11,7 @@ if TYPE_CHECKING:  # the 'postgres' extra; the driver is imported by ``postgres`
     import psycopg
 
 #: The schema this code reads and writes; a database at a higher version is refused.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 CHANNEL = "handoff_change"
 APPEND_ONLY = ("handoff_sources", "handoff_revisions", "handoff_generations")
 #: Held while migrating, so two servers starting at once do not both migrate.
@@ -107,6 +107,13 @@ CREATE TABLE handoff_quarantine (
     reason text NOT NULL,
     quarantined_at timestamptz NOT NULL DEFAULT now()
 );
+""",
+    # The kept views fetch what was written after a sequence number, table by table
+    # (store/pglog.py): the revisions and generations by (project, seq) as the
+    # Sources' unique key already is.
+    3: """
+CREATE INDEX handoff_revisions_seq ON handoff_revisions (project, seq);
+CREATE INDEX handoff_generations_seq ON handoff_generations (project, seq);
 """,
 }
 

@@ -26,6 +26,7 @@ import re
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -47,6 +48,7 @@ from ..model.port import head_moved
 from ..model.records import Generation, Revision, ScopeHead, SessionStart, Source, as_json
 from .embedded import StateStore
 from .embedded.layout import DEFAULT_LOCK_TIMEOUT
+from .pglog import PgLog, PgSealed, stamped_log
 from .pgschema import CHANNEL, SCHEMA_VERSION, migrate, newer_schema, schema_version
 
 log = logging.getLogger(__name__)
@@ -178,7 +180,26 @@ def _loads(data: Any) -> Any:
 
 
 def _configure(conn: psycopg.Connection) -> None:
+    """A pooled connection: records parsed by orjson within the size cap, and autocommit
+    (a lookup is one round trip, not ``BEGIN``, the query and a ``ROLLBACK`` at return;
+    every write and every read that needs one snapshot opens its own transaction)."""
     set_json_loads(_loads, conn)
+    conn.autocommit = True
+
+
+#: A pooled connection handed back this recently is not checked again when taken: it
+#: answered a moment ago, and a connection lost since fails its first statement, which
+#: is refused as ``store_busy`` and dropped from the pool (seconds).
+CHECK_AFTER_IDLE = 1.0
+_RETURNED: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
+
+
+def _check_if_idle(conn: psycopg.Connection) -> None:
+    """The pool's check of a connection it hands out, skipped for one just returned
+    (one round trip less on every read; docs/performance.md)."""
+    returned = _RETURNED.get(conn)
+    if returned is None or time.monotonic() - returned > CHECK_AFTER_IDLE:
+        ConnectionPool.check_connection(conn)
 
 
 #: One pool per connection string per process (a fork starts its own).
@@ -201,7 +222,7 @@ def pool_for(conninfo: str, timeout: float) -> ConnectionPool:
                 reconnect_timeout=timeout,
                 open=False,
                 configure=_configure,
-                check=ConnectionPool.check_connection,
+                check=_check_if_idle,
                 kwargs={"connect_timeout": max(1, int(timeout))},
                 name="handoff",
             )
@@ -432,6 +453,8 @@ class PgStore:
         self._listening = False
         #: Notifications of this project received (the watch's evidence, for tests).
         self.notifications = 0
+        #: The project's records as parts the kept projections fold (``read_log``).
+        self._sealed = PgSealed(self)
 
     def __repr__(self) -> str:  # never the connection string
         return f"PgStore({self.where!r}, project={self.project!r})"
@@ -494,6 +517,7 @@ class PgStore:
             if not self._ready:
                 self._prepare_schema(conn)
             yield conn
+            _RETURNED[conn] = time.monotonic()
 
     def _prepare_schema(self, conn: psycopg.Connection) -> None:
         version = schema_version(conn)
@@ -558,6 +582,14 @@ class PgStore:
             full = self.assemble(conn)
         self._full = (key, full)
         return full
+
+    def read_log(self) -> PgLog:
+        """The current snapshot as the kept projections read it (``pglog.stamped_log``)."""
+        return stamped_log(self)[0]
+
+    def stamped_log(self) -> tuple[PgLog, int | None]:
+        """``read_log`` and the counter it was read at, from one statement."""
+        return stamped_log(self)
 
     def assemble(self, conn: psycopg.Connection) -> dict[str, Any]:
         def rows(query: str) -> dict[str, Any]:

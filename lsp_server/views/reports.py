@@ -369,15 +369,13 @@ def run_report(service: Workspace, p: ReportParams, scope: str, ctx: CallContext
     overrides = service.store.folder / OVERRIDE_FOLDER
     cache: dict[tuple[Any, ...], dict[str, Any]] | None = getattr(service, "report_cache", None)
     key = None
+    log = None
     if p.kind != "handoff" and cache is not None:
         # Stamped before the read: a write in between only causes a miss, never staleness.
-        key = (
-            p.kind,
-            p.render,
-            scope,
-            _store_stamp(service.store),
-            rendering.templates_stamp(overrides),
-        )
+        # PostgreSQL reads its log and its stamp in one statement (``pglog.stamped_log``).
+        stamped_log = getattr(service.store, "stamped_log", None)
+        log, stamp = stamped_log() if stamped_log else (None, _store_stamp(service.store))
+        key = (p.kind, p.render, scope, stamp, rendering.templates_stamp(overrides))
         hit = cache.get(key)
         if hit is not None:
             return _result_copy(hit)
@@ -388,7 +386,9 @@ def run_report(service: Workspace, p: ReportParams, scope: str, ctx: CallContext
         # The TinyDB store hands out its log as sealed parts + live tail, which the
         # projections keep per scope (scopelog.KeptScopeLogs); others: every record.
         read_log = getattr(service.store, "read_log", None)
-        data = _projection(p.kind, read_log() if read_log else service.store.read(), scope)
+        if log is None:
+            log = read_log() if read_log else service.store.read()
+        data = _projection(p.kind, log, scope)
     ctx.cancel.raise_if_cancelled()
     summary_warnings = with_summaries(data, overrides)
     # VS Code's preview resolves a link that starts with "/" against the workspace folder.
