@@ -7,10 +7,10 @@ from __future__ import annotations
 import bisect
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from .postgres import PgStore
+#: The store these read: a ``postgres.PgStore`` (not imported: it imports this module).
+PgStore = Any
 
 #: Each table's rows as a part holds them: the key column (a document key in the part)
 #: and the order of the full read (``PgStore.assemble``) within one range of seqs.
