@@ -286,6 +286,32 @@ def test_commit_refuses_edited_prepared_digest_mismatch(svc):
     assert svc.store.read()["revisions"] == {}
 
 
+def test_a_prepared_value_carried_back_unchanged_is_not_checked_again(svc, monkeypatch):
+    """The checks of a prepared value are a function of it and its scope: the one that
+    prepare made (and one checked before) is taken as checked; any change is checked in
+    full, and what prepare made is what a check of its JSON makes."""
+    from lsp_server.model import lifecycle as lc
+    from lsp_server.model.records import PreparedHandoff, structure
+
+    contract = record_contract(svc)
+    prepared = prepare(svc, contract)
+    typed = lc.check_prepared(prepared, SCOPE)
+    assert structure(prepared, PreparedHandoff) == typed  # what a full check would make
+    checks = []
+    real = lc._typed_prepared
+    monkeypatch.setattr(lc, "_typed_prepared", lambda value: checks.append(1) or real(value))
+    svc.call("handoff.continue", {"scope": SCOPE, "mode": "prepared", "prepared": prepared})
+    assert checks == []
+    edited = copy.deepcopy(prepared)
+    edited["preparedAt"] = edited["preparedAt"].replace("Z", "+00:00")
+    err = refused(svc.call, "handoff.commit", {"scope": SCOPE, "prepared": edited})
+    assert err.code == "invalid_prepared" and checks == []  # the digest refused it first
+    other = prepare(svc, contract, state="another state")
+    lc._CHECKED.clear()
+    svc.call("handoff.commit", {"scope": SCOPE, "prepared": other})
+    assert checks == [1]
+
+
 def test_commit_refuses_evidence_that_became_unreadable(svc, workspace):
     contract = record_contract(svc)
     prepared = prepare(svc, contract)

@@ -30,7 +30,9 @@ def prepare(ws: Workspace, p: PrepareParams, ctx: CallContext) -> dict[str, Any]
 
     scope = ws.resolve_scope(p.scope)
     prepared = lc.finalize_draft(p.draft, scope, ws.ledger(), ws.files(ctx))
-    return {"scope": scope, "prepared": lc.prepared_json(prepared), "written": False}
+    shown = lc.prepared_json(prepared)
+    lc.remember_checked(shown, prepared)  # its commit need not check it again
+    return {"scope": scope, "prepared": shown, "written": False}
 
 
 def handoff_current_work(

@@ -619,13 +619,46 @@ def _check_evidence_list(prepared: dict[str, Any], typed: PreparedHandoff) -> No
             ) from None
 
 
+#: Prepared values this process made or checked, by scope and canonical JSON: the
+#: checks are a function of the two alone, so a value carried back unchanged (prepare,
+#: then commit) is not structured and checked again (docs/performance.md).
+_CHECKED: OrderedDict[tuple[str, bytes], PreparedHandoff] = OrderedDict()
+
+
+def _checked_key(prepared: Any, scope: str) -> tuple[str, bytes] | None:
+    if type(prepared) is not dict:
+        return None
+    try:
+        return scope, canonical_json(prepared)
+    except (TypeError, ValueError):  # not JSON data: the checks say what is wrong
+        return None
+
+
+def remember_checked(prepared: dict[str, Any], typed: PreparedHandoff) -> None:
+    """``prepared`` (``prepared_json(typed)``) is known to pass ``check_prepared``."""
+    key = _checked_key(prepared, typed.scope)
+    if key is not None:
+        with _VERIFIED_LOCK:
+            _CHECKED[key] = typed
+            while len(_CHECKED) > _VERIFIED_MAX:
+                _CHECKED.popitem(last=False)
+
+
 def check_prepared(prepared: Any, scope: str) -> PreparedHandoff:
     """A PreparedHandoff carried back by a caller: its JSON's shape, scope and digest
     (checked on the JSON as given), then the typed record and its content's rules."""
+    key = _checked_key(prepared, scope)
+    if key is not None:
+        with _VERIFIED_LOCK:
+            known = _CHECKED.get(key)
+        if known is not None:
+            return known
     _check_prepared_json(prepared, scope)
     _check_references(prepared)
     typed = _typed_prepared(prepared)
     _check_evidence_list(prepared, typed)
+    if key is not None:
+        remember_checked(prepared, typed)
     return typed
 
 
