@@ -311,13 +311,20 @@ def _committed_view(
 
 
 def _records_of(ledger: Any) -> Any:
-    """The ledger's snapshot for a projection: as a ``store.StoreLog`` where the store
-    keeps its sealed log folded (TinyDB; nothing the size of the history is parsed or
-    held), else every record."""
+    """The ledger's snapshot for a projection: as a log the kept projections fold where
+    the store keeps one (TinyDB: its sealed segments and this snapshot's live tail;
+    PostgreSQL outside a transaction: the parts through its counter, ``pglog``), so
+    nothing the size of the history is read or held; else every record."""
     history = ledger.history
-    read_log = getattr(getattr(history, "store", None), "read_log", None)
+    store = getattr(history, "store", None)
+    read_log = getattr(store, "read_log", None)
     live = getattr(history, "live", None)
-    return read_log(live) if read_log is not None and isinstance(live, dict) else ledger.data
+    if read_log is not None and isinstance(live, dict):
+        return read_log(live)
+    outside_a_transaction = getattr(history, "conn", None) is None
+    if read_log is not None and getattr(store, "backend", None) == "postgresql" and outside_a_transaction:
+        return read_log()
+    return ledger.data
 
 
 def _store_stamp(store: StateStore) -> tuple[int, int, int] | None:
