@@ -108,8 +108,12 @@ def _install_dir(package: Path) -> Path:
     its lock file's digest, so a new lock installs afresh beside the old one."""
     lock = (package / "package-lock.json").read_bytes()
     key = hashlib.sha256(lock).hexdigest()[:12]
-    base = os.environ.get("HANDOFF_PI_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "handoff-tests"
+    base = (
+        os.environ.get("HANDOFF_NPM_CACHE")
+        or os.environ.get("HANDOFF_PI_CACHE")  # its earlier name, when pi was the only one
+        or os.path.join(
+            os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "handoff-tests"
+        )
     )
     return Path(base) / f"{package.name}-{key}"
 
