@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -181,9 +182,22 @@ def _place_claude_binary(folder: Path) -> None:
 
 
 def _cli(folder: Path, program: str, package: Path) -> dict[str, Any]:
-    """One installed CLI: the folder of its npm bin links (for PATH), the pinned version."""
-    ((name, version),) = json.loads((package / "package.json").read_text())["dependencies"].items()
-    return {"bin": folder / "node_modules" / ".bin", "program": program, "version": version}
+    """One installed CLI: the folder of its npm bin links (for PATH) and its version,
+    the pinned one (the program's own ``--version`` says so)."""
+    ((_, version),) = json.loads((package / "package.json").read_text())["dependencies"].items()
+    bin_dir = folder / "node_modules" / ".bin"
+    with tempfile.TemporaryDirectory() as home:  # Codex writes helpers under its home
+        env = {
+            "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+            "HOME": home,
+            "CODEX_HOME": home,
+            "CLAUDE_CONFIG_DIR": home,
+        }
+        proc = subprocess.run(
+            [program, "--version"], capture_output=True, text=True, env=env, timeout=60
+        )
+    assert proc.returncode == 0 and version in proc.stdout.split(), (proc.stdout, proc.stderr)
+    return {"bin": bin_dir, "program": program, "version": version}
 
 
 @pytest.fixture(scope="session")
