@@ -27,7 +27,7 @@ from lsp_server.generation.claude import read_claude
 from lsp_server.generation.codex import read_codex
 from lsp_server.generation.discovery import claude_slug
 from lsp_server.generation.newsession import pi_session_folder
-from lsp_server.generation.readers import read_session
+from lsp_server.generation.readers import SUMMARIES, read_session
 from lsp_server.generation.transcript import ReadStats
 from lsp_server.surfaces.service import HandoffService
 
@@ -321,6 +321,11 @@ def check_read_back(svc, source: Path, started: dict, saved: bytes, session: Pat
     users = [m for m in t.history if m.role == "user"]
     assert users[0].text.encode("utf-8") == saved
     assert [m.text for m in t.history if m.role == "assistant"] == [ANSWER]
+    # Started from a handoff: the digest of its first prompt is the start's.
+    assert SUMMARIES.get(session, fmt)["handoffStart"] == {
+        "digest": started["lineage"]["documentDigest"],
+        "seededOnly": False,
+    }
     listed = {s["path"]: s for s in svc.call("handoff.sessions", {})["sessions"]}
     mine = listed[str(session)]
     assert mine["format"] == fmt and mine["messageCount"] == 2
