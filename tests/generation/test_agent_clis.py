@@ -46,8 +46,9 @@ from .wire import (
 WAIT = 90
 #: The successor's answer the stub model gives.
 ANSWER = "I have read the handoff and will check the workspace first."
-#: An API key in the shape the provider's keys have; only the stub ever sees it.
-CLAUDE_KEY = "sk-ant-api03-" + "w" * 80 + "-wireAA"
+#: The API key Claude Code sends to the stub (no real key's shape: secret scanners
+#: stay quiet); only the stub ever sees it.
+CLAUDE_KEY = "wire-test-key-for-the-local-stub-0123456789"
 #: Text a user could have put in a handoff: shell metacharacters, quotes, a backslash,
 #: new lines, and letters outside ASCII.
 TRICKY = NASTY + "Café — 日本語 — ✓\n"
