@@ -40,6 +40,14 @@ KNOWN_TYPES = CHAIN_TYPES | frozenset(
         "agent-name",
         "pr-link",
         "mode",
+        # Claude Code 2.1.33x: a record of each model request it sent (its shape, its
+        # messages by hash, the request), the running cost, and a latch of its own;
+        # none of them is conversation.
+        "api-request",
+        "api-request-shape",
+        "api-request-blob",
+        "cost-state",
+        "atis-latch",
     }
 )
 WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})

@@ -30,6 +30,9 @@ from .transcript import (
 )
 
 KNOWN_TYPES = frozenset({"session_meta", "turn_context", "response_item", "event_msg", "compacted"})
+#: Codex 0.17x lines beside the conversation: the state the model was shown
+#: (``world_state``) and each response's token usage (``token_usage_record``).
+RECORD_TYPES = frozenset({"world_state", "token_usage_record"})
 ITEM_TYPES = frozenset(
     {
         "message",
@@ -414,7 +417,7 @@ class _Reader:
                 self.session_meta(payload)
             elif etype == "turn_context":
                 self.turn_context(payload)
-            else:
+            elif etype not in RECORD_TYPES:
                 self.stats.unknown_entries += 1
         self.settle()
         return self.transcript()

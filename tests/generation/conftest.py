@@ -1,14 +1,17 @@
 """Fixtures for generation tests: temporary agent homes (through the agents' own
 environment overrides), the shared session fixtures placed in them for a workspace,
-and the real pi agent installed with npm into a cache folder outside the repository."""
+and the real agent CLIs (pi, Claude Code, Codex) installed with npm into a cache
+folder outside the repository."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,6 +25,10 @@ from tests.conftest import OWN, shared_fixtures
 from .support import place_session
 
 PI_PACKAGE = Path(__file__).resolve().parent / "pi"
+CLAUDE_PACKAGE = Path(__file__).resolve().parent / "claude"
+CODEX_PACKAGE = Path(__file__).resolve().parent / "codex"
+#: Written once Claude Code's native binary is in place (after its install script).
+CLAUDE_READY = "handoff-claude-ready"
 PI_VERSION_RE = re.compile(r"^v(\d+)\.(\d+)")
 
 
@@ -94,37 +101,45 @@ def gen_service(workspace: Path) -> Callable[..., HandoffService]:
     return make
 
 
-# -- the real pi agent -------------------------------------------------------------
+# -- real agent CLIs from npm -------------------------------------------------------
 
 
-def _pi_install_dir() -> Path:
-    lock = (PI_PACKAGE / "package-lock.json").read_bytes()
+def _install_dir(package: Path) -> Path:
+    """The cache folder of one pinned npm install: named after the package folder and
+    its lock file's digest, so a new lock installs afresh beside the old one."""
+    lock = (package / "package-lock.json").read_bytes()
     key = hashlib.sha256(lock).hexdigest()[:12]
-    base = os.environ.get("HANDOFF_PI_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "handoff-tests"
+    base = (
+        os.environ.get("HANDOFF_NPM_CACHE")
+        or os.environ.get("HANDOFF_PI_CACHE")  # its earlier name, when pi was the only one
+        or os.path.join(
+            os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "handoff-tests"
+        )
     )
-    return Path(base) / f"pi-{key}"
+    return Path(base) / f"{package.name}-{key}"
 
 
-@pytest.fixture(scope="session")
-def pi_agent() -> dict[str, Path]:
-    """The real pi coding agent (npm ``@mariozechner/pi-coding-agent``), installed once
-    from ``tests/generation/pi/package-lock.json`` into a cache folder."""
+def _node_and_npm(what: str) -> tuple[str, str]:
     node, npm = shutil.which("node"), shutil.which("npm")
     if node is None or npm is None:
-        pytest.skip("node and npm are needed to run the real pi agent; they are not installed")
-    version = subprocess.run([node, "--version"], capture_output=True, text=True).stdout.strip()
-    m = PI_VERSION_RE.match(version)
-    if not m or (int(m.group(1)), int(m.group(2))) < (20, 6):
-        pytest.skip(f"pi needs node >= 20.6; this node is {version or 'unknown'}")
-    folder = _pi_install_dir()
-    package = folder / "node_modules" / "@mariozechner" / "pi-coding-agent"
-    cli = package / "dist" / "cli.js"
+        pytest.skip(f"node and npm are needed to run {what}; they are not installed")
+    return node, npm
+
+
+def npm_install(
+    package: Path, ready: str, what: str, finish: Callable[[Path], None] | None = None
+) -> Path:
+    """Install ``package`` (its package.json and package-lock.json) once per machine
+    into a cache folder outside the repository with ``npm ci``, one process at a time;
+    ``finish`` completes the install (its own script, run explicitly) and ``ready`` is
+    the file under the folder that exists only once all of it is done."""
+    _, npm = _node_and_npm(what)
+    folder = _install_dir(package)
     folder.mkdir(parents=True, exist_ok=True)
     with FileLock(str(folder) + ".lock"):
-        if not cli.exists():
+        if not (folder / ready).exists():
             for name in ("package.json", "package-lock.json"):
-                shutil.copy(PI_PACKAGE / name, folder / name)
+                shutil.copy(package / name, folder / name)
             proc = subprocess.run(
                 [npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error"],
                 cwd=folder,
@@ -132,6 +147,72 @@ def pi_agent() -> dict[str, Path]:
                 text=True,
                 timeout=900,
             )
-            assert proc.returncode == 0, f"npm ci of the pi agent failed:\n{proc.stderr[-3000:]}"
-    assert cli.exists(), f"{cli} is missing after npm ci"
-    return {"node": Path(node), "cli": cli, "package": package}
+            assert proc.returncode == 0, f"npm ci of {what} failed:\n{proc.stderr[-3000:]}"
+            if finish is not None:
+                finish(folder)
+    assert (folder / ready).exists(), f"{folder / ready} is missing after npm ci"
+    return folder
+
+
+@pytest.fixture(scope="session")
+def pi_agent() -> dict[str, Path]:
+    """The real pi coding agent (npm ``@mariozechner/pi-coding-agent``), installed once
+    from ``tests/generation/pi/package-lock.json`` into a cache folder."""
+    node, _ = _node_and_npm("the real pi agent")
+    version = subprocess.run([node, "--version"], capture_output=True, text=True).stdout.strip()
+    m = PI_VERSION_RE.match(version)
+    if not m or (int(m.group(1)), int(m.group(2))) < (20, 6):
+        pytest.skip(f"pi needs node >= 20.6; this node is {version or 'unknown'}")
+    cli = Path("node_modules", "@mariozechner", "pi-coding-agent", "dist", "cli.js")
+    folder = npm_install(PI_PACKAGE, str(cli), "the pi agent")
+    package = folder / "node_modules" / "@mariozechner" / "pi-coding-agent"
+    return {"node": Path(node), "cli": folder / cli, "package": package}
+
+
+def _place_claude_binary(folder: Path) -> None:
+    """What Claude Code's postinstall does (npm ci ran with --ignore-scripts): its
+    ``install.cjs`` puts the platform package's native binary over ``bin/claude.exe``."""
+    node, _ = _node_and_npm("Claude Code")
+    package = folder / "node_modules" / "@anthropic-ai" / "claude-code"
+    proc = subprocess.run(
+        [node, "install.cjs"], cwd=package, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, f"Claude Code's install.cjs failed:\n{proc.stderr[-3000:]}"
+    (folder / CLAUDE_READY).write_text("installed\n")
+
+
+def _cli(folder: Path, program: str, package: Path) -> dict[str, Any]:
+    """One installed CLI: the folder of its npm bin links (for PATH) and its version,
+    the pinned one (the program's own ``--version`` says so)."""
+    ((_, version),) = json.loads((package / "package.json").read_text())["dependencies"].items()
+    bin_dir = folder / "node_modules" / ".bin"
+    with tempfile.TemporaryDirectory() as home:  # Codex writes helpers under its home
+        env = {
+            "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+            "HOME": home,
+            "CODEX_HOME": home,
+            "CLAUDE_CONFIG_DIR": home,
+        }
+        proc = subprocess.run(
+            [program, "--version"], capture_output=True, text=True, env=env, timeout=60
+        )
+    assert proc.returncode == 0 and version in proc.stdout.split(), (proc.stdout, proc.stderr)
+    return {"bin": bin_dir, "program": program, "version": version}
+
+
+@pytest.fixture(scope="session")
+def claude_code() -> dict[str, Any]:
+    """The real Claude Code CLI (npm ``@anthropic-ai/claude-code``), pinned in
+    ``tests/generation/claude/package-lock.json``, installed once into a cache folder."""
+    folder = npm_install(CLAUDE_PACKAGE, CLAUDE_READY, "Claude Code", _place_claude_binary)
+    return _cli(folder, "claude", CLAUDE_PACKAGE)
+
+
+@pytest.fixture(scope="session")
+def codex_cli() -> dict[str, Any]:
+    """The real Codex CLI (npm ``@openai/codex``, its native binary from the platform
+    package npm picks from its optional dependencies), pinned in
+    ``tests/generation/codex/package-lock.json``, installed once into a cache folder."""
+    codex_js = str(Path("node_modules", "@openai", "codex", "bin", "codex.js"))
+    folder = npm_install(CODEX_PACKAGE, codex_js, "Codex")
+    return _cli(folder, "codex", CODEX_PACKAGE)

@@ -329,7 +329,7 @@ def test_codex_rollout_with_compactions_and_unknown_lines(sessions: Path) -> Non
     assert t.cwd == "/tmp/repo"  # the first session_meta, not the sub-agents' ones
     assert t.git_branch == "main"
     assert t.compactions == 6
-    assert t.stats.unknown_entries == 6  # world_state ×5, inter_agent_communication_metadata
+    assert t.stats.unknown_entries == 1  # inter_agent_communication_metadata
     assert t.stats.junk_lines == 0
     # After the last `compacted`, the context is its summary and replacement history.
     assert t.context[0].role == "summary"
@@ -387,6 +387,122 @@ def test_codex_tool_calls_get_exit_codes(tmp_path: Path) -> None:
     assert result.role == "tool" and result.exit_code == 1 and result.is_error
     assert result.tool_name == "shell"
     assert t.message_count == 2
+
+
+def test_claude_request_and_cost_records_are_known_and_not_conversation(tmp_path: Path) -> None:
+    """Claude Code 2.1.332 writes, beside the conversation, a record of each model
+    request (``api-request``, ``api-request-shape``, ``api-request-blob``), its running
+    cost (``cost-state``) and an ``atis-latch`` line (shapes as the real CLI wrote them
+    in tests/generation/test_agent_clis.py): known, not counted as unknown, not read as
+    messages."""
+    sid = "4a8d70f5-8a91-4603-bb20-a334d9132dfa"
+    common = {"sessionId": sid, "cwd": "/w", "version": "2.1.332", "isSidechain": False}
+    rows = [
+        {"type": "atis-latch", "atis": "", "sessionId": sid},
+        {
+            **common,
+            "type": "user",
+            "uuid": "u1",
+            "parentUuid": None,
+            "timestamp": "2026-12-05T13:52:31.000Z",
+            "message": {"role": "user", "content": "fix the client"},
+        },
+        {
+            "type": "api-request-shape",
+            "sessionId": sid,
+            "shapeHash": "446b",
+            "version": "2.1.332",
+            "shape": {"system": [{"type": "text", "text": "You are Claude Code."}]},
+        },
+        {
+            "type": "api-request-blob",
+            "sessionId": sid,
+            "hash": "2d67",
+            "message": {"role": "user", "content": [{"type": "text", "text": "a reminder"}]},
+        },
+        {
+            "type": "api-request",
+            "sessionId": sid,
+            "id": "fc72",
+            "querySource": "repl_main_thread",
+            "shapeHash": "446b",
+            "params": {"model": "claude-opus-5-5"},
+            "tail": ["2d67"],
+        },
+        {
+            **common,
+            "type": "assistant",
+            "uuid": "a1",
+            "parentUuid": "u1",
+            "timestamp": "2026-12-05T13:52:32.000Z",
+            "message": {
+                "id": "msg_1",
+                "role": "assistant",
+                "content": [{"type": "text", "text": "Fixed."}],
+            },
+        },
+        {"type": "cost-state", "sessionId": sid, "totalCostUSD": 0.0001, "modelUsage": {}},
+    ]
+    path = tmp_path / f"{sid}.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    t = read_session(path)
+    assert t.format == "claude"
+    assert t.stats.unknown_entries == 0 and t.stats.junk_lines == 0
+    assert [(m.role, m.text) for m in t.history] == [
+        ("user", "fix the client"),
+        ("assistant", "Fixed."),
+    ]
+
+
+def test_codex_world_state_and_token_usage_records_are_known(tmp_path: Path) -> None:
+    """Codex 0.171 writes ``world_state`` (what the model was shown) and
+    ``token_usage_record`` lines beside the conversation: known, not counted as unknown,
+    not read as messages."""
+    rows = [
+        {
+            "timestamp": "2026-12-05T13:49:15Z",
+            "type": "session_meta",
+            "payload": {"id": "x", "cwd": "/w"},
+        },
+        {
+            "timestamp": "2026-12-05T13:49:15Z",
+            "ordinal": 4,
+            "type": "world_state",
+            "payload": {"full": True, "state": {"agents_md": {}, "apps_instructions": False}},
+        },
+        {
+            "timestamp": "2026-12-05T13:49:16Z",
+            "type": "response_item",
+            "payload": {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "fix the client"}],
+            },
+        },
+        {
+            "timestamp": "2026-12-05T13:49:17Z",
+            "type": "response_item",
+            "payload": {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "Fixed."}],
+            },
+        },
+        {
+            "timestamp": "2026-12-05T13:49:17Z",
+            "ordinal": 11,
+            "type": "token_usage_record",
+            "payload": {"thread_id": "x", "response_id": "resp_1", "usage": {"input_tokens": 10}},
+        },
+    ]
+    path = tmp_path / "rollout-x.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    t = read_session(path)
+    assert t.stats.unknown_entries == 0 and t.stats.junk_lines == 0
+    assert [(m.role, m.text) for m in t.history] == [
+        ("user", "fix the client"),
+        ("assistant", "Fixed."),
+    ]
 
 
 def test_junk_lines_anywhere_are_counted_and_change_nothing_else(

@@ -1,6 +1,6 @@
-"""Local HTTP servers speaking the OpenAI Chat Completions and Anthropic Messages wire
-protocols (streamed), scripted per test, recording what they were sent and whether the
-client went away mid-stream."""
+"""Local HTTP servers speaking the OpenAI Chat Completions, OpenAI Responses and
+Anthropic Messages wire protocols (streamed), scripted per test, recording what they
+were sent and whether the client went away mid-stream."""
 
 from __future__ import annotations
 
@@ -232,3 +232,67 @@ def anthropic_events(blocks: list[dict[str, Any]], pieces: int = 3) -> list[byte
     )
     events.append(sse({"type": "message_stop"}, "message_stop"))
     return events
+
+
+def anthropic_message(text: str, model: str = "wire-claude") -> dict[str, Any]:
+    """A whole (not streamed) Messages answer holding one text block."""
+    return {
+        "id": "msg_wire",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 10, "output_tokens": 5},
+    }
+
+
+# -- OpenAI Responses ---------------------------------------------------------------------
+
+
+def responses_text(text: str, pieces: int = 3, response_id: str = "resp_wire") -> list[bytes]:
+    """A streamed Responses answer: one assistant message item whose text arrives in
+    ``pieces`` deltas, then ``response.completed`` with its usage."""
+    item_id = "msg_wire"
+    done = {
+        "type": "message",
+        "id": item_id,
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": text, "annotations": []}],
+    }
+    events = [
+        {"type": "response.created", "response": {"id": response_id, "status": "in_progress"}},
+        {
+            "type": "response.output_item.added",
+            "output_index": 0,
+            "item": {**done, "status": "in_progress", "content": []},
+        },
+    ]
+    step = max(1, len(text) // pieces + 1)
+    for i in range(0, len(text), step):
+        events.append(
+            {
+                "type": "response.output_text.delta",
+                "item_id": item_id,
+                "output_index": 0,
+                "content_index": 0,
+                "delta": text[i : i + step],
+            }
+        )
+    events.append({"type": "response.output_item.done", "output_index": 0, "item": done})
+    usage = {
+        "input_tokens": 10,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": 5,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 15,
+    }
+    events.append(
+        {
+            "type": "response.completed",
+            "response": {"id": response_id, "status": "completed", "output": [done], "usage": usage},
+        }
+    )
+    return [sse(event, event["type"]) for event in events]
