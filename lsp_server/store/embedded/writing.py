@@ -179,24 +179,6 @@ class StoreWriter(JournalAppending, Sealing):
             finally:
                 lock.release()
 
-    def _read_ahead(self) -> None:
-        """Before waiting for the lock: when another process wrote since this one last
-        read or wrote the live file, read it now, so that under the lock only what was
-        written in the meantime is applied (``_load_live`` keeps the parse). With 8
-        writers, applying the others' journal lines was a sixth of the time the lock
-        was held (docs/performance.md, "Issue 40"). Two ``stat`` calls when nothing
-        changed. A store that cannot be read is refused here as by any read (a damaged
-        live file moved aside, as a reader moves it)."""
-        store = self.store
-        if store._parsed_live is None:
-            return
-        try:
-            key = store._stat_key(checked=True)
-        except OSError:
-            return  # the read under the lock says what is wrong
-        if key != store._live_key:
-            store._load_live()
-
     def _settle_folder(self) -> None:
         """Under the lock, before a transaction reads: every path of the layout checked
         (``ensure_folder(gitignore=True)``) and the temp files of writers that died
@@ -269,7 +251,6 @@ class StoreWriter(JournalAppending, Sealing):
     def transaction(self) -> Iterator[Transaction]:
         """Lock, read a fresh snapshot, apply the operation, write once, unlock."""
         self.ensure_folder(before_lock=True)
-        self._read_ahead()
         with self._locked():
             pause_point("tx.locked")
             # Every path checked under the lock, before the sweep lists any folder.
