@@ -66,7 +66,7 @@ def _started_session(ws: Workspace, document: Path) -> str | None:
     state = (ws.workspace / ws.config.state_folder).resolve()
     if document.parent.resolve() != state / "started":
         return None
-    for rec in ws.store.read().get("generations", {}).values():
+    for rec in ws.store.generation_records():
         if not (isinstance(rec, dict) and rec.get("kind") == "start"):
             continue
         saved = rec.get("document")
@@ -89,7 +89,7 @@ def _draft_session(ws: Workspace, document: Path) -> str | None:
         generation = json.loads(sidecar.read_text(encoding="utf-8")).get("generation")
     except (OSError, ValueError, AttributeError):
         return None
-    for rec in ws.store.read().get("generations", {}).values():
+    for rec in ws.store.generation_records():
         if isinstance(rec, dict) and rec.get("id") == generation:
             source = rec.get("sourceSession")
             return source.get("path") if isinstance(source, dict) else None

@@ -22,7 +22,6 @@ from ..support.faults import pause_point
 from ..support.gcpause import gc_paused, release_set_aside, set_aside
 from ..support.redaction import redact
 from ..views.rendering import plain_text
-from ..views.shapes import table
 from . import discovery
 from .agents import AGENT_NAMES, FORMATS
 from .capture import capture_text, missing_sections, wrap
@@ -88,15 +87,11 @@ def _start_records(service: Workspace) -> list[dict[str, Any]]:
     if not service.store.exists():
         return []
     try:
-        data = service.store.read()
+        records = service.store.generation_records()
     except HandoffError as exc:  # the listing still helps; the store's fault is logged
         log.warning("Session starts not read: %s", exc.message)
         return []
-    return [
-        rec
-        for rec in table(data, "generations")
-        if type(rec) is dict and rec.get("kind") == "start"
-    ]
+    return [rec for rec in records if type(rec) is dict and rec.get("kind") == "start"]
 
 
 def _settings(service: Workspace) -> GenerationSettings:

@@ -20,7 +20,6 @@ from ..model.records import SessionStart, as_json
 from ..support.faults import pause_point
 from ..support.redaction import redact
 from ..views.reports import run_report
-from ..views.shapes import table
 from . import discovery
 from .agents import AGENTS
 from .capture import wrap
@@ -48,7 +47,7 @@ def _generations(service: Workspace, scope: str) -> list[dict[str, Any]]:
     """The scope's generation records (not its starts), oldest first."""
     found = [
         rec
-        for rec in table(service.store.read(), "generations")
+        for rec in service.store.generation_records()
         if type(rec) is dict
         and rec.get("scope") == scope
         and rec.get("kind", "generation") == "generation"

@@ -583,6 +583,15 @@ class PgStore:
         self._full = (key, full)
         return full
 
+    def generation_records(self) -> list[Any]:
+        """Every generation and start record of the project, in document order."""
+        with self.connection() as conn:
+            cur = conn.execute(
+                "SELECT record FROM handoff_generations WHERE project = %s ORDER BY doc",
+                (self.project,),
+            )
+            return [rec for (rec,) in cur]
+
     def read_log(self) -> PgLog:
         """The current snapshot as the kept projections read it (``pglog.stamped_log``)."""
         return stamped_log(self)[0]

@@ -382,3 +382,27 @@ def test_a_live_record_changed_in_place_is_projected_as_a_fresh_process_would(wo
         if kind == "task_outcome":
             assert "edited by hand" in orjson.dumps(view).decode()
     assert view["invalidRecordCount"] > before
+
+
+def add_generation(svc: HandoffService, n: int, kind: str = "start") -> None:
+    """One generation record (a start when ``kind`` says so) through a transaction."""
+    with svc.store.transaction() as tx:
+        tx.append_generation({"id": f"g{n}", "seq": tx.next_seq(), "scope": SCOPE, "kind": kind})
+
+
+def test_generation_records_kept_across_seals_equal_the_full_read(workspace, monkeypatch):
+    """The records a listing of sessions and a start read (``generation_records``) are
+    those of the full read, in its order, after writes and seals; after the first, a
+    listing assembles nothing."""
+    svc = service(workspace)
+    contract = record_contract(svc)
+    for i in range(12):
+        commit_round(svc, contract, i)
+        add_generation(svc, i, "start" if i % 2 else "generation")
+        full = list(StateStore(svc.store.folder).read()["generations"].values())
+        assert svc.store.generation_records() == full
+    assert len(svc.store.read_log().sealed.parts) >= 3
+    add_generation(svc, 99)
+    monkeypatch.setattr(StateStore, "assemble", lambda *a: pytest.fail("assembled every record"))
+    starts = svc.call("handoff.sessions", {})
+    assert svc.store.generation_records()[-1]["id"] == "g99" and "sessions" in starts

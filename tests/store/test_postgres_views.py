@@ -133,3 +133,18 @@ def test_a_row_out_of_sequence_sends_postgres_views_to_the_full_read(pg_store, p
     kept = projections.continuity(log, SCOPE)
     assert kept == projections.continuity(svc.store.read(), SCOPE)
     assert kept["invalidRecordCount"] >= 1
+
+
+def test_postgres_generation_records_are_the_full_read_s_and_read_nothing_else(
+    pg_store, workspace, monkeypatch
+):
+    svc = HandoffService(workspace, ServiceConfig())
+    contract = record_contract(svc)
+    for i in range(3):
+        commit_round(svc, contract, i)
+        with svc.store.transaction() as tx:
+            tx.append_generation({"id": f"g{i}", "seq": tx.next_seq(), "scope": SCOPE, "kind": "start"})
+    full = list(svc.store.read()["generations"].values())
+    monkeypatch.setattr(PgStore, "read", lambda self: pytest.fail("read every record"))
+    assert svc.store.generation_records() == full and [r["id"] for r in full] == ["g0", "g1", "g2"]
+    assert "sessions" in svc.call("handoff.sessions", {})

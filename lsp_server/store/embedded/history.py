@@ -206,6 +206,30 @@ class StoreLog:
         return self.store.assemble(self.live)
 
 
+class KeptGenerations:
+    """The generation and start records of the sealed log, in document order, kept per
+    store and extended by the segments sealed since: a listing of sessions or a start
+    after a write reads the live tail and any new segment, not every record
+    (``StateStore.generation_records``)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self._kept: tuple[SealedTables, int, list[Any]] | None = None
+
+    def records(self, log: StoreLog) -> list[Any]:
+        with self.lock:
+            kept = self._kept
+            if kept is not None and kept[0] is log.sealed and kept[1] <= log.count:
+                sealed, done, found = kept
+            else:
+                sealed, done, found = log.sealed, 0, []
+            for at in range(done, log.count):
+                found.extend((sealed.parts[at].get("generations") or {}).values())
+            self._kept = (sealed, log.count, found)
+            tail = log.live.get("generations")
+            return found + list(tail.values() if isinstance(tail, dict) else ())
+
+
 def assemble(store: StateStore, live: dict[str, Any]) -> dict[str, Any]:
     """The full view of one live snapshot (cached for the store's current live file)."""
     if store._full is not None and store._full_of is live:

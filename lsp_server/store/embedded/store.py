@@ -171,6 +171,7 @@ class StateStore(ManifestReading, SegmentReading, DirectoryReading):
         self._full: dict[str, Any] | None = None
         self._sealed_lock = threading.Lock()
         self._sealed_tables: SealedTables | None = None
+        self._kept_generations: Any = None  # ``history.KeptGenerations``, made on first use
         self._cache_lock = threading.Lock()
         self._segments: dict[str, Segment] = {}
         self._records: OrderedDict[str, dict[str, Any]] = OrderedDict()
@@ -346,6 +347,20 @@ class StateStore(ManifestReading, SegmentReading, DirectoryReading):
         from .history import assemble
 
         return assemble(self, live)
+
+    def generation_records(self) -> list[Any]:
+        """Every generation and start record, in the order of ``read()``'s table, from
+        the kept sealed ones and the live tail (``history.KeptGenerations``): after a
+        write, nothing the size of the history is assembled."""
+        from .history import KeptGenerations
+
+        log = self.read_log()
+        if not log.tail_in_order():
+            return list((self.read().get("generations") or {}).values())
+        with self._sealed_lock:
+            if self._kept_generations is None:
+                self._kept_generations = KeptGenerations()
+        return self._kept_generations.records(log)
 
     def read_log(self, live: dict[str, Any] | None = None) -> StoreLog:
         """The current state (or the snapshot ``live``) as a ``history.StoreLog``."""
