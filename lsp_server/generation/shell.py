@@ -9,262 +9,21 @@ import os
 import re
 from dataclasses import dataclass, field
 
-#: Programs whose exit 1 means "no match", not a failure.
-SEARCH_PROGRAMS = frozenset(
-    {"grep", "egrep", "fgrep", "rg", "ag", "ack", "findstr", "select-string", "zgrep", "pgrep"}
+from .programs import (
+    BUILD_SUBCOMMANDS,
+    BUILD_TOOLS,
+    FILTERS,
+    GIT_PROBES,
+    INTERPRETERS,
+    PACKAGE_MANAGERS,
+    PROBE_PROGRAMS,
+    RUNNERS,
+    SEARCH_PROGRAMS,
+    TEST_PROGRAMS,
+    TRIVIAL,
+    WRAPPERS,
 )
-#: Programs (and git subcommands) that only look: their failure blocks nothing.
-PROBE_PROGRAMS = frozenset(
-    {
-        "ls",
-        "ll",
-        "dir",
-        "find",
-        "fd",
-        "cat",
-        "bat",
-        "head",
-        "tail",
-        "less",
-        "more",
-        "stat",
-        "file",
-        "pwd",
-        "which",
-        "where",
-        "type",
-        "whereis",
-        "echo",
-        "printf",
-        "wc",
-        "tree",
-        "du",
-        "df",
-        "ps",
-        "env",
-        "printenv",
-        "date",
-        "whoami",
-        "uname",
-        "id",
-        "hostname",
-        "realpath",
-        "readlink",
-        "basename",
-        "dirname",
-        "test",
-        "[",
-        "sleep",
-        "true",
-        "false",
-        "diff",
-        "cmp",
-        "jq",
-        "sed",
-        "awk",
-        "sort",
-        "uniq",
-        "cut",
-        "tr",
-        "xxd",
-        "od",
-        "hexdump",
-        "lsof",
-        "netstat",
-        "ss",
-        "top",
-        "free",
-        "nproc",
-        "lscpu",
-        "history",
-        "man",
-        "help",
-        "get-childitem",
-        "get-content",
-        "test-path",
-        "get-item",
-        "get-location",
-        "resolve-path",
-        "get-command",
-        "select-object",
-        "measure-object",
-        "format-list",
-        "write-output",
-        "write-host",
-        "get-process",
-        "sqlite3",
-        "curl",
-        "wget",
-        "http",
-        "open",
-        "xdg-open",
-        "nvidia-smi",
-        "lsd",
-        "exa",
-        "eza",
-        "column",
-        "tac",
-        "nl",
-        "strings",
-        "md5sum",
-        "sha256sum",
-        "shasum",
-        "ping",
-        "dig",
-        "nslookup",
-        "gh-status",
-    }
-    | SEARCH_PROGRAMS
-)
-GIT_PROBES = frozenset(
-    {
-        "status",
-        "log",
-        "diff",
-        "show",
-        "branch",
-        "remote",
-        "rev-parse",
-        "ls-files",
-        "blame",
-        "describe",
-        "config",
-        "reflog",
-        "shortlog",
-        "ls-remote",
-        "cat-file",
-        "grep",
-        "stash-list",
-        "tag-list",
-        "worktree-list",
-        "fetch",
-    }
-)
-#: Pipeline stages that only filter what the stage before printed (they hide its status).
-FILTERS = frozenset(
-    {
-        "tail",
-        "head",
-        "grep",
-        "egrep",
-        "rg",
-        "sed",
-        "awk",
-        "cut",
-        "sort",
-        "uniq",
-        "wc",
-        "tee",
-        "less",
-        "more",
-        "cat",
-        "jq",
-        "tr",
-        "column",
-        "xargs",
-        "select-string",
-        "select-object",
-        "out-string",
-        "sort-object",
-        "where-object",
-        "foreach-object",
-        "group-object",
-        "measure-object",
-        "out-host",
-        "tee-object",
-        "convertto-json",
-        "convertfrom-json",
-        "format-wide",
-        "format-table",
-        "format-list",
-        "out-null",
-        "findstr",
-        "nl",
-        "fold",
-        "ts",
-    }
-)
-#: Segments that set things up and never are the step a command line is for.
-TRIVIAL = frozenset(
-    {
-        "cd",
-        "pushd",
-        "popd",
-        "export",
-        "set",
-        "source",
-        ".",
-        "sleep",
-        "echo",
-        "printf",
-        "true",
-        "clear",
-        "unset",
-        "alias",
-        "ulimit",
-        "umask",
-        "set-location",
-        "pkill",
-        "kill",
-        "wait",
-        "trap",
-        "shopt",
-        "eval",
-        "exec",
-        ":",
-        "exit",
-        "return",
-    }
-)
-#: Words before the program that do not change which step it is.
-WRAPPERS = frozenset(
-    {
-        "sudo",
-        "time",
-        "command",
-        "builtin",
-        "nohup",
-        "exec",
-        "env",
-        "nice",
-        "stdbuf",
-        "caffeinate",
-        "unbuffer",
-        "dotenv",
-        "doas",
-    }
-)
-RUNNERS = {  # "<runner> <program>": the program is the step
-    "npx": 1,
-    "bunx": 1,
-    "pnpx": 1,
-    "uvx": 1,
-    "pipx": 2,
-}
-TEST_PROGRAMS = frozenset(
-    {
-        "pytest",
-        "py.test",
-        "jest",
-        "vitest",
-        "mocha",
-        "ava",
-        "tap",
-        "rspec",
-        "phpunit",
-        "tox",
-        "nox",
-        "ctest",
-        "playwright",
-        "cypress",
-        "bats",
-        "unittest",
-        "nosetests",
-        "karma",
-        "ward",
-        "pest",
-    }
-)
+
 _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
 _DUP = re.compile(r"(?<![\w&])\d?>&(?:\d|-)")
@@ -549,44 +308,6 @@ def _test_targets(words: list[str], cwd: str | None) -> tuple[str, ...]:
     )
 
 
-_PACKAGE_MANAGERS = frozenset(("npm", "pnpm", "yarn", "bun"))
-_BUILD_TOOLS = frozenset(
-    (
-        "cargo",
-        "go",
-        "mix",
-        "dotnet",
-        "swift",
-        "deno",
-        "make",
-        "gradle",
-        "./gradlew",
-        "gradlew",
-        "mvn",
-        "zig",
-        "dune",
-        "stack",
-        "cabal",
-        "elixir",
-    )
-)
-_BUILD_SUBCOMMANDS = frozenset(
-    (
-        "build",
-        "compile",
-        "check",
-        "credo",
-        "dialyzer",
-        "vet",
-        "clippy",
-        "fmt",
-        "format",
-        "lint",
-    )
-)
-_INTERPRETERS = frozenset(("python", "py", "node", "ruby", "perl", "bun", "deno", "php"))
-
-
 def classify(seg: Segment, cwd: str | None) -> Step:
     """The step one segment performs."""
     words = seg.words
@@ -597,9 +318,9 @@ def classify(seg: Segment, cwd: str | None) -> Step:
         prog, args = program_name(args[1]), args[2:]
     if prog == "git":
         return _git_step(args, cwd, masked)
-    if prog in _PACKAGE_MANAGERS:
+    if prog in PACKAGE_MANAGERS:
         return _package_step(prog, args, masked)
-    if prog in _BUILD_TOOLS:
+    if prog in BUILD_TOOLS:
         return _build_step(prog, args, cwd, masked)
     if prog in TEST_PROGRAMS:
         targets = _test_targets(args, cwd)
@@ -607,7 +328,7 @@ def classify(seg: Segment, cwd: str | None) -> Step:
         return Step(key, f"test:{prog}", "test", masked, targets, program=prog)
     if prog in ("gh", "glab"):
         return _forge_step(prog, args, masked)
-    if prog in _INTERPRETERS and any(a in ("-c", "-e", "--eval") for a in args):
+    if prog in INTERPRETERS and any(a in ("-c", "-e", "--eval") for a in args):
         # An inline script: ad hoc, so any later script of the same interpreter moves past it.
         return Step(f"{prog} -c …", f"{prog} -c", "script", masked, program=prog)
     step = _program_step(prog, args, cwd, masked)
@@ -684,7 +405,7 @@ def _build_step(prog: str, args: list[str], cwd: str | None, masked: bool) -> St
             targets,
             program=prog,
         )
-    kind = "build" if sub in _BUILD_SUBCOMMANDS else "other"
+    kind = "build" if sub in BUILD_SUBCOMMANDS else "other"
     return Step(key, key, kind, masked, program=prog)
 
 
