@@ -37,8 +37,14 @@ def start_session(ws: Workspace, p: StartSessionParams, ctx: CallContext) -> dic
     (``claims``: a warning, the start is not held back)."""
     from ..generation.start import run_start_session
 
-    result = run_start_session(ws, p, ctx)
-    parent = _parent_facts(ws, result["lineage"].get("parentSession"), ctx)
+    facts: dict[str, Any] = {}
+
+    def transfer(text: str, agent: str, new_session: bool, parent: Any) -> dict[str, Any]:
+        facts["parent"] = _parent_facts(ws, parent, ctx)
+        return _transfer(text, agent, new_session, facts["parent"])
+
+    result = run_start_session(ws, p, ctx, transfer)
+    parent = facts.get("parent")
     if p.document is not None and parent is not None:
         from ..claims.verdicts import check_document
 
@@ -46,20 +52,15 @@ def start_session(ws: Workspace, p: StartSessionParams, ctx: CallContext) -> dic
         findings = [d.to_json() for d in report.diagnostics if d.code in ("contradicted", "dropped")]
         if findings:
             result["claims"] = findings
-    result["transfer"] = _transfer(ws, result, parent)
+    result["transfer"] = result["lineage"].get("transfer")
     return result
 
 
-def _transfer(ws: Workspace, result: dict[str, Any], parent: Any) -> dict[str, Any]:
+def _transfer(text: str, agent: str, new_session: bool, parent: Any) -> dict[str, Any]:
     """What the successor receives and what it does not: the handed-over text only (as a
     new session's one message, or as the first prompt), never the parent's transcript."""
-    text = (ws.workspace / result["documentPath"]).read_text(encoding="utf-8")
     words = len(text.split())
-    how = (
-        f"the one message of a new {result['agent']} session"
-        if result.get("newSession")
-        else f"{result['agent']}'s first prompt"
-    )
+    how = f"the one message of a new {agent} session" if new_session else f"{agent}'s first prompt"
     receives = {"words": words, "chars": len(text), "as": how}
     left = None
     if parent is not None:

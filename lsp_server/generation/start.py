@@ -8,6 +8,7 @@ import contextlib
 import hashlib
 import os
 import shlex
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -183,10 +184,16 @@ def start_command(agent: str, workspace: Path, session_path: str | None, text_fi
     return f'{cd}{program} {before}"$(cat {shlex.quote(text_file)})"'
 
 
+#: What the successor receives, from the handed text, the agent, whether it starts as a
+#: new session file's one message, and the parent session (``None``: none).
+Transfer = Callable[[str, str, bool, "dict[str, Any] | None"], "dict[str, Any] | None"]
+
+
 def run_start_session(
-    service: Workspace, p: StartSessionParams, ctx: CallContext
+    service: Workspace, p: StartSessionParams, ctx: CallContext, transfer: Transfer | None = None
 ) -> dict[str, Any]:
-    """Start the successor from exactly one of document / prepared / revision."""
+    """Start the successor from exactly one of document / prepared / revision; the start
+    record keeps ``transfer``'s report of what the successor receives."""
     _check_start_params(p)
     text, scope, handoff = _handed_text(service, p, ctx)
     generation = _generation(service, p, scope)
@@ -207,7 +214,9 @@ def run_start_session(
         text, parent["path"] if parent else None, (committed, scope) if committed else None
     )
     ctx.cancel.raise_if_cancelled()
-    record = _write_start(service, ctx, agent, content, parent, scope, handoff, generation)
+    record = _write_start(
+        service, ctx, agent, content, parent, scope, handoff, generation, transfer
+    )
     lineage = {k: v for k, v in as_json(record).items() if k != "command"}
     child = record.child_session
     return {
@@ -248,6 +257,7 @@ def _write_start(
     scope: str,
     handoff: dict[str, Any],
     generation: dict[str, Any] | None,
+    transfer: Transfer | None = None,
 ) -> SessionStart:
     """The handed text saved, the agent's new session written (pi, omp), then the start
     record: all of it kept, or none of it (a cancel before the record wins)."""
@@ -285,6 +295,7 @@ def _write_start(
             document=saved_rel,
             document_digest="sha256:" + hashlib.sha256(content.encode("utf-8")).hexdigest(),
             command=command,
+            transfer=transfer(content, agent, child is not None, parent) if transfer else None,
         )
         with service.store.transaction() as tx:
             # A cancel that came while the files were written still wins: nothing is kept.

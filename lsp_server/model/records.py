@@ -228,6 +228,9 @@ class SessionStart:
     command: str
     kind: Literal["start"] = _kept("start")
     seq: int = -1
+    #: What the successor received and what it did not (``commands/generate._transfer``);
+    #: ``None`` in starts recorded before it was kept.
+    transfer: dict[str, Any] | None = None
 
 
 Record = Source | Revision | ScopeHead | Generation | SessionStart

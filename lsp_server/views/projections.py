@@ -369,6 +369,7 @@ def lineage(data: dict[str, Any], scope: str) -> dict[str, Any]:
                 "revision": rev["ref"] if rev else None,
                 "childSession": rec.get("childSession"),
                 "document": rec.get("document"),
+                "transfer": rec.get("transfer") if type(rec.get("transfer")) is dict else None,
                 "acknowledgements": [receipt_json(a) for a in log.receipts.get(rev["ref"], [])]
                 if rev
                 else [],

@@ -449,6 +449,19 @@ def test_the_start_answer_says_what_the_successor_receives_and_what_it_does_not(
     assert alone["said"].endswith("no parent session's transcript goes with it.")
 
 
+def test_the_lineage_view_keeps_what_each_successor_received(homes, workspace, pi_source):
+    """The start record keeps the transfer report: the lineage view shows it per start,
+    as the start's answer said it."""
+    svc = HandoffService(workspace)
+    svc.call("handoff.generate", {"session": str(pi_source)})
+    started = svc.call("handoff.startSession", {"document": EDITED})
+    scope = started["scope"]
+    view = svc.call("handoff.report", {"kind": "lineage", "scope": scope, "render": "terminal"})
+    (link,) = view["data"]["starts"]
+    assert link["transfer"] == started["transfer"] == started["lineage"]["transfer"]
+    assert f"- Start 1: {started['transfer']['said']}" in view["markdown"]
+
+
 def test_lineage_numbers_starts_and_generations_each_from_one(homes, workspace, pi_source):
     """Not from the store's one sequence (1, 3, 4…): each table counts its own rows."""
     svc = HandoffService(workspace)
