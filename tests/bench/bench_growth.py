@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import gc
 import os
-import re
 import shutil
 import sqlite3
 import statistics
@@ -44,12 +43,11 @@ from lsp_server.surfaces.service import HandoffService, ServiceConfig
 from lsp_server.views import projections
 
 from .bench_store import SCOPE, fsync_append, make_workspace, new_records_bytes, write_v1_history
-from .common import BenchResult, Table, emit
+from .common import BenchResult, Table, emit, finished_note, write_doc_section
 from .store_worker import commit_once
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "performance.md"
-BEGIN, END = "<!-- bench_growth: begin -->", "<!-- bench_growth: end -->"
 VIEWS = ("continuity", "history", "lineage")
 
 
@@ -412,17 +410,6 @@ def absolute_table(runs: list[dict[str, dict[int, float]]], sizes: list[int]) ->
     )
 
 
-def write_section(text: str) -> None:
-    doc = DOC.read_text(encoding="utf-8")
-    section = f"{BEGIN}\n{text.rstrip()}\n{END}"
-    if BEGIN in doc and END in doc:
-        pattern = re.escape(BEGIN) + r".*?" + re.escape(END)
-        doc = re.sub(pattern, lambda _m: section, doc, flags=re.S)
-    else:
-        doc = doc.rstrip() + "\n\n" + section + "\n"
-    DOC.write_text(doc, encoding="utf-8")
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="10,000 Sources at most, fewer samples")
@@ -456,10 +443,7 @@ def main(argv: list[str] | None = None) -> int:
     result.tables.append(summary_table(per_run, loads))
     result.tables.append(memory_table(runs, sizes))
     result.tables.append(absolute_table(runs, sizes))
-    result.notes.append(
-        f"{'Quick sizes; ' if args.quick else ''}{time.perf_counter() - started:.0f} s in all, "
-        f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, {os.cpu_count()} cores."
-    )
+    result.notes.append(finished_note(args.quick, time.perf_counter() - started))
     emit(result)
     if not args.no_write:
         lines = [f"### {result.area}", "", "`uv run python -m tests.bench.bench_growth`", ""]
@@ -467,7 +451,7 @@ def main(argv: list[str] | None = None) -> int:
         for table in result.tables:
             lines += [table.markdown(), ""]
         lines += [f"- {note}" for note in result.notes]
-        write_section("\n".join(lines))
+        write_doc_section(DOC, "bench_growth", "\n".join(lines))
     return 0
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -31,13 +30,22 @@ from lsp_server.surfaces.service import HandoffService, ServiceConfig
 
 from ..pgcluster import Cluster, migrated, server_bindir
 from .bench_store import make_workspace, small_store, write_v1_history
-from .common import BenchResult, Table, emit, ms, p50, pct
+from .common import (
+    BenchResult,
+    Table,
+    emit,
+    finished_note,
+    ms,
+    p50,
+    pct,
+    result_markdown,
+    write_doc_section,
+)
 from .store_worker import commit_once
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "performance.md"
 SCOPE = "openapi-client"
-BEGIN, END = "<!-- bench_postgres: begin -->", "<!-- bench_postgres: end -->"
 
 
 #: What the tables say, written with them (the figures are in the tables).
@@ -180,17 +188,6 @@ def bench_writers(tmp: Path, url: str, writers: int, commits: int) -> Table:
     )
 
 
-def write_section(text: str) -> None:
-    doc = DOC.read_text(encoding="utf-8") if DOC.exists() else "# Performance\n"
-    section = f"{BEGIN}\n{text.rstrip()}\n{END}"
-    if BEGIN in doc and END in doc:
-        doc = re.sub(re.escape(BEGIN) + r".*?" + re.escape(END), lambda _m: section, doc,
-                     flags=re.S)
-    else:
-        doc = doc.rstrip() + "\n\n" + section + "\n"
-    DOC.write_text(doc, encoding="utf-8")
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
@@ -223,18 +220,11 @@ def main(argv: list[str] | None = None) -> int:
             close_pools()
             cluster.close()
     total = time.perf_counter() - started
-    result.notes.append(
-        f"{'Quick sizes; ' if args.quick else ''}{total:.0f} s in all, "
-        f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, {os.cpu_count()} cores."
-    )
+    result.notes.append(finished_note(args.quick, total))
     emit(result)
     if not args.no_write:
-        lines = [f"### {result.area}", "", "`uv run python -m tests.bench.bench_postgres`", ""]
-        for table in result.tables:
-            lines += [table.markdown(), ""]
-        lines += [f"- {n}" for n in result.notes]
-        lines += ["", READING]
-        write_section("\n".join(lines))
+        text = result_markdown(result, "uv run python -m tests.bench.bench_postgres", READING)
+        write_doc_section(DOC, "bench_postgres", text)
     return 0
 
 

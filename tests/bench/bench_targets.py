@@ -26,7 +26,6 @@ Without ``--no-write`` the tables replace their section of ``docs/performance.md
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import tempfile
@@ -42,12 +41,11 @@ from ..pgcluster import Cluster, migrated, server_bindir
 from .bench_growth import SqliteFloor, grow_store
 from .bench_store import SCOPE, new_records_bytes
 from .bench_store import run_writers as embedded_writers
-from .common import BenchResult, Table, emit
+from .common import BenchResult, Table, emit, finished_note, result_markdown, write_doc_section
 from .store_worker import commit_once
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "performance.md"
-BEGIN, END = "<!-- bench_targets: begin -->", "<!-- bench_targets: end -->"
 VIEWS = ("continuity", "history", "lineage")
 LIMITS = {"commit": 2.0, "views": 2.0, "share": 0.75}
 
@@ -176,17 +174,11 @@ def main(argv: list[str] | None = None) -> int:
             cluster.close()
     result.tables.extend(tables(runs, sizes))
     total = time.perf_counter() - started
-    result.notes.append(
-        f"{'Quick sizes; ' if args.quick else ''}{args.runs} runs, {total:.0f} s in all, "
-        f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, {os.cpu_count()} cores."
-    )
+    result.notes.append(finished_note(args.quick, total, args.runs))
     emit(result)
     if not args.no_write:
-        lines = [f"### {result.area}", "", "`uv run python -m tests.bench.bench_targets`", ""]
-        for table in result.tables:
-            lines += [table.markdown(), ""]
-        lines += [f"- {note}" for note in result.notes]
-        write_section("\n".join(lines))
+        text = result_markdown(result, "uv run python -m tests.bench.bench_targets")
+        write_doc_section(DOC, "bench_targets", text)
     return 0
 
 
@@ -237,17 +229,6 @@ def tables(runs: list[dict], sizes: tuple[int, ...]) -> list[Table]:
             writer_rows,
         ),
     ]
-
-
-def write_section(text: str) -> None:
-    doc = DOC.read_text(encoding="utf-8")
-    section = f"{BEGIN}\n{text.rstrip()}\n{END}"
-    if BEGIN in doc and END in doc:
-        head, rest = doc.split(BEGIN, 1)
-        doc = head + section + rest.split(END, 1)[1]
-    else:
-        doc = doc.rstrip() + "\n\n" + section + "\n"
-    DOC.write_text(doc, encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -117,6 +118,40 @@ def emit(result: BenchResult) -> None:
     dest = os.environ.get(RESULT_ENV)
     if dest:
         Path(dest).write_bytes(orjson.dumps(result.to_json(), option=orjson.OPT_INDENT_2))
+
+
+def finished_note(quick: bool, seconds: float, runs: int | None = None) -> str:
+    """The note that closes a result: sizes, how many runs, how long, when, the cores."""
+    return (
+        f"{'Quick sizes; ' if quick else ''}{f'{runs} runs, ' if runs else ''}{seconds:.0f} s "
+        f"in all, {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, {os.cpu_count()} cores."
+    )
+
+
+def result_markdown(result: BenchResult, command: str, after: str = "") -> str:
+    """A result as a section of ``docs/performance.md``: its heading, the command that
+    made it, its tables and notes, then ``after``."""
+    lines = [f"### {result.area}", "", f"`{command}`", ""]
+    for table in result.tables:
+        lines += [table.markdown(), ""]
+    lines += [f"- {note}" for note in result.notes]
+    if after:
+        lines += ["", after]
+    return "\n".join(lines)
+
+
+def write_doc_section(doc: Path, name: str, text: str) -> None:
+    """Put ``text`` between the ``<!-- name: begin -->`` and ``end`` markers of ``doc``
+    (appended with them at the end when they are not there yet)."""
+    begin, end = f"<!-- {name}: begin -->", f"<!-- {name}: end -->"
+    content = doc.read_text(encoding="utf-8") if doc.exists() else "# Performance\n"
+    section = f"{begin}\n{text.rstrip()}\n{end}"
+    if begin in content and end in content:
+        head, rest = content.split(begin, 1)
+        content = head + section + rest.split(end, 1)[1]
+    else:
+        content = content.rstrip() + "\n\n" + section + "\n"
+    doc.write_text(content, encoding="utf-8")
 
 
 def machine() -> dict[str, str]:
