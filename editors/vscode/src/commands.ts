@@ -61,11 +61,15 @@ export type ReportView =
   | { kind: 'continuity' }
   | { kind: 'history' }
   | { kind: 'lineage' }
-  | { kind: 'handoff'; revision: string }
+  /** ``scope``: the revision's scope when it is not the default one. */
+  | { kind: 'handoff'; revision: string; scope?: string }
   | { kind: 'handoff'; prepared: PreparedHandoff }
-  /** What Continue selected, as the server renders it (``handoff.continue`` with ``render``). */
-  | { kind: 'continue'; revision: string }
-  | { kind: 'continue'; prepared: PreparedHandoff };
+  /** What Continue selected, as the server renders it (``handoff.continue`` with ``render``):
+   * an exact revision (pinned), a prepared value, or the latest revision of a scope (the
+   * pane follows the head as revisions are committed). */
+  | { kind: 'continue'; revision: string; scope?: string }
+  | { kind: 'continue'; prepared: PreparedHandoff }
+  | { kind: 'continue'; latest: string };
 
 /** Where a generated draft came from (from the Generate result). */
 export interface DraftOrigin {
@@ -809,12 +813,18 @@ export class HandoffCommands {
         void this.ui.info(`No committed revision in ${result.scope} yet: there is nothing to continue from.`);
         return result;
       }
+      const scoped = target.kind === 'revision' && target.scope ? { scope: target.scope } : {};
       const selected: HandoffTarget = result.selected
-        ? { kind: 'revision', revision: result.selected }
+        ? { kind: 'revision', revision: result.selected, ...scoped }
         : target;
       this.lastContinued = selected;
+      // Latest: a pane titled so that follows the scope's head; else pinned to what was selected.
       await this.views.showReport(
-        selected.kind === 'revision' ? { kind: 'continue', revision: selected.revision } : { kind: 'continue', prepared: (selected as { prepared: PreparedHandoff }).prepared },
+        target.kind === 'latest'
+          ? { kind: 'continue', latest: result.scope }
+          : selected.kind === 'revision'
+            ? { kind: 'continue', revision: selected.revision, ...scoped }
+            : { kind: 'continue', prepared: (selected as { prepared: PreparedHandoff }).prepared },
       );
       const unreadable = result.unreadableEvidence?.length ?? 0;
       const stale = result.selected && result.current && result.selected !== result.current ? ` The head is now ${result.current}.` : '';
@@ -876,11 +886,12 @@ export class HandoffCommands {
     await this.guarded(() => this.views.showReport({ kind: 'lineage' }));
   }
 
-  /** Show the handoff ``revision`` (the Handoff view's), else a target picked. */
-  async showHandoff(revision?: string): Promise<void> {
+  /** Show the handoff ``revision`` (the Handoff view's, of ``scope`` when given), else a
+   * target picked. */
+  async showHandoff(revision?: string, scope?: string): Promise<void> {
     await this.guarded(async () => {
       if (revision) {
-        await this.views.showReport({ kind: 'handoff', revision });
+        await this.views.showReport(scope ? { kind: 'handoff', revision, scope } : { kind: 'handoff', revision });
         return;
       }
       const { head, revisions } = await this.history();

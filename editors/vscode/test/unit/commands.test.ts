@@ -249,7 +249,7 @@ describe('palette commands', () => {
   });
 
   describe('Continue', () => {
-    it('continues from latest, opens the selected revision and remembers it for Acknowledge', async () => {
+    it('continues from latest in a pane titled latest (it follows the head), remembering the selected revision for Acknowledge', async () => {
       const server = new RecordingServer({
         'handoff.report': () => historyReport(),
         'handoff.continue': () => ({
@@ -270,12 +270,24 @@ describe('palette commands', () => {
       const commands = new HandoffCommands(ui, server, views);
       await commands.continue();
       assert.deepEqual(server.paramsOf('handoff.continue'), { mode: 'latest' });
-      assert.deepEqual(views.reports, [{ kind: 'continue', revision: REVISION }]);
+      assert.deepEqual(views.reports, [{ kind: 'continue', latest: 'openapi-client' }]);
       assert.deepEqual(commands.lastContinued, { kind: 'revision', revision: REVISION });
       assert.equal(ui.shown[0].kind, 'warn');
       assert.match(ui.shown[0].message, /untrusted history/);
       assert.match(ui.shown[0].message, /1 cited item is unreadable/);
       assert.deepEqual(ui.shown[0].actions, ['Acknowledge…']);
+    });
+
+    it('continues from a revision of another scope (the Handoff view) in a pane pinned to it, asking in that scope', async () => {
+      const server = new RecordingServer({
+        'handoff.continue': () => ({ scope: 'other', trust: 'untrusted_history', mode: 'exact', found: true, selected: REVISION, current: REVISION, unreadableEvidence: [] }),
+      });
+      const views = new RecordingViews();
+      const commands = new HandoffCommands(new ScriptedUi([]), server, views);
+      await commands.continue({ kind: 'revision', revision: REVISION, scope: 'other' });
+      assert.deepEqual(server.paramsOf('handoff.continue'), { mode: 'exact', revision: REVISION, scope: 'other' });
+      assert.deepEqual(views.reports, [{ kind: 'continue', revision: REVISION, scope: 'other' }]);
+      assert.deepEqual(commands.lastContinued, { kind: 'revision', revision: REVISION, scope: 'other' });
     });
 
     it('says so when nothing is committed yet', async () => {
