@@ -85,7 +85,13 @@ export function activate(context: vscode.ExtensionContext): HandoffExtensionApi 
     if (!folder && choice.multiRoot) {
       return undefined;
     }
-    return choice.within(folder, run);
+    try {
+      return await choice.within(folder, run);
+    } finally {
+      if (choice.multiRoot && status.visible) {
+        void status.refresh(); // the item is of the folder acted on last
+      }
+    }
   };
   const register = (id: string, run: () => Promise<unknown>) =>
     context.subscriptions.push(vscode.commands.registerCommand(id, (value?: unknown) => inFolder(value, run)));
@@ -233,6 +239,7 @@ export function activate(context: vscode.ExtensionContext): HandoffExtensionApi 
   }
   let watching: NodeJS.Timeout | undefined;
   let looking = false;
+  let reported = false;
   const lookForHandoff = async (): Promise<void> => {
     if (status.visible) {
       clearInterval(watching);
@@ -244,6 +251,10 @@ export function activate(context: vscode.ExtensionContext): HandoffExtensionApi 
     looking = true;
     try {
       const found = await handoffPresence(client, workspaceFolderRefs(), hasStore);
+      if (!found && !reported) {
+        reported = true;
+        log.info(`No ${stateFolder()} folder and no agent session in this window's folders yet: the status item appears when one does (looked again every 10 s).`);
+      }
       if (found && !status.visible) {
         log.info(`Showing Handoff: ${found.folder.name} has ${found.why === 'store' ? `its ${stateFolder()} folder` : 'agent sessions'}.`);
         status.reveal();

@@ -10,6 +10,7 @@ import { existsSync, readdirSync, readFileSync, rmSync } from 'fs';
 import * as path from 'path';
 import { expect } from './expect';
 import {
+  commitByCli,
   docsShot,
   extensionRoot,
   handoffCli,
@@ -40,16 +41,6 @@ function readyText(workspace: string): string {
   const data = continuity(workspace);
   const head = data.head ? data.head.replace(/^handoff\/[^@]*/, '') : 'no revision';
   return `${SCOPE} · ${head}${data.transfer === 'none' ? '' : ` · ${data.transfer.replace(/_/g, ' ')}`}`;
-}
-
-/** A revision committed in ``scope`` by another process (the CLI): a contract and the
- * work state recorded, handed off and committed. */
-function commitByCli(workspace: string, scope: string, state: string): string {
-  const call = (command: string, params: object) => JSON.parse(handoffCli(['--workspace', workspace, '--scope', scope, 'call', command, JSON.stringify(params)]));
-  const { source } = call('handoff.contract', { objective: state, inScope: ['docs'], acceptance: ['reviewed'] });
-  call('handoff.recordWork', { state: `${state} :: ${source}`, disposition: 'continuable', nextActions: [`go on :: ${source}`] });
-  const { prepared } = call('handoff.handoffCurrentWork', {});
-  return call('handoff.commit', { prepared }).revision;
 }
 
 /** The tab of a draft file the server saved: `<time>-<generation>.md`. */
@@ -87,8 +78,8 @@ describe('VS Code extension end to end', function () {
     assert.equal(existsSync(path.join(session!.workspace, '.vscode')), false);
     const userSettings = readFileSync(path.join(session!.userData, 'User', 'settings.json'), 'utf8');
     assert.doesNotMatch(userSettings, /handoff\./, 'the profile has no Handoff setting');
-    // No .handoff/ and no agent session of the folder: no status item.
-    await page.waitForTimeout(3000);
+    // No .handoff/ and no agent session of the folder: the server looked, and no item.
+    await waitForLog(session!.userData, 'no agent session in this window', 0, 90_000);
     await expect(status(), 'the status item with nothing of Handoff in the folder').toHaveCount(0);
 
     // An agent session recorded in the folder: the item appears with no command run, and
@@ -300,6 +291,7 @@ describe('VS Code extension end to end', function () {
     const docsRevision = rows.filter({ hasText: 'the API docs half written' }).first();
     await expect(docsRevision, 'the other scope\'s revision').toContainText('@1 (head)', 60_000);
     await expect(docsRevision, 'its acknowledgement state').toContainText('not acknowledged', 30_000);
+    await runFromPalette(page, 'Notifications: Clear All Notifications', { keepFocus: true });
     await docsShot(page, 'vscode-handoff-view');
     // A click shows that scope's handoff (asked in its scope).
     await docsRevision.click();
