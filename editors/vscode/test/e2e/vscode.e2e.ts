@@ -200,7 +200,7 @@ describe('VS Code extension end to end', function () {
     await input.press('Enter');
     await expect(page.locator('.quick-input-widget'), 'the checks step, with the item shown').toContainText('checks (1: contract tests = passed)', 30_000);
     await input.press('Enter');
-    await pickRow(page, 'accepted of handoff/');
+    await pickRow(page, 'accepted acknowledgement of handoff/');
     await expect(page.locator('.notification-toast', { hasText: 'Task Outcome (succeeded) recorded' }), 'the outcome notification').toBeVisible(60_000);
     await expect(status(), 'the status item after the outcome').toHaveText(readyText(session!.workspace), 60_000);
 

@@ -85,6 +85,7 @@ describe('palette commands', () => {
       const ack = await commands.acknowledge();
       assert.equal(ack?.receipt, 'source/r1');
       assert.equal(server.paramsOf('handoff.acknowledge').note, 'which API version?');
+      assert.deepEqual(commands.receipts[0], { receipt: 'source/r1', description: `needs clarification acknowledgement of ${REVISION}` });
 
       ui.answer({ pick: 'blocked' }, { type: 'waiting for the API owner' }, { type: '' }, { pick: 'source/r1' });
       await commands.recordOutcome();
@@ -749,6 +750,28 @@ describe('palette commands', () => {
       assert.equal(result?.claims?.length, 1);
       const warned = ui.shown.filter((m) => m.kind === 'warn').map((m) => m.message);
       assert.deepEqual(warned, ['The handed-over text has 1 contradicted or dropped claim(s): line 12: The session never changed it.']);
+    });
+
+    it('a draft reopened from its file (after a reload) still has its source agent first, found in the lineage', async () => {
+      const { server, ui, views, commands } = await generateDraft();
+      views.active!.origin = { generation: 'g1', scope: 'openapi-client' };
+      server.handlers['handoff.report'] = (p) => ({
+        kind: 'lineage',
+        scope: 'openapi-client',
+        markdown: '# Lineage',
+        data: { generations: [{ generation: 'g1', sourceSession: { path: '/h/.claude/projects/-w/s1.jsonl', format: 'claude' } }] },
+      });
+      ui.answer({ pick: 'Claude Code' });
+      await commands.startSessionFromDraft();
+      assert.deepEqual(server.paramsOf('handoff.report'), { kind: 'lineage', scope: 'openapi-client' });
+      assert.deepEqual(ui.steps[ui.steps.length - 1].items, ['Claude Code', 'pi', 'Codex']);
+      // The lineage does not know it: the pick has no default, nothing fails.
+      server.handlers['handoff.report'] = () => ({ kind: 'lineage', scope: 'openapi-client', markdown: '', data: { generations: [] } });
+      views.active!.origin = { generation: 'g9', scope: 'openapi-client' };
+      ui.answer({ pick: 'pi' });
+      await commands.startSessionFromDraft();
+      assert.deepEqual(ui.steps[ui.steps.length - 1].items, ['pi', 'Claude Code', 'Codex']);
+      assert.equal(server.paramsOf('handoff.startSession').agent, 'pi');
     });
 
     it('offers oh-my-pi first for an omp source session', async () => {
