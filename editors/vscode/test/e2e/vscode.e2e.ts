@@ -292,6 +292,9 @@ describe('VS Code extension end to end', function () {
     await expect(docsRevision, 'the other scope\'s revision').toContainText('@1 (head)', 60_000);
     await expect(docsRevision, 'its acknowledgement state').toContainText('not acknowledged', 30_000);
     await runFromPalette(page, 'Notifications: Clear All Notifications', { keepFocus: true });
+    // The pointer off the tree: no hover over the rows (the screenshot, the click).
+    await page.mouse.move(900, 700);
+    await page.waitForTimeout(500);
     await docsShot(page, 'vscode-handoff-view');
     // A click shows that scope's handoff (asked in its scope).
     await docsRevision.click();
