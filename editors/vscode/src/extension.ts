@@ -46,7 +46,11 @@ export function activate(context: vscode.ExtensionContext): HandoffExtensionApi 
     (digest) => commands?.shelf.committedAs(digest),
     multiFolder,
   );
-  const views = new VscodeViews(preview);
+  const views = new VscodeViews(preview, () => choice.peek());
+  ui.folder = () => {
+    const folder = choice.peek();
+    return folder ? vscode.Uri.parse(folder.uri) : undefined;
+  };
   const statusBar = new HandoffStatusBar();
   const status = new HandoffStatus(statusBar, client, multiFolder);
   // Palette commands show the item busy while their server command runs.

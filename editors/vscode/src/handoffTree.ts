@@ -148,9 +148,10 @@ export function itemOf(node: TreeNode): TreeItemView {
       const r = node.revision;
       const objective = r.content?.objective ?? '';
       return {
-        label: `@${r.number}${node.head ? ' (head)' : ''}  ${objective}`,
-        description: revisionState(r),
-        tooltip: `${r.revision}${r.committedAt ? `, committed ${r.committedAt}` : ''}\n${revisionState(r)}`,
+        // The state first: in a narrow side bar the objective is what is cut off.
+        label: `@${r.number}${node.head ? ' (head)' : ''}`,
+        description: objective ? `${revisionState(r)} · ${objective}` : revisionState(r),
+        tooltip: `${r.revision}${r.committedAt ? `, committed ${r.committedAt}` : ''}\n${revisionState(r)}${objective ? `\n${objective}` : ''}`,
         contextValue: 'revision',
         collapsible: 'none',
         icon: r.covered ? 'pass' : (r.acknowledgements ?? []).length ? 'check' : 'circle-outline',

@@ -144,7 +144,11 @@ export class VscodeViews implements Views {
   private lastMarkdown: vscode.TextDocument | undefined;
   private draftContext: boolean | undefined;
 
-  constructor(private readonly preview: HandoffPreviewProvider) {}
+  constructor(
+    private readonly preview: HandoffPreviewProvider,
+    /** The folder the running command acts on (drafts' paths are relative to it). */
+    private readonly folder: () => FolderRef | undefined = () => undefined,
+  ) {}
 
   /** Remembers the last Markdown editor, for commands run while the preview has focus,
    * and sets the draft context key for the editor-title button. */
@@ -183,10 +187,10 @@ export class VscodeViews implements Views {
    * a name, Save keeps the edits, the server checks its claims as it is edited, and it is
    * still a draft after a reload. A server that saved none: an untitled document. */
   async openDraft(document: string, draft: HandoffDraft, origin: DraftOrigin = {}): Promise<string> {
-    const folder = vscode.workspace.workspaceFolders?.[0];
+    const folder = this.folder();
     let doc: vscode.TextDocument | undefined;
     if (origin.draftPath && folder) {
-      doc = await vscode.workspace.openTextDocument(vscode.Uri.joinPath(folder.uri, origin.draftPath)).then(
+      doc = await vscode.workspace.openTextDocument(vscode.Uri.joinPath(vscode.Uri.parse(folder.uri), origin.draftPath)).then(
         (opened) => opened,
         () => undefined,
       );

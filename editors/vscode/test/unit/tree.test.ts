@@ -41,8 +41,8 @@ describe('the Handoff view', () => {
     const revisions = await childrenOf(main, source());
     const items = revisions.map(itemOf);
     assert.deepEqual(items.map((i) => [i.label, i.description, i.contextValue]), [
-      ['@2 (head)  run the contract tests', 'accepted · outcome recorded', 'revision'],
-      ['@1  fix the client', 'not acknowledged', 'revision'],
+      ['@2 (head)', 'accepted · outcome recorded · run the contract tests', 'revision'],
+      ['@1', 'not acknowledged · fix the client', 'revision'],
     ]);
     // A click shows the handoff; the node goes with the command (its menus use it too).
     assert.deepEqual(items[1].command, { command: 'handoffUi.showHandoff', title: 'Show Handoff', arguments: [revisions[1]] });
@@ -57,7 +57,7 @@ describe('the Handoff view', () => {
     assert.deepEqual(asked, [], 'no scope read before it is expanded');
     const revisions = await childrenOf(other, src);
     assert.deepEqual(asked, ['#other']);
-    assert.deepEqual(revisions.map((n) => [itemOf(n).label, itemOf(n).description]), [['@1 (head)  the other work', 'declined']]);
+    assert.deepEqual(revisions.map((n) => [itemOf(n).label, itemOf(n).description]), [['@1 (head)', 'declined · the other work']]);
     // Its revisions carry their scope: Continue, Acknowledge and Show ask in it.
     assert.equal((revisions[0] as { scope?: string }).scope, 'other');
   });
