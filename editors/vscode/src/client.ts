@@ -122,8 +122,12 @@ export class HandoffClient implements HandoffServer, vscode.Disposable {
       const clientOptions: LanguageClientOptions = {
         // Handoff documents of this folder: the server checks their claims as they are
         // edited (diagnostics, hover, go to the session entry, links, a lens that counts).
-        documentSelector: handoffDocuments(folder.uri.fsPath, this.settings().checkDocuments, this.settings().stateFolder),
-        workspaceFolder: folder,
+        // One server for every folder of the window (the client sends them all and their
+        // changes; each command names its folder with the `workspace` key). The server's
+        // interpreter, working directory and settings are the first folder's.
+        documentSelector: (vscode.workspace.workspaceFolders ?? [folder])
+          .filter((f) => f.uri.scheme === 'file')
+          .flatMap((f) => handoffDocuments(f.uri.fsPath, this.settings().checkDocuments, this.settings().stateFolder)),
         // The client's "[Info  - 12:00:00] …" lines and the server's stderr
         // ("2026-… WARNING …") at their own level, without a second timestamp.
         outputChannel: this.levelledChannel(),

@@ -61,11 +61,15 @@ export type ReportView =
   | { kind: 'continuity' }
   | { kind: 'history' }
   | { kind: 'lineage' }
-  | { kind: 'handoff'; revision: string }
+  /** ``scope``: the revision's scope when it is not the default one. */
+  | { kind: 'handoff'; revision: string; scope?: string }
   | { kind: 'handoff'; prepared: PreparedHandoff }
-  /** What Continue selected, as the server renders it (``handoff.continue`` with ``render``). */
-  | { kind: 'continue'; revision: string }
-  | { kind: 'continue'; prepared: PreparedHandoff };
+  /** What Continue selected, as the server renders it (``handoff.continue`` with ``render``):
+   * an exact revision (pinned), a prepared value, or the latest revision of a scope (the
+   * pane follows the head as revisions are committed). */
+  | { kind: 'continue'; revision: string; scope?: string }
+  | { kind: 'continue'; prepared: PreparedHandoff }
+  | { kind: 'continue'; latest: string };
 
 /** Where a generated draft came from (from the Generate result). */
 export interface DraftOrigin {
@@ -418,6 +422,21 @@ export class HandoffCommands {
     return file ? ({ path: file, format: 'auto', title: baseName(file), updatedAt: '', messageCount: 0 } as AgentSession) : undefined;
   }
 
+  /** The source session of ``generation`` from the lineage report; undefined when the
+   * lineage cannot say (the pick then has no default). */
+  private async generationSource(generation: string, scope?: string): Promise<SessionRef | undefined> {
+    try {
+      const report = await this.server.execute<ReportResult<{ generations?: { generation?: string; sourceSession?: SessionRef }[] }>>(
+        ServerCommand.report,
+        scope ? { kind: 'lineage', scope } : { kind: 'lineage' },
+      );
+      const source = report.data?.generations?.find((g) => g.generation === generation)?.sourceSession;
+      return source && typeof source.path === 'string' && typeof source.format === 'string' ? source : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
   /** Starts an agent session from a draft's current text: the open draft ``draftId``
    * (from Generate's notification), else the active Markdown document. */
   async startSessionFromDraft(draftId?: string, agentChosen?: string): Promise<StartSessionResult | undefined> {
@@ -437,6 +456,11 @@ export class HandoffCommands {
       }
       const origin = active.origin ?? {};
       const known = agentChosen !== undefined && (Object.keys(AGENT_LABELS) as string[]).includes(agentChosen);
+      // A draft reopened from its file (after a reload) knows its generation, not its
+      // source session: the lineage names it, so the source's agent is still the default.
+      if (!known && !origin.sourceSession && origin.generation) {
+        origin.sourceSession = await this.generationSource(origin.generation, origin.scope);
+      }
       const agent = known ? (agentChosen as Agent) : await this.ui.pick(
         agentChoices(origin.sourceSession).map(({ agent, isDefault }) => ({
           label: AGENT_LABELS[agent],
@@ -615,7 +639,7 @@ export class HandoffCommands {
         const { revisions } = await this.history();
         for (const ack of [...(revisions[0]?.acknowledgements ?? [])].reverse()) {
           if (!receipts.some((r) => r.receipt === ack.receipt)) {
-            receipts.push({ receipt: ack.receipt, description: `${ack.status} of ${revisions[0].revision}` });
+            receipts.push({ receipt: ack.receipt, description: receiptDescription(ack.status, revisions[0].revision) });
           }
         }
       } catch {
@@ -809,12 +833,18 @@ export class HandoffCommands {
         void this.ui.info(`No committed revision in ${result.scope} yet: there is nothing to continue from.`);
         return result;
       }
+      const scoped = target.kind === 'revision' && target.scope ? { scope: target.scope } : {};
       const selected: HandoffTarget = result.selected
-        ? { kind: 'revision', revision: result.selected }
+        ? { kind: 'revision', revision: result.selected, ...scoped }
         : target;
       this.lastContinued = selected;
+      // Latest: a pane titled so that follows the scope's head; else pinned to what was selected.
       await this.views.showReport(
-        selected.kind === 'revision' ? { kind: 'continue', revision: selected.revision } : { kind: 'continue', prepared: (selected as { prepared: PreparedHandoff }).prepared },
+        target.kind === 'latest'
+          ? { kind: 'continue', latest: result.scope }
+          : selected.kind === 'revision'
+            ? { kind: 'continue', revision: selected.revision, ...scoped }
+            : { kind: 'continue', prepared: (selected as { prepared: PreparedHandoff }).prepared },
       );
       const unreadable = result.unreadableEvidence?.length ?? 0;
       const stale = result.selected && result.current && result.selected !== result.current ? ` The head is now ${result.current}.` : '';
@@ -856,7 +886,7 @@ export class HandoffCommands {
       }
       const scope = chosen.kind === 'prepared' ? { scope: chosen.prepared.scope } : {};
       const result = await this.call<AcknowledgeResult>(ServerCommand.acknowledge, { ...scope, ...targetParams(chosen), ...input });
-      this.receipts.unshift({ receipt: result.receipt, description: `${inWords(result.status)} of ${result.target}` });
+      this.receipts.unshift({ receipt: result.receipt, description: receiptDescription(result.status, result.target) });
       void this.ui.info(`Acknowledged ${result.target} as ${inWords(result.status)} (receipt ${result.receipt}).`);
       return result;
     });
@@ -876,11 +906,12 @@ export class HandoffCommands {
     await this.guarded(() => this.views.showReport({ kind: 'lineage' }));
   }
 
-  /** Show the handoff ``revision`` (the Handoff view's), else a target picked. */
-  async showHandoff(revision?: string): Promise<void> {
+  /** Show the handoff ``revision`` (the Handoff view's, of ``scope`` when given), else a
+   * target picked. */
+  async showHandoff(revision?: string, scope?: string): Promise<void> {
     await this.guarded(async () => {
       if (revision) {
-        await this.views.showReport({ kind: 'handoff', revision });
+        await this.views.showReport(scope ? { kind: 'handoff', revision, scope } : { kind: 'handoff', revision });
         return;
       }
       const { head, revisions } = await this.history();
@@ -901,4 +932,10 @@ export class HandoffCommands {
       await this.views.showReport(target.kind === 'revision' ? { kind: 'handoff', revision: target.revision } : { kind: 'handoff', prepared: target.prepared });
     });
   }
+}
+
+/** An acknowledgement receipt as Record Outcome offers it: "accepted acknowledgement of
+ * handoff/…@1" (not "accepted of …"). */
+export function receiptDescription(status: string, target: string): string {
+  return `${inWords(status)} acknowledgement of ${target}`;
 }

@@ -12,6 +12,8 @@ import { VscodeUi } from './vscodeUi';
 import { HandoffStatus } from './status';
 import { HandoffPreviewProvider, HandoffStatusBar, VscodeViews } from './vscodeViews';
 import type { TreeNode } from './handoffTree';
+import { FolderChoice, FolderRef, folderServer } from './folders';
+import { handoffPresence } from './status';
 import { HandoffTree, serverTreeSource, VIEW_ID } from './vscodeTree';
 
 export interface HandoffExtensionApi {
@@ -24,18 +26,37 @@ export function activate(context: vscode.ExtensionContext): HandoffExtensionApi 
   const ui = new VscodeUi();
   const client = new HandoffClient(context.extensionPath, log);
   let commands: HandoffCommands | undefined;
+  // One server for the window; each command names its folder (multi-root: the active
+  // editor's folder, else the one chosen last, else asked).
+  const choice = new FolderChoice(
+    workspaceFolderRefs,
+    () => {
+      const uri = vscode.window.activeTextEditor?.document.uri;
+      return uri?.scheme === 'file' ? uri.fsPath : undefined;
+    },
+    async () => {
+      const picked = await vscode.window.showWorkspaceFolderPick({ placeHolder: 'Handoff: act on which workspace folder?', ignoreFocusOut: true });
+      return picked ? workspaceFolderRefs().find((f) => f.uri === picked.uri.toString()) : undefined;
+    },
+  );
+  const multiFolder = () => (choice.multiRoot ? choice.peek() : undefined);
   const preview = new HandoffPreviewProvider(
     client,
     (digest) => commands?.shelf.get(digest),
     (digest) => commands?.shelf.committedAs(digest),
+    multiFolder,
   );
-  const views = new VscodeViews(preview);
+  const views = new VscodeViews(preview, () => choice.peek());
+  ui.folder = () => {
+    const folder = choice.peek();
+    return folder ? vscode.Uri.parse(folder.uri) : undefined;
+  };
   const statusBar = new HandoffStatusBar();
-  const status = new HandoffStatus(statusBar, client);
+  const status = new HandoffStatus(statusBar, client, multiFolder);
   // Palette commands show the item busy while their server command runs.
-  commands = new HandoffCommands(ui, status.busyServer(client), views, {
+  commands = new HandoffCommands(ui, status.busyServer(folderServer(client, choice)), views, {
     startSessionAction: () => vscode.workspace.getConfiguration(SETTINGS_SECTION).get<string>('startSession.action'),
-    checkEvidence: workspaceEvidence,
+    checkEvidence: (citation) => workspaceEvidence(citation, choice.peek()),
     preparedStore: context.workspaceState,
   });
   const palette = commands;
@@ -46,20 +67,43 @@ export function activate(context: vscode.ExtensionContext): HandoffExtensionApi 
     preview,
     statusBar,
     vscode.workspace.registerTextDocumentContentProvider(PREVIEW_SCHEME, preview),
-    vscode.window.onDidChangeActiveTextEditor((editor) => views.track(editor)),
+    vscode.window.onDidChangeActiveTextEditor((editor) => {
+      views.track(editor);
+      if (choice.multiRoot && status.current.kind === 'ready') {
+        void status.refresh(); // the item is of the active editor's folder
+      }
+    }),
     vscode.workspace.onDidCloseTextDocument((document) => views.forget(document)),
   );
   views.track(vscode.window.activeTextEditor);
 
-  const register = (id: string, run: () => Promise<unknown>) =>
-    context.subscriptions.push(vscode.commands.registerCommand(id, () => run()));
   // The Handoff view: its items pass themselves to the commands of their menus.
   const node = (value: unknown): TreeNode | undefined =>
     typeof value === 'object' && value !== null && 'kind' in value ? (value as TreeNode) : undefined;
+  // A command runs on one folder: a view item's, else the one the choice gives (asked
+  // once, before anything runs, when several folders are open and no editor says which).
+  const inFolder = async <R>(value: unknown, run: () => Promise<R>): Promise<R | undefined> => {
+    const n = node(value);
+    const uri = n?.kind === 'folder' ? n.folder.uri : n && 'folder' in n ? n.folder : undefined;
+    const folder = uri ? workspaceFolderRefs().find((f) => f.uri === uri) : await choice.current();
+    if (!folder && choice.multiRoot) {
+      return undefined;
+    }
+    try {
+      return await choice.within(folder, run);
+    } finally {
+      if (choice.multiRoot && status.visible) {
+        void status.refresh(); // the item is of the folder acted on last
+      }
+    }
+  };
+  const register = (id: string, run: () => Promise<unknown>) =>
+    context.subscriptions.push(vscode.commands.registerCommand(id, (value?: unknown) => inFolder(value, run)));
   const tree = new HandoffTree(
     serverTreeSource(
       (command, params) => client.execute(command, params),
       () => vscode.workspace.getConfiguration(SETTINGS_SECTION).get<string>('stateFolder') || '.handoff',
+      workspaceFolderRefs,
     ),
   );
   context.subscriptions.push(
@@ -68,9 +112,9 @@ export function activate(context: vscode.ExtensionContext): HandoffExtensionApi 
     vscode.commands.registerCommand(PaletteCommand.refreshView, () => tree.refresh()),
     client.onDidChange(() => tree.refresh()),
   );
-  const revisionOf = (value: unknown): string | undefined => {
+  const revisionOf = (value: unknown): { kind: 'revision'; revision: string; scope?: string } | undefined => {
     const n = node(value);
-    return n?.kind === 'revision' ? n.revision.revision : undefined;
+    return n?.kind === 'revision' ? { kind: 'revision', revision: n.revision.revision, ...(n.scope ? { scope: n.scope } : {}) } : undefined;
   };
   const draftUri = async (value: unknown): Promise<unknown> => {
     const n = node(value);
@@ -84,17 +128,14 @@ export function activate(context: vscode.ExtensionContext): HandoffExtensionApi 
   context.subscriptions.push(
     vscode.commands.registerCommand(PaletteCommand.generate, (value?: unknown) => {
       const n = node(value);
-      return palette.generate(n?.kind === 'session' ? n.session : undefined);
+      return inFolder(value, () => palette.generate(n?.kind === 'session' ? n.session : undefined));
     }),
-    vscode.commands.registerCommand(PaletteCommand.continue, (value?: unknown) => {
-      const revision = revisionOf(value);
-      return palette.continue(revision ? { kind: 'revision', revision } : undefined);
+    vscode.commands.registerCommand(PaletteCommand.continue, (value?: unknown) => inFolder(value, () => palette.continue(revisionOf(value)))),
+    vscode.commands.registerCommand(PaletteCommand.acknowledge, (value?: unknown) => inFolder(value, () => palette.acknowledge(revisionOf(value)))),
+    vscode.commands.registerCommand(PaletteCommand.showHandoff, (value?: unknown) => {
+      const target = revisionOf(value);
+      return inFolder(value, () => palette.showHandoff(target?.revision, target?.scope));
     }),
-    vscode.commands.registerCommand(PaletteCommand.acknowledge, (value?: unknown) => {
-      const revision = revisionOf(value);
-      return palette.acknowledge(revision ? { kind: 'revision', revision } : undefined);
-    }),
-    vscode.commands.registerCommand(PaletteCommand.showHandoff, (value?: unknown) => palette.showHandoff(revisionOf(value))),
   );
   register(PaletteCommand.recordContract, () => palette.recordContract());
   register(PaletteCommand.recordWork, () => palette.recordWork());
@@ -107,10 +148,14 @@ export function activate(context: vscode.ExtensionContext): HandoffExtensionApi 
     return id !== undefined && views.draftById(id) ? id : undefined;
   };
   context.subscriptions.push(
-    vscode.commands.registerCommand(PaletteCommand.prepareFromDraft, async (uri?: unknown) => palette.prepareFromDraft(documentOf(await draftUri(uri)))),
-    vscode.commands.registerCommand(PaletteCommand.startSessionFromDraft, async (uri?: unknown, agent?: unknown) =>
-      palette.startSessionFromDraft(documentOf(await draftUri(uri)), typeof agent === 'string' ? agent : undefined),
-    ),
+    vscode.commands.registerCommand(PaletteCommand.prepareFromDraft, async (uri?: unknown) => {
+      const document = documentOf(await draftUri(uri));
+      return inFolder(uri, () => palette.prepareFromDraft(document));
+    }),
+    vscode.commands.registerCommand(PaletteCommand.startSessionFromDraft, async (uri?: unknown, agent?: unknown) => {
+      const document = documentOf(await draftUri(uri));
+      return inFolder(uri, () => palette.startSessionFromDraft(document, typeof agent === 'string' ? agent : undefined));
+    }),
     vscode.commands.registerCommand(PaletteCommand.showChecks, () => vscode.commands.executeCommand('workbench.actions.view.problems')),
   );
   register(PaletteCommand.commit, () => palette.commit());
@@ -122,9 +167,9 @@ export function activate(context: vscode.ExtensionContext): HandoffExtensionApi 
 
   register(PaletteCommand.savePrepared, () => palette.savePrepared());
   register(PaletteCommand.loadPrepared, () => palette.loadPrepared());
-  register(PaletteCommand.showLog, async () => log.show(true));
+  context.subscriptions.push(vscode.commands.registerCommand(PaletteCommand.showLog, async () => log.show(true)));
   register(PaletteCommand.repairStore, () => palette.repairStore());
-  register(PaletteCommand.restartServer, async () => {
+  const restartServer = async () => {
     status.starting();
     try {
       await client.restart();
@@ -134,7 +179,8 @@ export function activate(context: vscode.ExtensionContext): HandoffExtensionApi 
       status.failed(error);
       await showCommandError(ui, error);
     }
-  });
+  };
+  context.subscriptions.push(vscode.commands.registerCommand(PaletteCommand.restartServer, restartServer));
 
   context.subscriptions.push(
     client.onDidChange((change) => {
@@ -172,30 +218,97 @@ export function activate(context: vscode.ExtensionContext): HandoffExtensionApi 
     { dispose: () => clearTimeout(restartTimer) },
   );
 
-  // The item shows from activation: starting then ready or failed, or "no folder".
-  if (vscode.workspace.workspaceFolders?.length) {
-    status.starting();
-    client.start().then(
-      () => status.refresh(),
-      (error) => {
-        status.failed(error);
-        void showCommandError(ui, error);
-      },
+  context.subscriptions.push(
+    vscode.workspace.onDidChangeWorkspaceFolders(() => {
+      tree.refresh();
+      if (status.visible) {
+        void status.refresh();
+      }
+    }),
+  );
+
+  // The item shows from activation (starting, then ready or failed) when a folder has
+  // its state folder; else it stays hidden until the server finds agent sessions of a
+  // folder (checked now, when the window gains focus and every 10 s, never creating a
+  // store) or a Handoff command is run.
+  const stateFolder = () => vscode.workspace.getConfiguration(SETTINGS_SECTION).get<string>('stateFolder') || '.handoff';
+  const hasStore = async (folder: FolderRef): Promise<boolean> =>
+    vscode.workspace.fs.stat(vscode.Uri.joinPath(vscode.Uri.parse(folder.uri), stateFolder())).then(
+      () => true,
+      () => false,
     );
-  } else {
+  if (!vscode.workspace.workspaceFolders?.length) {
     status.noFolder();
+    return { client, commands };
   }
+  let watching: NodeJS.Timeout | undefined;
+  let looking = false;
+  let reported = false;
+  const lookForHandoff = async (): Promise<void> => {
+    if (status.visible) {
+      clearInterval(watching);
+      return;
+    }
+    if (looking) {
+      return;
+    }
+    looking = true;
+    try {
+      const found = await handoffPresence(client, workspaceFolderRefs(), hasStore);
+      if (!found && !reported) {
+        reported = true;
+        log.info(`No ${stateFolder()} folder and no agent session in this window's folders yet: the status item appears when one does (looked again every 10 s).`);
+      }
+      if (found && !status.visible) {
+        log.info(`Showing Handoff: ${found.folder.name} has ${found.why === 'store' ? `its ${stateFolder()} folder` : 'agent sessions'}.`);
+        status.reveal();
+        clearInterval(watching);
+        await status.refresh();
+      }
+    } catch (error) {
+      log.debug(`Looking for agent sessions: ${toCommandError(error).message}`);
+    } finally {
+      looking = false;
+    }
+  };
+  void (async () => {
+    const stores = await Promise.all(workspaceFolderRefs().map(hasStore));
+    if (stores.some(Boolean)) {
+      status.starting();
+      client.start().then(
+        () => status.refresh(),
+        (error) => {
+          status.failed(error);
+          void showCommandError(ui, error);
+        },
+      );
+      return;
+    }
+    status.conceal();
+    watching = setInterval(() => void lookForHandoff(), 10_000);
+    context.subscriptions.push(
+      { dispose: () => clearInterval(watching) },
+      vscode.window.onDidChangeWindowState((state) => (state.focused ? void lookForHandoff() : undefined)),
+    );
+    await lookForHandoff();
+  })();
   return { client, commands };
+}
+
+/** The window's workspace folders on the local file system, as the server knows them. */
+function workspaceFolderRefs(): FolderRef[] {
+  return (vscode.workspace.workspaceFolders ?? [])
+    .filter((f) => f.uri.scheme === 'file')
+    .map((f) => ({ uri: f.uri.toString(), name: f.name, path: f.uri.fsPath }));
 }
 
 /** A typed citation looked up in the workspace folder: the file exists, and its cited
  * lines are in it. Sources are left to the server (it knows the scope's records). */
-async function workspaceEvidence(citation: Citation): Promise<string | undefined> {
-  const folder = vscode.workspace.workspaceFolders?.[0];
+async function workspaceEvidence(citation: Citation, folder: FolderRef | undefined): Promise<string | undefined> {
   if (citation.kind !== 'artifact' || !folder) {
     return undefined;
   }
-  const uri = vscode.Uri.joinPath(folder.uri, citation.path);
+  const uri = vscode.Uri.joinPath(vscode.Uri.parse(folder.uri), citation.path);
   let stat: vscode.FileStat;
   try {
     stat = await vscode.workspace.fs.stat(uri);

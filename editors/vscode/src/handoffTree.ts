@@ -1,7 +1,9 @@
-/** The Handoff view's tree, free of `vscode`: scopes with their head and revisions
- * (acknowledgements and outcome), the drafts, the workspace's agent sessions and the
- * lineage, each node with what it shows and the command a click or its menu runs. */
+/** The Handoff view's tree, free of `vscode`: scopes, each opening (when expanded) to its
+ * head and revisions (acknowledgements and outcome), the drafts, the workspace's agent
+ * sessions and the lineage, each node with what it shows and the command a click or its
+ * menu runs; in a multi-root window, one such tree per workspace folder. */
 
+import type { FolderRef } from './folders';
 import { AgentSession, HistoryRevision, SessionsResult } from './protocol';
 
 export interface ScopeInfo {
@@ -16,21 +18,28 @@ export interface ScopesResult {
   current: string;
 }
 
-/** What the tree is read from (the server, the state folder). */
+/** What the tree is read from (the server, the state folder). ``folder`` is the URI of
+ * the workspace folder asked about (undefined: the window's only folder). */
 export interface TreeSource {
-  scopes(): Promise<ScopesResult>;
-  history(): Promise<{ head: string | null; revisions: HistoryRevision[] }>;
-  sessions(): Promise<SessionsResult>;
+  /** The workspace folders; with more than one, each is a node of its own. */
+  folders(): readonly FolderRef[];
+  scopes(folder?: string): Promise<ScopesResult>;
+  /** One scope's head and revisions, read when its node is expanded. */
+  history(scope: string, folder?: string): Promise<{ head: string | null; revisions: HistoryRevision[] }>;
+  sessions(folder?: string): Promise<SessionsResult>;
   /** The saved drafts' paths, newest first. */
-  drafts(): Promise<string[]>;
+  drafts(folder?: string): Promise<string[]>;
 }
 
+type Section = 'scopes' | 'drafts' | 'sessions' | 'lineage';
+
 export type TreeNode =
-  | { kind: 'section'; section: 'scopes' | 'drafts' | 'sessions' | 'lineage' }
-  | { kind: 'scope'; scope: ScopeInfo; current: boolean }
-  | { kind: 'revision'; revision: HistoryRevision; head: boolean }
-  | { kind: 'draft'; path: string }
-  | { kind: 'session'; session: AgentSession }
+  | { kind: 'folder'; folder: FolderRef }
+  | { kind: 'section'; section: Section; folder?: string }
+  | { kind: 'scope'; scope: ScopeInfo; current: boolean; folder?: string }
+  | { kind: 'revision'; revision: HistoryRevision; head: boolean; scope?: string; folder?: string }
+  | { kind: 'draft'; path: string; folder?: string }
+  | { kind: 'session'; session: AgentSession; folder?: string }
   | { kind: 'note'; text: string };
 
 /** A node as the view shows it. `contextValue` selects its menu (package.json). */
@@ -46,7 +55,7 @@ export interface TreeItemView {
   file?: string;
 }
 
-const SECTIONS: { section: 'scopes' | 'drafts' | 'sessions' | 'lineage'; label: string; icon: string }[] = [
+const SECTIONS: { section: Section; label: string; icon: string }[] = [
   { section: 'scopes', label: 'Scopes', icon: 'git-branch' },
   { section: 'drafts', label: 'Drafts', icon: 'edit' },
   { section: 'sessions', label: 'Agent Sessions', icon: 'comment-discussion' },
@@ -67,43 +76,51 @@ export function revisionState(r: HistoryRevision): string {
 
 export async function childrenOf(node: TreeNode | undefined, source: TreeSource): Promise<TreeNode[]> {
   if (node === undefined) {
+    const folders = source.folders();
+    if (folders.length > 1) {
+      return folders.map((folder) => ({ kind: 'folder', folder }));
+    }
     return SECTIONS.map(({ section }) => ({ kind: 'section', section }));
   }
+  if (node.kind === 'folder') {
+    return SECTIONS.map(({ section }) => ({ kind: 'section', section, folder: node.folder.uri }));
+  }
+  const folder = 'folder' in node ? node.folder : undefined;
   if (node.kind === 'section' && node.section === 'scopes') {
-    const { scopes, current } = await source.scopes();
-    const out: TreeNode[] = scopes.map((scope) => ({ kind: 'scope', scope, current: scope.scope === current }));
+    const { scopes, current } = await source.scopes(folder);
+    const out: TreeNode[] = scopes.map((scope) => ({ kind: 'scope', scope, current: scope.scope === current, folder }));
     if (!scopes.some((s) => s.scope === current)) {
-      out.unshift({ kind: 'scope', scope: { scope: current, head: null }, current: true });
+      out.unshift({ kind: 'scope', scope: { scope: current, head: null }, current: true, folder });
     }
     return out;
   }
   if (node.kind === 'scope') {
-    if (!node.current) {
-      return [{ kind: 'note', text: 'Switch to this scope (handoff.scope) to act on its revisions.' }];
-    }
-    const { head, revisions } = await source.history();
+    const scope = node.scope.scope;
+    const { head, revisions } = await source.history(scope, folder);
     if (revisions.length === 0) {
       return [{ kind: 'note', text: 'No revision yet: Prepare from a draft, then Commit.' }];
     }
-    return revisions.map((revision) => ({ kind: 'revision', revision, head: revision.revision === head }));
+    return revisions.map((revision) => ({ kind: 'revision', revision, head: revision.revision === head, scope, folder }));
   }
   if (node.kind === 'section' && node.section === 'drafts') {
-    const drafts = await source.drafts();
-    return drafts.length ? drafts.map((path) => ({ kind: 'draft', path })) : [{ kind: 'note', text: 'No draft: Generate from an agent session.' }];
+    const drafts = await source.drafts(folder);
+    return drafts.length ? drafts.map((path) => ({ kind: 'draft', path, folder })) : [{ kind: 'note', text: 'No draft: Generate from an agent session.' }];
   }
   if (node.kind === 'section' && node.section === 'sessions') {
-    const { sessions, searched } = await source.sessions();
+    const { sessions, searched } = await source.sessions(folder);
     if (sessions.length === 0) {
       const where = searched?.length ? ` (looked in ${searched.join(', ')})` : '';
       return [{ kind: 'note', text: `No agent session of this workspace${where}.` }];
     }
-    return sessions.map((session) => ({ kind: 'session', session }));
+    return sessions.map((session) => ({ kind: 'session', session, folder }));
   }
   return [];
 }
 
 export function itemOf(node: TreeNode): TreeItemView {
   switch (node.kind) {
+    case 'folder':
+      return { label: node.folder.name, description: node.folder.path, contextValue: 'folder', collapsible: 'expanded', icon: 'root-folder' };
     case 'section': {
       const s = SECTIONS.find((x) => x.section === node.section)!;
       if (node.section === 'lineage') {
@@ -113,7 +130,7 @@ export function itemOf(node: TreeNode): TreeItemView {
           contextValue: 'lineage',
           collapsible: 'none',
           icon: s.icon,
-          command: { command: 'handoffUi.showLineage', title: 'Show Lineage', arguments: [] },
+          command: { command: 'handoffUi.showLineage', title: 'Show Lineage', arguments: [node] },
         };
       }
       return { label: s.label, contextValue: `section.${node.section}`, collapsible: 'expanded', icon: s.icon };
@@ -131,9 +148,10 @@ export function itemOf(node: TreeNode): TreeItemView {
       const r = node.revision;
       const objective = r.content?.objective ?? '';
       return {
-        label: `@${r.number}${node.head ? ' (head)' : ''}  ${objective}`,
-        description: revisionState(r),
-        tooltip: `${r.revision}${r.committedAt ? `, committed ${r.committedAt}` : ''}\n${revisionState(r)}`,
+        // The state first: in a narrow side bar the objective is what is cut off.
+        label: `@${r.number}${node.head ? ' (head)' : ''}`,
+        description: objective ? `${revisionState(r)} · ${objective}` : revisionState(r),
+        tooltip: `${r.revision}${r.committedAt ? `, committed ${r.committedAt}` : ''}\n${revisionState(r)}${objective ? `\n${objective}` : ''}`,
         contextValue: 'revision',
         collapsible: 'none',
         icon: r.covered ? 'pass' : (r.acknowledgements ?? []).length ? 'check' : 'circle-outline',

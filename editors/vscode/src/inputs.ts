@@ -23,7 +23,9 @@ import type { PickItem, Ui, Validate } from './ui';
 
 /** What Continue / Acknowledge / Show Handoff point at. */
 export type HandoffTarget =
-  | { kind: 'revision'; revision: string }
+  /** ``scope``: the revision's scope when it is not the default one (the Handoff view's
+   * other scopes). */
+  | { kind: 'revision'; revision: string; scope?: string }
   | { kind: 'prepared'; prepared: PreparedHandoff }
   | { kind: 'latest' };
 
@@ -47,10 +49,11 @@ export function targetParams(target: HandoffTarget): {
   mode: 'exact' | 'prepared' | 'latest';
   revision?: string;
   prepared?: PreparedHandoff;
+  scope?: string;
 } {
   switch (target.kind) {
     case 'revision':
-      return { mode: 'exact', revision: target.revision };
+      return target.scope ? { mode: 'exact', revision: target.revision, scope: target.scope } : { mode: 'exact', revision: target.revision };
     case 'prepared':
       return { mode: 'prepared', prepared: target.prepared };
     case 'latest':

@@ -14,6 +14,10 @@ export function previewPath(view: ReportView): string {
   if (view.kind !== 'handoff' && view.kind !== 'continue') {
     return `/${view.kind}.md`;
   }
+  if ('latest' in view) {
+    // Titled as latest (it follows the head), never as the revision it shows now.
+    return `/continue-latest/${encodeURIComponent(view.latest)}/${view.latest.replace(/\//g, '-')} · continue latest.md`;
+  }
   if ('revision' in view) {
     // The file name is the tab's title, and tabs are found by it: Continue and the
     // handoff of one revision get different names (one tab each, never each other's).
@@ -51,6 +55,10 @@ export function viewFromPath(
   if (m) {
     return { kind: 'continue', revision: `handoff/${m[1]}@${m[2]}` };
   }
+  m = /^\/continue-latest\/([^/]+)\/[^/]+\.md$/.exec(p);
+  if (m) {
+    return { kind: 'continue', latest: decodeURIComponent(m[1]) };
+  }
   m = /^\/(prepared|continue-prepared)\/([0-9a-f]{64})(?:\.md|\/[^/]+\.md)$/.exec(p);
   if (m) {
     const digest = `sha256:${m[2]}`;
@@ -68,17 +76,44 @@ export function viewFromPath(
  * opens at the line (it renders no anchor for a `file:` link). */
 export function reportParams(view: ReportView): Record<string, unknown> {
   const render = 'vscode';
+  const scoped = 'scope' in view && view.scope ? { scope: view.scope } : {};
   if (view.kind === 'continue') {
+    if ('latest' in view) {
+      return { mode: 'latest', scope: view.latest, render };
+    }
     return 'revision' in view
-      ? { mode: 'exact', revision: view.revision, render }
+      ? { mode: 'exact', revision: view.revision, ...scoped, render }
       : { mode: 'prepared', prepared: view.prepared, scope: view.prepared.scope, render };
   }
   if (view.kind !== 'handoff') {
     return { kind: view.kind, render };
   }
   return 'revision' in view
-    ? { kind: 'handoff', revision: view.revision, render }
+    ? { kind: 'handoff', revision: view.revision, ...scoped, render }
     : { kind: 'handoff', prepared: view.prepared, scope: view.prepared.scope, render };
+}
+
+/** What a preview's URI carries besides its path: the revision's scope when it is not the
+ * default one, and the workspace folder in a multi-root window. */
+export interface PreviewPlace {
+  scope?: string;
+  folder?: string;
+}
+
+export function previewQuery(view: ReportView, folder?: string): string {
+  const q = new URLSearchParams();
+  if ('scope' in view && view.scope && 'revision' in view) {
+    q.set('scope', view.scope);
+  }
+  if (folder) {
+    q.set('folder', folder);
+  }
+  return q.toString();
+}
+
+export function placeOf(query: string): PreviewPlace {
+  const q = new URLSearchParams(query);
+  return { scope: q.get('scope') ?? undefined, folder: q.get('folder') ?? undefined };
 }
 
 /** A refusal rendered into the pane instead of the report. */
@@ -93,8 +128,10 @@ export async function renderPreview(
   lookupPrepared: (digest: string) => PreparedHandoff | undefined,
   token?: CancellationTokenLike,
   committedAs?: (digest: string) => string | undefined,
+  place: PreviewPlace = {},
 ): Promise<string> {
-  const found = viewFromPath(p, lookupPrepared);
+  const path = viewFromPath(p, lookupPrepared);
+  const found: typeof path = path && place.scope && 'revision' in path ? { ...path, scope: place.scope } : path;
   // A prepared handoff committed since its tab opened shows as the revision it became.
   const revision = found && !('missingPrepared' in found) && found.kind === 'handoff' && 'prepared' in found ? committedAs?.(found.prepared.digest) : undefined;
   const view: typeof found = revision ? { kind: 'handoff', revision } : found;
@@ -111,7 +148,8 @@ export async function renderPreview(
   try {
     // Continue's view is the server's too (templates/continue.md.j2), not built here.
     const command = view.kind === 'continue' ? ServerCommand.continue : ServerCommand.report;
-    const result = await server.execute<ReportResult>(command, reportParams(view), { token });
+    const params = { ...reportParams(view), ...(place.folder ? { workspace: place.folder } : {}) };
+    const result = await server.execute<ReportResult>(command, params, { token });
     if (revision && found && !('missingPrepared' in found) && found.kind === 'handoff' && 'prepared' in found) {
       const [heading, ...rest] = result.markdown.split('\n');
       const note = `> Prepared ${shortDigest(found.prepared.digest)} was committed as ${revision}; this is that revision.`;
@@ -122,7 +160,7 @@ export async function renderPreview(
     const failure = toCommandError(error);
     const title =
       view.kind === 'handoff' || view.kind === 'continue'
-        ? ('revision' in view ? view.revision : `Prepared ${shortDigest(view.prepared.digest)}`)
+        ? ('latest' in view ? `Continue (latest) in ${view.latest}` : 'revision' in view ? view.revision : `Prepared ${shortDigest(view.prepared.digest)}`)
         : `Handoff ${view.kind}`;
     return failureMarkdown(title, failure.message, failure.code);
   }

@@ -1,11 +1,13 @@
 /** The status bar item's states, free of `vscode`: starting, ready (scope · head ·
- * transfer), failed (click → the log) and busy while a palette command runs. The
- * extension draws each `StatusView` on the real item; unit tests read them from a sink. */
+ * transfer), failed (click → the log) and busy while a palette command runs; hidden until
+ * a folder has a state folder or agent sessions. The extension draws each `StatusView`
+ * on the real item; unit tests read them from a sink. */
 
 import type { ExecuteOptions, HandoffServer } from './commands';
 import { PaletteCommand } from './commands';
 import { toCommandError } from './errors';
-import { ContinuityData, ReportResult, ServerCommand, ServerCommandId } from './protocol';
+import type { FolderRef } from './folders';
+import { ContinuityData, ReportResult, ServerCommand, ServerCommandId, SessionsResult } from './protocol';
 import { statusText } from './preview';
 
 export type StatusState =
@@ -25,6 +27,30 @@ export interface StatusView {
 
 export interface StatusSink {
   show(view: StatusView): void;
+  /** Takes the item off the status bar (nothing of Handoff in the window yet). */
+  hide?(): void;
+}
+
+/** Why Handoff is shown in a window: a folder has its state folder, else agent sessions
+ * recorded in it (the server's session listing, a read that creates no store). */
+export async function handoffPresence(
+  server: HandoffServer,
+  folders: readonly FolderRef[],
+  hasStore: (folder: FolderRef) => Promise<boolean>,
+): Promise<{ folder: FolderRef; why: 'store' | 'sessions' } | undefined> {
+  for (const folder of folders) {
+    if (await hasStore(folder)) {
+      return { folder, why: 'store' };
+    }
+  }
+  for (const folder of folders) {
+    const params = folders.length > 1 ? { workspace: folder.uri } : {};
+    const listed = await server.execute<SessionsResult>(ServerCommand.sessions, params);
+    if (listed.sessions.length > 0) {
+      return { folder, why: 'sessions' };
+    }
+  }
+  return undefined;
 }
 
 /** Refusals that mean the server cannot serve this window (not a refusal of one input). */
@@ -73,11 +99,32 @@ export function statusView(state: StatusState, busy?: string): StatusView {
 export class HandoffStatus {
   private state: StatusState = { kind: 'starting' };
   private readonly running: string[] = [];
+  private shown = true;
 
   constructor(
     private readonly sink: StatusSink,
     private readonly server: HandoffServer,
+    /** In a multi-root window, the folder the item is of (its name starts the text). */
+    private readonly folder: () => FolderRef | undefined = () => undefined,
   ) {}
+
+  /** Whether the item is on the status bar. */
+  get visible(): boolean {
+    return this.shown || this.running.length > 0;
+  }
+
+  /** Off the status bar until `reveal` (or while a command runs). */
+  conceal(): void {
+    this.shown = false;
+    this.draw();
+  }
+
+  reveal(): void {
+    if (!this.shown) {
+      this.shown = true;
+      this.draw();
+    }
+  }
 
   get current(): StatusState {
     return this.state;
@@ -93,7 +140,13 @@ export class HandoffStatus {
   }
 
   private draw(): void {
-    this.sink.show(statusView(this.state, this.running[this.running.length - 1]));
+    if (!this.visible && this.sink.hide) {
+      this.sink.hide();
+      return;
+    }
+    const view = statusView(this.state, this.running[this.running.length - 1]);
+    const folder = this.state.kind === 'ready' ? this.folder() : undefined;
+    this.sink.show(folder ? { ...view, text: view.text.replace(/^(\$\([^)]+\) )/, `$1${folder.name}: `), tooltip: `Workspace folder: ${folder.name}\n${view.tooltip}` } : view);
   }
 
   noFolder(): void {
@@ -116,7 +169,9 @@ export class HandoffStatus {
   /** Reads the continuity report and shows ready, or failed when the server refuses. */
   async refresh(): Promise<void> {
     try {
-      const report = await this.server.execute<ReportResult<ContinuityData>>(ServerCommand.report, { kind: 'continuity' });
+      const folder = this.folder();
+      const params = folder ? { kind: 'continuity', workspace: folder.uri } : { kind: 'continuity' };
+      const report = await this.server.execute<ReportResult<ContinuityData>>(ServerCommand.report, params);
       this.ready(report.scope, report.data);
     } catch (error) {
       this.failed(error);
@@ -138,6 +193,8 @@ export class HandoffStatus {
       throw error;
     } finally {
       this.running.splice(this.running.lastIndexOf(label), 1);
+      // A command run from the palette shows Handoff is in use here: the item stays.
+      this.shown = true;
       this.draw();
     }
   }

@@ -4,6 +4,7 @@
 import { promises as fs } from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
+import type { FolderRef } from './folders';
 import { childrenOf, itemOf, ScopesResult, TreeNode, TreeSource } from './handoffTree';
 import { HistoryRevision, ReportResult, ServerCommand, ServerCommandId, SessionsResult } from './protocol';
 
@@ -11,22 +12,26 @@ export const VIEW_ID = 'handoff.view';
 
 type Call = <R>(command: ServerCommandId, params: object) => Promise<R>;
 
-/** The tree's data: the server's answers, the drafts folder. */
-export function serverTreeSource(call: Call, stateFolder: () => string): TreeSource {
+/** The tree's data: the server's answers, the drafts folder. A folder's URI goes to the
+ * server as the `workspace` key (none in a one-folder window). */
+export function serverTreeSource(call: Call, stateFolder: () => string, folders: () => readonly FolderRef[]): TreeSource {
+  const at = (folder: string | undefined, params: object = {}) => (folder ? { ...params, workspace: folder } : params);
   return {
-    scopes: () => call<ScopesResult>(ServerCommand.scopes, {}),
-    history: async () => {
-      const report = await call<ReportResult<{ head?: string | null; revisions?: HistoryRevision[] }>>(ServerCommand.report, { kind: 'history' });
+    folders,
+    scopes: (folder) => call<ScopesResult>(ServerCommand.scopes, at(folder)),
+    history: async (scope, folder) => {
+      const report = await call<ReportResult<{ head?: string | null; revisions?: HistoryRevision[] }>>(ServerCommand.report, at(folder, { kind: 'history', scope }));
       const revisions = report.data?.revisions ?? [];
       return { head: report.data?.head ?? null, revisions };
     },
-    sessions: () => call<SessionsResult>(ServerCommand.sessions, {}),
-    drafts: async () => {
-      const folder = vscode.workspace.workspaceFolders?.[0];
-      if (!folder) {
+    sessions: (folder) => call<SessionsResult>(ServerCommand.sessions, at(folder)),
+    drafts: async (folder) => {
+      const list = folders();
+      const root = (folder ? list.find((f) => f.uri === folder) : list[0])?.path;
+      if (!root) {
         return [];
       }
-      const drafts = path.join(folder.uri.fsPath, stateFolder(), 'drafts');
+      const drafts = path.join(root, stateFolder(), 'drafts');
       const names = await fs.readdir(drafts).catch(() => [] as string[]);
       // Names start with their UTC time: newest first by name.
       return names.filter((n) => n.endsWith('.md')).sort().reverse().map((n) => path.join(drafts, n));

@@ -74,8 +74,11 @@ export class VscodeUi implements Ui {
     );
   }
 
+  /** The folder the running command acts on (multi-root), else the first. */
+  folder: () => vscode.Uri | undefined = () => vscode.workspace.workspaceFolders?.[0]?.uri;
+
   private defaultFolder(): vscode.Uri | undefined {
-    return vscode.workspace.workspaceFolders?.[0]?.uri;
+    return this.folder();
   }
 
   async saveFile(title: string, defaultName: string): Promise<string | undefined> {

@@ -6,7 +6,8 @@ import * as path from 'path';
 import * as vscode from 'vscode';
 import type { DraftDocument, DraftOrigin, HandoffServer, ReportView, Views } from './commands';
 import { HandoffDraft, PreparedHandoff } from './protocol';
-import { PREVIEW_SCHEME, previewPath, renderPreview } from './preview';
+import type { FolderRef } from './folders';
+import { placeOf, PREVIEW_SCHEME, previewPath, previewQuery, renderPreview } from './preview';
 import type { StatusSink, StatusView } from './status';
 
 export class HandoffPreviewProvider implements vscode.TextDocumentContentProvider, vscode.Disposable {
@@ -19,15 +20,29 @@ export class HandoffPreviewProvider implements vscode.TextDocumentContentProvide
     private readonly server: HandoffServer,
     private readonly lookupPrepared: (digest: string) => PreparedHandoff | undefined,
     private readonly committedAs: (digest: string) => string | undefined = () => undefined,
+    /** In a multi-root window, the folder a new preview is of (undefined: one folder). */
+    private readonly folder: () => FolderRef | undefined = () => undefined,
   ) {}
 
   provideTextDocumentContent(uri: vscode.Uri, token: vscode.CancellationToken): Promise<string> {
     this.opened.set(uri.toString(), uri);
-    return renderPreview(this.server, uri.path, this.lookupPrepared, token, this.committedAs);
+    const place = placeOf(uri.query);
+    const name = new URLSearchParams(uri.query).get('name');
+    // The folder's name starts the tab's title in a multi-root window; the view is the rest.
+    const p = name ? uri.path.replace(`/${name} · `, '/') : uri.path;
+    return renderPreview(this.server, p, this.lookupPrepared, token, this.committedAs, place);
   }
 
   uriFor(view: ReportView): vscode.Uri {
-    return vscode.Uri.from({ scheme: PREVIEW_SCHEME, path: previewPath(view) });
+    const folder = this.folder();
+    let p = previewPath(view);
+    let query = previewQuery(view, folder?.uri);
+    if (folder) {
+      const at = p.lastIndexOf('/');
+      p = `${p.slice(0, at + 1)}${folder.name} · ${p.slice(at + 1)}`;
+      query = `${query}&name=${encodeURIComponent(folder.name)}`;
+    }
+    return vscode.Uri.from({ scheme: PREVIEW_SCHEME, path: p, query });
   }
 
   /** Re-renders every open preview (the server reported a change). */
@@ -129,7 +144,11 @@ export class VscodeViews implements Views {
   private lastMarkdown: vscode.TextDocument | undefined;
   private draftContext: boolean | undefined;
 
-  constructor(private readonly preview: HandoffPreviewProvider) {}
+  constructor(
+    private readonly preview: HandoffPreviewProvider,
+    /** The folder the running command acts on (drafts' paths are relative to it). */
+    private readonly folder: () => FolderRef | undefined = () => undefined,
+  ) {}
 
   /** Remembers the last Markdown editor, for commands run while the preview has focus,
    * and sets the draft context key for the editor-title button. */
@@ -168,10 +187,10 @@ export class VscodeViews implements Views {
    * a name, Save keeps the edits, the server checks its claims as it is edited, and it is
    * still a draft after a reload. A server that saved none: an untitled document. */
   async openDraft(document: string, draft: HandoffDraft, origin: DraftOrigin = {}): Promise<string> {
-    const folder = vscode.workspace.workspaceFolders?.[0];
+    const folder = this.folder();
     let doc: vscode.TextDocument | undefined;
     if (origin.draftPath && folder) {
-      doc = await vscode.workspace.openTextDocument(vscode.Uri.joinPath(folder.uri, origin.draftPath)).then(
+      doc = await vscode.workspace.openTextDocument(vscode.Uri.joinPath(vscode.Uri.parse(folder.uri), origin.draftPath)).then(
         (opened) => opened,
         () => undefined,
       );
@@ -242,6 +261,10 @@ export class HandoffStatusBar implements StatusSink, vscode.Disposable {
     this.item.command = view.command;
     this.item.backgroundColor = view.warning ? new vscode.ThemeColor('statusBarItem.errorBackground') : undefined;
     this.item.show();
+  }
+
+  hide(): void {
+    this.item.hide();
   }
 
   dispose(): void {

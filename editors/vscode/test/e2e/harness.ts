@@ -72,6 +72,16 @@ export function handoffCli(args: string[]): string {
   return execFileSync(cmd, argv, { cwd: repoRoot, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
+/** A revision committed in ``scope`` by another process (the CLI): a contract and the
+ * work state recorded, handed off and committed. */
+export function commitByCli(workspace: string, scope: string, state: string): string {
+  const call = (command: string, params: object) => JSON.parse(handoffCli(['--workspace', workspace, '--scope', scope, 'call', command, JSON.stringify(params)]));
+  const { source } = call('handoff.contract', { objective: state, inScope: ['docs'], acceptance: ['reviewed'] });
+  call('handoff.recordWork', { state: `${state} :: ${source}`, disposition: 'continuable', nextActions: [`go on :: ${source}`] });
+  const { prepared } = call('handoff.handoffCurrentWork', {});
+  return call('handoff.commit', { prepared }).revision;
+}
+
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
@@ -94,6 +104,8 @@ export interface Session {
   url: string;
   /** PI_CODING_AGENT_DIR/sessions of the code-server process (and so of the server). */
   piSessions: string;
+  /** Every workspace folder of the window (``workspace`` first). */
+  folders: string[];
 }
 
 /** Writes the workspace's .vscode/settings.json with exactly ``settings`` (the test
@@ -170,11 +182,25 @@ function writeUserSettings(userData: string): void {
   );
 }
 
-export async function startSession(options: { vsix: string }): Promise<Session> {
+/** ``options.secondFolder``: a multi-root window, the prepared workspace and a folder of
+ * that name beside it (with a `notes.md`), opened from a `.code-workspace` file. */
+export async function startSession(options: { vsix: string; secondFolder?: string; before?: (folders: string[], piSessions: string) => void }): Promise<Session> {
   const launcher = installCodeServer();
   const executablePath = chromiumPath();
   const root = mkdtempSync(path.join(os.tmpdir(), 'handoff-e2e-'));
   const workspace = prepareWorkspace(root);
+  const folders = [workspace];
+  let opened = workspace;
+  let query = `folder=${encodeURIComponent(workspace)}`;
+  if (options.secondFolder) {
+    const second = path.join(root, options.secondFolder);
+    mkdirSync(second, { recursive: true });
+    writeFileSync(path.join(second, 'notes.md'), `# ${options.secondFolder}\n\nNotes of the second folder.\n`);
+    folders.push(second);
+    opened = path.join(root, 'handoff.code-workspace');
+    writeFileSync(opened, JSON.stringify({ folders: folders.map((f) => ({ path: f })) }, null, 2));
+    query = `workspace=${encodeURIComponent(opened)}`;
+  }
   const userData = path.join(root, 'user-data');
   const extensionsDir = path.join(root, 'extensions');
   writeUserSettings(userData);
@@ -185,6 +211,7 @@ export async function startSession(options: { vsix: string }): Promise<Session> 
   // Agent sessions are looked up in the test's own pi home, never the user's.
   const piSessions = path.join(root, 'pi', 'sessions');
   mkdirSync(piSessions, { recursive: true });
+  options.before?.(folders, piSessions);
   const env: NodeJS.ProcessEnv = { ...process.env, PI_CODING_AGENT_DIR: path.join(root, 'pi') };
   for (const key of Object.keys(env)) {
     if (key.startsWith('VSCODE_') || key.startsWith('ELECTRON_')) {
@@ -203,7 +230,7 @@ export async function startSession(options: { vsix: string }): Promise<Session> 
       '--disable-update-check',
       '--disable-workspace-trust',
       '--disable-getting-started-override',
-      workspace,
+      opened,
     ],
     { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true },
   );
@@ -228,10 +255,10 @@ export async function startSession(options: { vsix: string }): Promise<Session> 
 
   const browser = await chromium.launch({ executablePath, headless: true, args: CHROMIUM_ARGS });
   const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-  const url = `http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`;
+  const url = `http://127.0.0.1:${port}/?${query}`;
   await page.goto(url);
   await page.locator('.monaco-workbench').waitFor({ timeout: 120_000 });
-  return { root, workspace, userData, page, browser, codeServer, output, url, piSessions };
+  return { root, workspace, userData, page, browser, codeServer, output, url, piSessions, folders };
 }
 
 export async function stopSession(session: Session | undefined): Promise<void> {

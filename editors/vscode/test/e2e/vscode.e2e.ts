@@ -10,6 +10,7 @@ import { existsSync, readdirSync, readFileSync, rmSync } from 'fs';
 import * as path from 'path';
 import { expect } from './expect';
 import {
+  commitByCli,
   docsShot,
   extensionRoot,
   handoffCli,
@@ -71,17 +72,21 @@ describe('VS Code extension end to end', function () {
 
   const status = () => session!.page.locator('.statusbar-item', { hasText: `${SCOPE} · ` });
 
-  it('installs with no setting into a folder without .handoff/: the first command activates it and starts the bundled server', async () => {
+  it('installs with no setting into a folder without .handoff/: the status item appears once the folder has an agent session (no store made), and the bundled server runs', async () => {
     const page = session!.page;
     assert.equal(existsSync(path.join(session!.workspace, '.handoff')), false);
     assert.equal(existsSync(path.join(session!.workspace, '.vscode')), false);
     const userSettings = readFileSync(path.join(session!.userData, 'User', 'settings.json'), 'utf8');
     assert.doesNotMatch(userSettings, /handoff\./, 'the profile has no Handoff setting');
-    // Not activated yet (no .handoff/): no status item.
-    await page.waitForTimeout(2000);
-    await expect(status(), 'the status item before any command').toHaveCount(0);
+    // No .handoff/ and no agent session of the folder: the server looked, and no item.
+    await waitForLog(session!.userData, 'no agent session in this window', 0, 90_000);
+    await expect(status(), 'the status item with nothing of Handoff in the folder').toHaveCount(0);
 
+    // An agent session recorded in the folder: the item appears with no command run, and
+    // asking the server about the folder's sessions made no store.
     writePiSession(session!.piSessions, session!.workspace);
+    await expect(status(), 'the status item once the folder has an agent session').toHaveText('default · no revision', 60_000);
+    assert.equal(existsSync(path.join(session!.workspace, '.handoff')), false, 'no store made by looking for sessions');
     await runFromPalette(page, 'Handoff: Generate from Agent Session');
     // The session pick: agent · messages · time as the description, the prompt as detail.
     const row = page.locator('.quick-input-widget .monaco-list-row', { hasText: /4 messages/ }).first();
@@ -134,15 +139,16 @@ describe('VS Code extension end to end', function () {
     await expect(markdownPreview(page).locator('h1'), 'the heading after the commit').toHaveText(`Handoff ${revision}`, 60_000);
   });
 
-  it('Continue from the latest revision: its preview, cited files as links, the status item', async () => {
+  it('Continue from the latest revision: a pane titled latest, cited files as links, the status item', async () => {
     const page = session!.page;
     await runFromPalette(page, 'Handoff: Continue');
     await pickRow(page, 'Latest revision');
     const preview = markdownPreview(page);
     // The server's continue view: its title, then the handoff report as a section. The
-    // pane is pinned to the revision Latest selected (its path names the revision, so a
-    // later commit does not change what an open pane shows): it reads as that exact one.
-    await expect(preview.locator('h1'), 'the continued revision').toHaveText(`Continue (exact) → ${revision}`, 60_000);
+    // pane is the scope's latest (titled so; it follows the head when a revision is
+    // committed), not pinned to the revision it shows now.
+    await expect(preview.locator('h1'), 'the continued revision').toHaveText(`Continue (latest) → ${revision}`, 60_000);
+    await expect(page.locator('.tab', { hasText: `[Preview] ${SCOPE} · continue latest.md` }), 'the latest tab').toHaveCount(1);
     await expect(preview.locator('h2').first(), 'the handoff itself').toHaveText(`Handoff ${revision}`, 30_000);
     await expect(page.locator('.notification-toast', { hasText: 'Continuing from' }), 'the continue notification').toBeVisible(30_000);
     // Cited files are anchors that the preview opens (workspace-rooted, at the line),
@@ -194,7 +200,7 @@ describe('VS Code extension end to end', function () {
     await input.press('Enter');
     await expect(page.locator('.quick-input-widget'), 'the checks step, with the item shown').toContainText('checks (1: contract tests = passed)', 30_000);
     await input.press('Enter');
-    await pickRow(page, 'accepted of handoff/');
+    await pickRow(page, 'accepted acknowledgement of handoff/');
     await expect(page.locator('.notification-toast', { hasText: 'Task Outcome (succeeded) recorded' }), 'the outcome notification').toBeVisible(60_000);
     await expect(status(), 'the status item after the outcome').toHaveText(readyText(session!.workspace), 60_000);
 
@@ -240,11 +246,59 @@ describe('VS Code extension end to end', function () {
     await expect(revision, 'the revision, with its acknowledgement and outcome').toContainText('accepted · outcome recorded', 60_000);
     await expect(rows.filter({ hasText: DRAFT_FILE }).first(), 'the draft Generate saved').toBeVisible(30_000);
     await expect(rows.filter({ hasText: 'pi · 4 messages' }).first(), 'the agent session').toBeVisible(30_000);
-    await docsShot(page, 'vscode-handoff-view');
     // A click on the revision shows its handoff.
     await revision.click();
     const preview = markdownPreview(page);
     await expect(preview.locator('h1'), 'the handoff of the revision clicked').toContainText('Handoff handoff/', 60_000);
+    await page.locator('.activitybar .action-label[aria-label^="Explorer"]').first().click();
+  });
+
+  it('a latest pane follows the head, an exact one stays on its revision; every scope opens to its revisions in the view', async () => {
+    const page = session!.page;
+    const id = revision.replace(/^handoff\//, '');
+    // The exact pane of @1, from the palette (one tab per view and revision).
+    await runFromPalette(page, 'Handoff: Continue');
+    await pickRow(page, 'head revision');
+    await expect(markdownPreview(page).locator('h1'), 'the exact pane').toHaveText(`Continue (exact) → ${revision}`, 60_000);
+    const exactTab = page.locator('.tab', { hasText: `[Preview] ${id} · continue.md` });
+    await expect(exactTab, 'the exact tab').toHaveCount(1);
+    // @2 committed by another process (the CLI): the server announces it.
+    const second = commitByCli(session!.workspace, SCOPE, 'contract tests written');
+    assert.equal(second, revision.replace(/@1$/, '@2'));
+    const latestTab = page.locator('.tab', { hasText: `[Preview] ${SCOPE} · continue latest.md` });
+    await expect(latestTab, 'one latest tab').toHaveCount(1);
+    await latestTab.click();
+    await expect(markdownPreview(page).locator('h1'), 'the latest pane, on the new head').toHaveText(`Continue (latest) → ${second}`, 60_000);
+    await exactTab.click();
+    await expect(markdownPreview(page).locator('h1'), 'the exact pane, still on its revision').toHaveText(`Continue (exact) → ${revision}`, 60_000);
+    await expect(markdownPreview(page).locator('body'), 'the exact pane says the head moved').toContainText(`it is now ${second}`, 30_000);
+    // Continue → Latest again reuses the latest tab.
+    await runFromPalette(page, 'Handoff: Continue');
+    await pickRow(page, 'Latest revision');
+    await expect(page.locator('.notification-toast', { hasText: `Continuing from ${second}` }).first(), 'the continue notification').toBeVisible(30_000);
+    await expect(latestTab, 'still one latest tab').toHaveCount(1);
+
+    // A second scope with a revision of its own: the view opens it when expanded.
+    const other = commitByCli(session!.workspace, 'docs', 'the API docs half written');
+    await page.locator('.activitybar .action-label[aria-label^="Handoff"]').first().click();
+    const view = page.locator('.pane', { hasText: 'Scopes' }).first();
+    const rows = view.locator('.monaco-list-row');
+    await expect(rows.filter({ hasText: `${SCOPE}` }).first(), 'the current scope').toContainText('current · head @2', 60_000);
+    await expect(rows.filter({ hasText: '@2 (head)' }).first(), 'the new head, not acknowledged').toContainText('not acknowledged', 60_000);
+    const docs = rows.filter({ hasText: 'head @1' }).first();
+    await expect(docs, 'the other scope, closed').toContainText('head @1', 60_000);
+    await docs.click();
+    const docsRevision = rows.filter({ hasText: 'the API docs half written' }).first();
+    await expect(docsRevision, 'the other scope\'s revision').toContainText('@1 (head)', 60_000);
+    await expect(docsRevision, 'its acknowledgement state').toContainText('not acknowledged', 30_000);
+    await runFromPalette(page, 'Notifications: Clear All Notifications', { keepFocus: true });
+    // The pointer off the tree: no hover over the rows (the screenshot, the click).
+    await page.mouse.move(900, 700);
+    await page.waitForTimeout(500);
+    await docsShot(page, 'vscode-handoff-view');
+    // A click shows that scope's handoff (asked in its scope).
+    await docsRevision.click();
+    await expect(markdownPreview(page).locator('h1'), 'the other scope\'s handoff').toHaveText(`Handoff ${other}`, 60_000);
     await page.locator('.activitybar .action-label[aria-label^="Explorer"]').first().click();
   });
 

@@ -85,6 +85,7 @@ describe('palette commands', () => {
       const ack = await commands.acknowledge();
       assert.equal(ack?.receipt, 'source/r1');
       assert.equal(server.paramsOf('handoff.acknowledge').note, 'which API version?');
+      assert.deepEqual(commands.receipts[0], { receipt: 'source/r1', description: `needs clarification acknowledgement of ${REVISION}` });
 
       ui.answer({ pick: 'blocked' }, { type: 'waiting for the API owner' }, { type: '' }, { pick: 'source/r1' });
       await commands.recordOutcome();
@@ -249,7 +250,7 @@ describe('palette commands', () => {
   });
 
   describe('Continue', () => {
-    it('continues from latest, opens the selected revision and remembers it for Acknowledge', async () => {
+    it('continues from latest in a pane titled latest (it follows the head), remembering the selected revision for Acknowledge', async () => {
       const server = new RecordingServer({
         'handoff.report': () => historyReport(),
         'handoff.continue': () => ({
@@ -270,12 +271,24 @@ describe('palette commands', () => {
       const commands = new HandoffCommands(ui, server, views);
       await commands.continue();
       assert.deepEqual(server.paramsOf('handoff.continue'), { mode: 'latest' });
-      assert.deepEqual(views.reports, [{ kind: 'continue', revision: REVISION }]);
+      assert.deepEqual(views.reports, [{ kind: 'continue', latest: 'openapi-client' }]);
       assert.deepEqual(commands.lastContinued, { kind: 'revision', revision: REVISION });
       assert.equal(ui.shown[0].kind, 'warn');
       assert.match(ui.shown[0].message, /untrusted history/);
       assert.match(ui.shown[0].message, /1 cited item is unreadable/);
       assert.deepEqual(ui.shown[0].actions, ['Acknowledge…']);
+    });
+
+    it('continues from a revision of another scope (the Handoff view) in a pane pinned to it, asking in that scope', async () => {
+      const server = new RecordingServer({
+        'handoff.continue': () => ({ scope: 'other', trust: 'untrusted_history', mode: 'exact', found: true, selected: REVISION, current: REVISION, unreadableEvidence: [] }),
+      });
+      const views = new RecordingViews();
+      const commands = new HandoffCommands(new ScriptedUi([]), server, views);
+      await commands.continue({ kind: 'revision', revision: REVISION, scope: 'other' });
+      assert.deepEqual(server.paramsOf('handoff.continue'), { mode: 'exact', revision: REVISION, scope: 'other' });
+      assert.deepEqual(views.reports, [{ kind: 'continue', revision: REVISION, scope: 'other' }]);
+      assert.deepEqual(commands.lastContinued, { kind: 'revision', revision: REVISION, scope: 'other' });
     });
 
     it('says so when nothing is committed yet', async () => {
@@ -737,6 +750,28 @@ describe('palette commands', () => {
       assert.equal(result?.claims?.length, 1);
       const warned = ui.shown.filter((m) => m.kind === 'warn').map((m) => m.message);
       assert.deepEqual(warned, ['The handed-over text has 1 contradicted or dropped claim(s): line 12: The session never changed it.']);
+    });
+
+    it('a draft reopened from its file (after a reload) still has its source agent first, found in the lineage', async () => {
+      const { server, ui, views, commands } = await generateDraft();
+      views.active!.origin = { generation: 'g1', scope: 'openapi-client' };
+      server.handlers['handoff.report'] = (p) => ({
+        kind: 'lineage',
+        scope: 'openapi-client',
+        markdown: '# Lineage',
+        data: { generations: [{ generation: 'g1', sourceSession: { path: '/h/.claude/projects/-w/s1.jsonl', format: 'claude' } }] },
+      });
+      ui.answer({ pick: 'Claude Code' });
+      await commands.startSessionFromDraft();
+      assert.deepEqual(server.paramsOf('handoff.report'), { kind: 'lineage', scope: 'openapi-client' });
+      assert.deepEqual(ui.steps[ui.steps.length - 1].items, ['Claude Code', 'pi', 'Codex']);
+      // The lineage does not know it: the pick has no default, nothing fails.
+      server.handlers['handoff.report'] = () => ({ kind: 'lineage', scope: 'openapi-client', markdown: '', data: { generations: [] } });
+      views.active!.origin = { generation: 'g9', scope: 'openapi-client' };
+      ui.answer({ pick: 'pi' });
+      await commands.startSessionFromDraft();
+      assert.deepEqual(ui.steps[ui.steps.length - 1].items, ['pi', 'Claude Code', 'Codex']);
+      assert.equal(server.paramsOf('handoff.startSession').agent, 'pi');
     });
 
     it('offers oh-my-pi first for an omp source session', async () => {

@@ -1,6 +1,6 @@
 import { strict as assert } from 'assert';
 import { ResponseError } from 'vscode-jsonrpc';
-import { previewPath, renderPreview, reportParams, statusText, viewFromPath } from '../../src/preview';
+import { placeOf, previewPath, previewQuery, renderPreview, reportParams, statusText, viewFromPath } from '../../src/preview';
 import { serverSettings } from '../../src/settings';
 import { preparedFixture, RecordingServer, REVISION } from './fakes';
 
@@ -16,6 +16,7 @@ describe('preview pane documents', () => {
       { kind: 'handoff' as const, prepared },
       { kind: 'continue' as const, revision: REVISION },
       { kind: 'continue' as const, prepared },
+      { kind: 'continue' as const, latest: 'feature/x' },
     ]) {
       const p = previewPath(view);
       assert.match(p, /\.md$/);
@@ -26,6 +27,22 @@ describe('preview pane documents', () => {
     const hex = prepared.digest.replace(/^sha256:/, '');
     assert.equal(previewPath({ kind: 'handoff', prepared }), `/prepared/${hex}/${prepared.scope} · prepared ${hex.slice(0, 12)}.md`);
     assert.deepEqual(viewFromPath(`/prepared/${hex}.md`, lookup), { kind: 'handoff', prepared });
+  });
+
+  it('titles a latest pane as latest, apart from an exact pane of the revision it shows now', () => {
+    assert.equal(previewPath({ kind: 'continue', latest: 'feature/x' }), '/continue-latest/feature%2Fx/feature-x · continue latest.md');
+    assert.equal(previewPath({ kind: 'continue', revision: REVISION }), '/continue/ec6bd8c4c24e@1 · continue.md');
+    assert.deepEqual(reportParams({ kind: 'continue', latest: 'feature/x' }), { mode: 'latest', scope: 'feature/x', render: 'vscode' });
+  });
+
+  it('keeps a revision\'s scope and the folder in the URI query, and asks in them', async () => {
+    const view = { kind: 'handoff' as const, revision: REVISION, scope: 'other' };
+    const query = previewQuery(view, 'file:///w/beta');
+    assert.deepEqual(placeOf(query), { scope: 'other', folder: 'file:///w/beta' });
+    assert.equal(previewQuery({ kind: 'continuity' }), '');
+    const server = new RecordingServer({ 'handoff.report': () => ({ kind: 'handoff', scope: 'other', markdown: '# Handoff', data: {} }) });
+    await renderPreview(server, previewPath(view), () => undefined, undefined, undefined, placeOf(query));
+    assert.deepEqual(server.paramsOf('handoff.report'), { kind: 'handoff', revision: REVISION, scope: 'other', render: 'vscode', workspace: 'file:///w/beta' });
   });
 
   it('asks the server for the report of the view, rendered for VS Code (links the preview opens)', () => {

@@ -2,13 +2,18 @@ import { strict as assert } from 'assert';
 import { ResponseError } from 'vscode-jsonrpc';
 import { HandoffCommands, PaletteCommand } from '../../src/commands';
 import { HandoffCommandError } from '../../src/errors';
-import { HandoffStatus, StatusSink, StatusView } from '../../src/status';
+import { handoffPresence, HandoffStatus, StatusSink, StatusView } from '../../src/status';
 import { RecordingServer, RecordingViews, ScriptedUi } from './fakes';
 
 class RecordingSink implements StatusSink {
   readonly views: StatusView[] = [];
+  hidden = false;
   show(view: StatusView): void {
+    this.hidden = false;
     this.views.push(view);
+  }
+  hide(): void {
+    this.hidden = true;
   }
   get last(): StatusView {
     const view = this.views[this.views.length - 1];
@@ -109,5 +114,47 @@ describe('status item', () => {
     releases[1]();
     await b;
     assert.ok(sink.last.text.startsWith('$(arrow-swap) main'));
+  });
+
+  it('is hidden until revealed (sessions found) or a command runs, then stays', async () => {
+    const sink = new RecordingSink();
+    const server = new RecordingServer({ 'handoff.report': () => continuity(null, 'none'), 'handoff.sessions': () => ({ sessions: [] }) });
+    const status = new HandoffStatus(sink, server);
+    status.conceal();
+    status.starting();
+    await status.refresh();
+    assert.equal(sink.hidden, true);
+    assert.equal(status.visible, false);
+    await status.busyServer(server).execute('handoff.sessions', {});
+    assert.equal(sink.hidden, false);
+    assert.equal(sink.last.text, '$(arrow-swap) main · no revision');
+    status.conceal();
+    status.reveal();
+    assert.equal(sink.hidden, false);
+  });
+
+  it('shows Handoff for a folder with its state folder, else one with agent sessions (never asking the server to make a store)', async () => {
+    const a = { uri: 'file:///w/a', name: 'a', path: '/w/a' };
+    const b = { uri: 'file:///w/b', name: 'b', path: '/w/b' };
+    const sessions = (params: Record<string, unknown>) => ({ sessions: params.workspace === b.uri ? [{ path: '/h/s.jsonl', format: 'pi', messageCount: 2 }] : [] });
+    let server = new RecordingServer({ 'handoff.sessions': sessions });
+    assert.deepEqual(await handoffPresence(server, [a, b], async (f) => f === a), { folder: a, why: 'store' });
+    assert.equal(server.calls.length, 0, 'a state folder is enough: the server is not asked');
+    server = new RecordingServer({ 'handoff.sessions': sessions });
+    assert.deepEqual(await handoffPresence(server, [a, b], async () => false), { folder: b, why: 'sessions' });
+    assert.deepEqual(server.calls.map((c) => c.params), [{ workspace: a.uri }, { workspace: b.uri }]);
+    server = new RecordingServer({ 'handoff.sessions': () => ({ sessions: [] }) });
+    assert.equal(await handoffPresence(server, [a], async () => false), undefined);
+    assert.deepEqual(server.calls.map((c) => c.params), [{}], 'one folder: no workspace key');
+  });
+
+  it('names the folder it is of in a multi-root window', async () => {
+    const sink = new RecordingSink();
+    const server = new RecordingServer({ 'handoff.report': () => continuity('handoff/main@2') });
+    const status = new HandoffStatus(sink, server, () => ({ uri: 'file:///w/b', name: 'b', path: '/w/b' }));
+    await status.refresh();
+    assert.equal(sink.last.text, '$(arrow-swap) b: main · @2 · accepted');
+    assert.equal(server.paramsOf('handoff.report').workspace, 'file:///w/b');
+    assert.match(sink.last.tooltip, /^Workspace folder: b\n/);
   });
 });
