@@ -65,6 +65,7 @@ def homes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
         "omp": home / ".omp" / "agent",
         "claude": tmp_path / "claude-config",
         "codex": tmp_path / "codex-home",
+        "opencode": tmp_path / "xdg-data",
     }
     for path in out.values():
         path.mkdir(parents=True, exist_ok=True)
@@ -72,6 +73,7 @@ def homes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     monkeypatch.setenv("PI_CODING_AGENT_DIR", str(out["pi"]))
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(out["claude"]))
     monkeypatch.setenv("CODEX_HOME", str(out["codex"]))
+    monkeypatch.setenv("XDG_DATA_HOME", str(out["opencode"]))
     monkeypatch.delenv("OMP_CODING_AGENT_DIR", raising=False)
     return out
 
