@@ -273,7 +273,7 @@ def _add(t: Transcript, msg: dict, parts: list[dict]) -> None:
     texts: list[str] = []
     calls = []
     results: list[Message] = []
-    compaction = bool(msg.get("summary")) and role == "assistant"
+    compaction = msg.get("summary") is True and role == "assistant"  # users carry {diffs}
     for part in parts:
         kind = part.get("type")
         if kind not in PART_TYPES:

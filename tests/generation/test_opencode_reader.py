@@ -164,3 +164,26 @@ def test_discovery_finds_the_workspace_s_rows_under_xdg_data_home(tmp_path: Path
     assert [(s["id"], s["format"]) for s in found] == [("ses_a", "opencode")]
     assert found[0]["path"].endswith("opencode.db#ses_a")
     assert list_sessions(tmp_path / "elsewhere", env) == []
+
+
+REAL = Path(__file__).parents[1] / "fixtures" / "sessions" / "opencode" / "opencode.db"
+
+
+def test_the_real_opencode_1_18_33_database_is_read_and_found(tmp_path: Path) -> None:
+    """A database the real opencode 1.18.33 wrote (``opencode run`` against the local
+    OpenAI-compatible stub of ``wire.py``, workspace ``/tmp/oc/ws``)."""
+    data = tmp_path / "data" / "opencode"
+    data.mkdir(parents=True)
+    db = data / "opencode.db"
+    db.write_bytes(REAL.read_bytes())
+    session = "ses_db93967a9ffeQqp3zjDnIOf37a"
+    t = read_session(Path(f"{db}#{session}"))
+    assert (t.id, t.cwd, t.model, t.title) == (session, "/tmp/oc/ws", "stub-model", "All done.")
+    assert [(m.role, m.text) for m in t.history] == [
+        ("user", '"Fix the failing test in a.txt"'),
+        ("assistant", "All done."),
+    ]
+    assert t.stats.junk_lines == 0 and t.stats.unknown_entries == 0
+    env = {"HOME": str(tmp_path / "home"), "XDG_DATA_HOME": str(tmp_path / "data")}
+    # The recorded cwd is /tmp/oc/ws: a workspace there lists it, any other does not.
+    assert list_sessions(tmp_path, env) == []
