@@ -99,13 +99,37 @@ def gen_service(workspace: Path) -> Callable[..., HandoffService]:
 # -- the real pi agent -------------------------------------------------------------
 
 
-def _pi_install_dir() -> Path:
-    lock = (PI_PACKAGE / "package-lock.json").read_bytes()
+def _install_dir(package: Path, name: str) -> Path:
+    """The cache folder an npm package set (``package``'s lock) is installed into."""
+    lock = (package / "package-lock.json").read_bytes()
     key = hashlib.sha256(lock).hexdigest()[:12]
     base = os.environ.get("HANDOFF_PI_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "handoff-tests"
     )
-    return Path(base) / f"pi-{key}"
+    return Path(base) / f"{name}-{key}"
+
+
+def _pi_install_dir() -> Path:
+    return _install_dir(PI_PACKAGE, "pi")
+
+
+def npm_ci(package: Path, folder: Path, marker: Path, npm: str) -> None:
+    """``npm ci`` of ``package``'s lock into ``folder`` once (under a lock), unless
+    ``marker`` shows it done."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(folder) + ".lock"):
+        if not marker.exists():
+            for name in ("package.json", "package-lock.json"):
+                shutil.copy(package / name, folder / name)
+            proc = subprocess.run(
+                [npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error"],
+                cwd=folder,
+                capture_output=True,
+                text=True,
+                timeout=900,
+            )
+            assert proc.returncode == 0, f"npm ci in {folder} failed:\n{proc.stderr[-3000:]}"
+    assert marker.exists(), f"{marker} is missing after npm ci"
 
 
 @pytest.fixture(scope="session")
@@ -122,18 +146,19 @@ def pi_agent() -> dict[str, Path]:
     folder = _pi_install_dir()
     package = folder / "node_modules" / "@mariozechner" / "pi-coding-agent"
     cli = package / "dist" / "cli.js"
-    folder.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(folder) + ".lock"):
-        if not cli.exists():
-            for name in ("package.json", "package-lock.json"):
-                shutil.copy(PI_PACKAGE / name, folder / name)
-            proc = subprocess.run(
-                [npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error"],
-                cwd=folder,
-                capture_output=True,
-                text=True,
-                timeout=900,
-            )
-            assert proc.returncode == 0, f"npm ci of the pi agent failed:\n{proc.stderr[-3000:]}"
-    assert cli.exists(), f"{cli} is missing after npm ci"
+    npm_ci(PI_PACKAGE, folder, cli, npm)
     return {"node": Path(node), "cli": cli, "package": package}
+
+
+@pytest.fixture(scope="session")
+def opencode_agent() -> Path:
+    """The real opencode CLI: the binary of npm ``opencode-linux-x64`` that ``opencode-ai``
+    launches (the npm mirror holds no other platform's, so ``opencode-ai``'s lock cannot
+    be installed with ``npm ci``), once from ``tests/generation/opencode/package-lock.json``."""
+    npm = shutil.which("npm")
+    assert npm is not None, "npm is needed to install the real opencode"
+    package = Path(__file__).resolve().parent / "opencode"
+    folder = _install_dir(package, "opencode")
+    program = folder / "node_modules" / "opencode-linux-x64" / "bin" / "opencode"
+    npm_ci(package, folder, program, npm)
+    return program
