@@ -36,6 +36,7 @@ FORMATS_BY_NAME: dict[str, SessionFormat] = {
         SessionFormat("pi", "pi / oh-my-pi", "pi"),
         SessionFormat("claude", "Claude Code", "claude"),
         SessionFormat("codex", "Codex CLI", "codex"),
+        SessionFormat("opencode", "opencode", "opencode"),
     )
 }
 
@@ -55,6 +56,16 @@ AGENTS: dict[str, Agent] = {
         ),
         Agent("claude", "Claude Code", "claude", "claude", "CLAUDE_CONFIG_DIR", (".claude",), "projects"),
         Agent("codex", "Codex", "codex", "codex", "CODEX_HOME", (".codex",), "sessions"),
+        Agent(
+            "opencode",
+            "opencode",
+            "opencode",
+            "opencode",
+            "XDG_DATA_HOME",
+            (".local", "share"),
+            "opencode",
+            prompt_args=("--prompt",),
+        ),
     )
 }
 

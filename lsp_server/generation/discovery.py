@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import os
 import re
+import sqlite3
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import orjson
+
+from . import opencode
 from .agents import AGENTS
 from .jsonl import first_objects
 from .readers import SUMMARIES
@@ -149,11 +153,46 @@ def _codex_candidates(home: AgentHome, workspace: Path) -> Iterator[Path]:
                         break
 
 
+def _opencode_candidates(home: AgentHome, workspace: Path) -> Iterator[Path]:
+    """Rows of ``opencode.db`` (1.2 and later), then the JSON storage's info files
+    (before 1.2) of sessions the database does not hold (opencode copies them over)."""
+    seen: set[str] = set()
+    db = home.root / "opencode.db"
+    if db.is_file():
+        try:
+            con = opencode.connect(db)
+            try:
+                rows = con.execute("SELECT id, directory FROM session").fetchall()
+            finally:
+                con.close()
+        except sqlite3.Error:
+            rows = []
+        for session, cwd in rows:
+            if isinstance(session, str) and belongs(cwd, workspace):
+                seen.add(session)
+                yield Path(f"{db}{opencode.ROW_MARK}{session}")
+    for project in _safe_list(home.root / "storage" / "session"):
+        if not project.is_dir(follow_symlinks=False):
+            continue
+        for entry in _safe_list(Path(project.path)):
+            if not entry.name.endswith(".json") or entry.name[:-5] in seen:
+                continue
+            try:
+                if entry.stat().st_size > 256 * 1024:
+                    continue
+                info = orjson.loads(Path(entry.path).read_bytes())
+            except (OSError, orjson.JSONDecodeError):
+                continue
+            if isinstance(info, dict) and belongs(info.get("directory"), workspace):
+                yield Path(entry.path)
+
+
 #: Each session format's way of finding a workspace's sessions in an agent's home.
 CANDIDATES: dict[str, Callable[[AgentHome, Path], Iterator[Path]]] = {
     "pi": _pi_candidates,
     "claude": _claude_candidates,
     "codex": _codex_candidates,
+    "opencode": _opencode_candidates,
 }
 
 

@@ -12,13 +12,17 @@ from pathlib import Path
 
 from ..model.errors import HandoffError
 from ..support.gcpause import gc_paused
+from . import opencode
 from .agents import FORMATS, FORMATS_BY_NAME
 from .jsonl import first_objects
 from .transcript import ReadStats, Transcript
 
 
 def sniff_format(path: Path) -> str | None:
-    """``pi``, ``claude`` or ``codex`` from the file's first lines, else ``None``."""
+    """``pi``, ``claude``, ``codex`` from the file's first lines, ``opencode`` from the
+    path's shape (a database row or a session info file), else ``None``."""
+    if opencode.split_row(path) is not None or opencode.is_info_file(path):
+        return "opencode"
     for obj in first_objects(path, limit=25):
         etype = obj.get("type")
         if etype == "session" and ("cwd" in obj or "version" in obj or "id" in obj):
@@ -54,7 +58,7 @@ def read_session(
             format=format,
         )
     try:
-        if not path.is_file():
+        if not opencode.source_file(path).is_file():
             raise HandoffError(
                 "session_not_found",
                 f"The session file {path} does not exist (or is not a file).",
@@ -113,7 +117,7 @@ class SummaryCache:
 
     def get(self, path: Path, format: str) -> dict | None:
         try:
-            st = os.stat(path)
+            st = os.stat(opencode.source_file(path))
         except OSError:
             return None
         key = (st.st_size, st.st_mtime_ns)

@@ -72,6 +72,7 @@ def homes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
         "omp": home / ".omp" / "agent",
         "claude": tmp_path / "claude-config",
         "codex": tmp_path / "codex-home",
+        "opencode": tmp_path / "xdg-data",
     }
     for path in out.values():
         path.mkdir(parents=True, exist_ok=True)
@@ -79,6 +80,7 @@ def homes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     monkeypatch.setenv("PI_CODING_AGENT_DIR", str(out["pi"]))
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(out["claude"]))
     monkeypatch.setenv("CODEX_HOME", str(out["codex"]))
+    monkeypatch.setenv("XDG_DATA_HOME", str(out["opencode"]))
     monkeypatch.delenv("OMP_CODING_AGENT_DIR", raising=False)
     return out
 
@@ -216,3 +218,13 @@ def codex_cli() -> dict[str, Any]:
     codex_js = str(Path("node_modules", "@openai", "codex", "bin", "codex.js"))
     folder = npm_install(CODEX_PACKAGE, codex_js, "Codex")
     return _cli(folder, "codex", CODEX_PACKAGE)
+
+
+@pytest.fixture(scope="session")
+def opencode_agent() -> Path:
+    """The real opencode CLI: the binary of npm ``opencode-linux-x64`` that ``opencode-ai``
+    launches (the npm mirror holds no other platform's, so ``opencode-ai``'s lock cannot
+    be installed with ``npm ci``), once from ``tests/generation/opencode/package-lock.json``."""
+    program = Path("node_modules", "opencode-linux-x64", "bin", "opencode")
+    folder = npm_install(Path(__file__).resolve().parent / "opencode", str(program), "opencode")
+    return folder / program

@@ -73,7 +73,7 @@ def test_sessions_of_the_workspace_from_all_agents_newest_first(
 def test_no_sessions_is_an_empty_list(homes, workspace: Path) -> None:
     result = HandoffService(workspace, ServiceConfig()).call("handoff.sessions", {})
     assert result["sessions"] == []
-    assert len(result["searched"]) == 4
+    assert len(result["searched"]) == 5
 
 
 def test_the_session_list_names_the_tool_to_an_agent_and_the_command_to_a_terminal(
@@ -97,6 +97,7 @@ def test_homes_follow_the_agents_overrides(tmp_path: Path) -> None:
         "PI_CODING_AGENT_DIR": "~/custom-pi",
         "CLAUDE_CONFIG_DIR": str(tmp_path / "cc"),
         "CODEX_HOME": str(tmp_path / "cx"),
+        "XDG_DATA_HOME": str(tmp_path / "xdg"),
     }
     roots = {h.agent: h.root for h in agent_homes(env)}
     assert roots == {
@@ -104,11 +105,13 @@ def test_homes_follow_the_agents_overrides(tmp_path: Path) -> None:
         "omp": tmp_path / "h" / ".omp" / "agent" / "sessions",
         "claude": tmp_path / "cc" / "projects",
         "codex": tmp_path / "cx" / "sessions",
+        "opencode": tmp_path / "xdg" / "opencode",
     }
     defaults = {h.agent: h.root for h in agent_homes({"HOME": str(tmp_path / "h")})}
     assert defaults["pi"] == tmp_path / "h" / ".pi" / "agent" / "sessions"
     assert defaults["claude"] == tmp_path / "h" / ".claude" / "projects"
     assert defaults["codex"] == tmp_path / "h" / ".codex" / "sessions"
+    assert defaults["opencode"] == tmp_path / "h" / ".local" / "share" / "opencode"
 
 
 def test_belongs_is_the_workspace_or_inside_it(tmp_path: Path) -> None:

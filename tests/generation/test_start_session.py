@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from lsp_server.generation.agents import AGENTS
 from lsp_server.generation.capture import WRAPPER_CLOSE, WRAPPER_OPEN, wrap
 from lsp_server.generation.newsession import pi_session_folder, session_title
 from lsp_server.generation.readers import read_session
@@ -236,7 +237,7 @@ def test_sessions_hides_seeded_sessions_and_marks_started_ones(homes, workspace,
 NASTY = "Quote \"double\" and 'single', $HOME, $(rm -rf /), `uname`, \\n, a \\ and\nnew lines\n\n!"
 
 
-@pytest.mark.parametrize("agent", ["claude", "codex"])
+@pytest.mark.parametrize("agent", ["claude", "codex", "opencode"])
 def test_claude_and_codex_commands_survive_any_text(homes, workspace, pi_source, tmp_path, agent):
     svc = HandoffService(workspace)
     svc.call("handoff.generate", {"session": str(pi_source)})
@@ -257,8 +258,9 @@ def test_claude_and_codex_commands_survive_any_text(homes, workspace, pi_source,
     subprocess.run(["bash", "-c", started["command"]], env=env, check=True, cwd=tmp_path)
     seen = json.loads(got.read_text())
     assert seen["cwd"] == str(workspace)
-    assert seen["argv"] == [wrap(document, str(pi_source.resolve()))]
-    assert (workspace / started["documentPath"]).read_text() == seen["argv"][0]
+    before = list(AGENTS[agent].prompt_args)  # opencode: its TUI's ``--prompt``
+    assert seen["argv"] == [*before, wrap(document, str(pi_source.resolve()))]
+    assert (workspace / started["documentPath"]).read_text() == seen["argv"][-1]
 
 
 def test_start_from_prepared_and_from_revision(homes, workspace):
