@@ -239,6 +239,7 @@ async def test_the_lenses_count_the_findings_and_start_or_prepare_from_the_text(
         ("Start in pi", "handoffUi.startSessionFromDraft", [uri, "pi"]),
         ("Start in Claude Code", "handoffUi.startSessionFromDraft", [uri, "claude"]),
         ("Start in Codex", "handoffUi.startSessionFromDraft", [uri, "codex"]),
+        ("Start in opencode", "handoffUi.startSessionFromDraft", [uri, "opencode"]),
         ("Prepare", "handoffUi.prepareFromDraft", [uri]),
     ]
     assert (

@@ -827,7 +827,8 @@ def test_a_handoff_document_gets_the_servers_findings_as_diagnostics(run_nvim, w
     assert (d["lnum"], d["code"], d["source"], d["severity"]) == (2, "stale", "handoff", 2)
     assert "client/gone.py is not in the workspace now" in d["message"]
     assert "**stale** (file `client/gone.py`)" in r["hover"]
-    assert r["lenses"] == ["1 stale · 1 unverifiable", "Start in pi", "Start in Claude Code", "Start in Codex"]
+    assert r["lenses"] == ["1 stale · 1 unverifiable", "Start in pi", "Start in Claude Code", "Start in Codex",
+                            "Start in opencode"]
     assert r["loclist"] >= 1
     assert r["actions"][0] == "Drop line 3"
     assert r["after_edit"] == ["## Progress", "", "- `client/pets_client.py` (edited)"]
