@@ -322,7 +322,7 @@ def test_settings_refusals_and_checkhealth(run_nvim, workspace, tmp_path):
     assert none == (
         f"Handoff generate: No agent sessions of {workspace.resolve()} in "
         f"{home / 'pi-agent/sessions'}, {home / '.omp/agent/sessions'}, "
-        f"{home / 'claude/projects'}, {home / 'codex/sessions'} "
+        f"{home / 'claude/projects'}, {home / 'codex/sessions'}, {home / 'data/opencode'} "
         "(a session belongs to the folder it was started in)."
     ).replace(str(home), "~")
 
@@ -431,7 +431,7 @@ def test_generate_opens_a_draft_that_starts_a_session_prepares_and_commits(
 
     # :Handoff start in the draft: its edited text became a new pi session beside the
     # old one, with the lineage of the generation; the command ran in a :terminal split.
-    assert r["complete_agents"] == ["pi", "omp", "claude", "codex"]
+    assert r["complete_agents"] == ["pi", "omp", "claude", "codex", "opencode"]
     start = r["start"]
     assert start["ok"], start
     started = start["result"]

@@ -544,7 +544,7 @@ def _add_generate_verb(verb: _Verbs) -> None:
         "--format",
         default="auto",
         choices=["auto", *FORMATS],
-        help="the session's format: auto, pi, claude or codex (default: auto)",
+        help=f"the session's format: {_choices(['auto', *FORMATS])} (default: auto)",
     )
     p.add_argument(
         "--provider",
@@ -596,7 +596,7 @@ def _add_start_and_schema_verbs(verb: _Verbs) -> None:
     p.add_argument(
         "--agent",
         choices=list(AGENT_NAMES),
-        help="pi, omp, claude or codex (default: the agent of the session handed off from)",
+        help=f"{_choices(AGENT_NAMES)} (default: the agent of the session handed off from)",
     )
     p.add_argument("--draft", metavar="FILE", help="a Markdown handoff (default: the newest draft)")
     p.add_argument(
