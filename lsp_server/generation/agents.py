@@ -37,6 +37,7 @@ FORMATS_BY_NAME: dict[str, SessionFormat] = {
         SessionFormat("claude", "Claude Code", "claude"),
         SessionFormat("codex", "Codex CLI", "codex"),
         SessionFormat("opencode", "opencode", "opencode"),
+        SessionFormat("gemini", "Gemini CLI", "gemini"),
     )
 }
 
@@ -66,6 +67,9 @@ AGENTS: dict[str, Agent] = {
             "opencode",
             prompt_args=("--prompt",),
         ),
+        # Its home is $GEMINI_CLI_HOME/.gemini (else ~/.gemini); the first prompt is
+        # its positional argument, which starts it interactive.
+        Agent("gemini", "Gemini CLI", "gemini", "gemini", "GEMINI_CLI_HOME", (), ".gemini/tmp"),
     )
 }
 

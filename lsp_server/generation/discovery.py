@@ -8,6 +8,7 @@ folder inside it. Homes follow the agents' own overrides, as the agents' registr
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import sqlite3
@@ -187,12 +188,47 @@ def _opencode_candidates(home: AgentHome, workspace: Path) -> Iterator[Path]:
                 yield Path(entry.path)
 
 
+def _gemini_candidates(home: AgentHome, workspace: Path) -> Iterator[Path]:
+    """The sessions under the workspace's project folders of ``tmp/``: the folder whose
+    ``.project_root`` is in the workspace (0.4x and later name it by a short id), or
+    the one named by the folder's SHA-256 (before); ``chats/`` holds one file per
+    session (a sub-agent's under its parent's id: not a session of its own)."""
+    hashes = {
+        hashlib.sha256(str(p).encode()).hexdigest()
+        for p in (workspace, os.path.realpath(workspace))
+    }
+    for project in _safe_list(home.root):
+        if not project.is_dir(follow_symlinks=False):
+            continue
+        if project.name not in hashes:
+            try:
+                root = (Path(project.path) / ".project_root").read_text("utf-8").strip()
+            except (OSError, UnicodeDecodeError):
+                continue
+            if not belongs(root, workspace):
+                continue
+        chats = sorted(
+            (e for e in _safe_list(Path(project.path) / "chats") if e.is_file()),
+            key=lambda e: e.name,
+        )
+        names = {e.name for e in chats}
+        for entry in chats:
+            if not entry.name.startswith("session-"):
+                continue
+            if entry.name.endswith(".jsonl") or (
+                # a resumed older session goes on in <name>.jsonl beside it
+                entry.name.endswith(".json") and entry.name + "l" not in names
+            ):
+                yield Path(entry.path)
+
+
 #: Each session format's way of finding a workspace's sessions in an agent's home.
 CANDIDATES: dict[str, Callable[[AgentHome, Path], Iterator[Path]]] = {
     "pi": _pi_candidates,
     "claude": _claude_candidates,
     "codex": _codex_candidates,
     "opencode": _opencode_candidates,
+    "gemini": _gemini_candidates,
 }
 
 

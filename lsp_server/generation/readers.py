@@ -12,18 +12,25 @@ from pathlib import Path
 
 from ..model.errors import HandoffError
 from ..support.gcpause import gc_paused
-from . import opencode
+from . import gemini, opencode
 from .agents import FORMATS, FORMATS_BY_NAME
 from .jsonl import first_objects
 from .transcript import ReadStats, Transcript
 
 
 def sniff_format(path: Path) -> str | None:
-    """``pi``, ``claude``, ``codex`` from the file's first lines, ``opencode`` from the
-    path's shape (a database row or a session info file), else ``None``."""
+    """``pi``, ``claude``, ``codex``, ``gemini`` from the file's first lines, ``opencode``
+    from the path's shape (a database row or a session info file), an older Gemini CLI
+    session (one JSON object) from its name and its start, else ``None``."""
     if opencode.split_row(path) is not None or opencode.is_info_file(path):
         return "opencode"
+    if path.suffix == ".json" and gemini.is_session_file(path):
+        with open(path, "rb") as f:
+            head = f.read(4096)
+        return "gemini" if b'"sessionId"' in head and b'"projectHash"' in head else None
     for obj in first_objects(path, limit=25):
+        if "projectHash" in obj and "sessionId" in obj:
+            return "gemini"  # its header (Claude Code's entries carry a sessionId too)
         etype = obj.get("type")
         if etype == "session" and ("cwd" in obj or "version" in obj or "id" in obj):
             return "pi"

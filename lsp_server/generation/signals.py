@@ -48,6 +48,13 @@ READ_TOOLS = frozenset(
         "web_search",
         "fetch",
         "toolsearch",
+        # Gemini CLI's
+        "list_directory",
+        "read_many_files",
+        "grep_search",
+        "search_file_content",
+        "web_fetch",
+        "google_web_search",
     }
 )
 TODO_TOOLS = frozenset(
@@ -69,6 +76,10 @@ HARNESS_TOOLS = frozenset(
         "task", "agent", "taskcreate", "taskupdate", "tasklist", "taskoutput", "taskget",
         "sendmessage", "skill", "exitplanmode", "enterplanmode", "askuserquestion", "ask",
         "killshell", "bashoutput", "todoread", "write_stdin", "view_image",
+        # Gemini CLI's
+        "update_topic", "enter_plan_mode", "exit_plan_mode", "invoke_agent", "activate_skill",
+        "save_memory", "list_background_processes", "read_background_output", "cli_help",
+        "codebase_investigator", "generalist",
     }
 )  # fmt: skip
 DONE = frozenset({"completed", "complete", "done", "finished", "closed", "resolved"})

@@ -319,8 +319,10 @@ class Transcript:
         return {"path": str(self.path), "format": self.format, "id": self.id}
 
 
-#: Tools that run a shell command, by the names the three agents use.
-SHELL_TOOLS = frozenset({"bash", "shell", "exec_command", "local_shell", "shell_command"})
+#: Tools that run a shell command, by the names the agents use.
+SHELL_TOOLS = frozenset(
+    {"bash", "shell", "exec_command", "local_shell", "shell_command", "run_shell_command"}
+)
 #: Tools that read a file.
 READ_TOOLS = frozenset({"read", "view", "read_file", "cat"})
 

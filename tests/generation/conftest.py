@@ -73,6 +73,7 @@ def homes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
         "claude": tmp_path / "claude-config",
         "codex": tmp_path / "codex-home",
         "opencode": tmp_path / "xdg-data",
+        "gemini": tmp_path / "gemini-home",
     }
     for path in out.values():
         path.mkdir(parents=True, exist_ok=True)
@@ -81,6 +82,7 @@ def homes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(out["claude"]))
     monkeypatch.setenv("CODEX_HOME", str(out["codex"]))
     monkeypatch.setenv("XDG_DATA_HOME", str(out["opencode"]))
+    monkeypatch.setenv("GEMINI_CLI_HOME", str(out["gemini"]))
     monkeypatch.delenv("OMP_CODING_AGENT_DIR", raising=False)
     return out
 

@@ -37,6 +37,7 @@ async def connect(homes: dict[str, Path], workspace: Path):
             "PI_CODING_AGENT_DIR": str(homes["pi"]),
             "CLAUDE_CONFIG_DIR": str(homes["claude"]),
             "CODEX_HOME": str(homes["codex"]),
+            "GEMINI_CLI_HOME": str(homes["gemini"]),
         }
         client = await ClientServerConfig(server_command=SERVER, server_env=env).start()
         clients.append(client)

@@ -610,13 +610,13 @@ def test_not_a_session_and_missing_file_are_clear_errors(tmp_path: Path) -> None
         read_session(other)
     assert (
         err.value.code == "session_not_found"
-        and "not a session file of pi / oh-my-pi, Claude Code, Codex CLI or opencode" in err.value.message
+        and "not a session file of pi / oh-my-pi, Claude Code, Codex CLI, opencode or Gemini CLI" in err.value.message
     )
     with pytest.raises(HandoffError) as err:
         read_session(tmp_path / "absent.jsonl")
     assert err.value.code == "session_not_found"
     with pytest.raises(HandoffError) as err:
-        read_session(other, "gemini")
+        read_session(other, "cursor")
     assert err.value.code == "invalid_params"
 
 
