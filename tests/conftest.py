@@ -19,11 +19,13 @@ from lsp_server.surfaces.service import HandoffService, ServiceConfig
 REPO = Path(__file__).resolve().parent.parent
 #: The sessions the project recorded itself (see tests/fixtures/sessions/README.md).
 OWN_SESSIONS = REPO / "tests" / "fixtures" / "sessions"
-#: One real session per agent: pi (the real agent), Claude Code and Codex (own writer).
+#: One real session per agent: pi and Gemini CLI (the real agents), Claude Code and Codex
+#: (own writer).
 OWN = {
     "pi": OWN_SESSIONS / "pi" / "pets-fix.jsonl",
     "claude": OWN_SESSIONS / "claude" / "pets-fix.own-writer.jsonl",
     "codex": OWN_SESSIONS / "codex" / "pets-fix.own-writer.jsonl",
+    "gemini": OWN_SESSIONS / "gemini" / "pets-fix.jsonl",
 }
 #: A small real pi session (one read, one answer): a short prompt for a slow real model.
 OWN_SMALL_PI = OWN_SESSIONS / "pi" / "pets-read.jsonl"

@@ -52,13 +52,6 @@ WRITE_TOOLS = frozenset({"replace", "write_file", "edit"})
 _WORKSPACE_DIR = re.compile(r"\*\*Workspace Directories:\*\*\s*\n\s*- (.+)")
 
 
-def is_session_file(path: Path) -> bool:
-    """Whether ``path`` is named as Gemini CLI names a session under ``chats/``."""
-    return path.name.startswith("session-") and path.suffix in (".json", ".jsonl") and (
-        "chats" in path.parts[-3:-1]
-    )
-
-
 def project_root(path: Path) -> str | None:
     """The folder a session's project is, from ``.project_root`` beside ``chats/``."""
     for folder in path.parents[:3]:
@@ -131,28 +124,37 @@ def _response_text(response: Any) -> tuple[str, bool]:
 _SHELL_TRAILERS = ("Error: ", "Exit Code: ", "Signal: ", "Background PIDs: ", "Process Group PGID: ")
 
 
-def shell_exit(text: str) -> int | None:
-    """A ``run_shell_command`` result's exit status. The tool writes ``Output: …``, then
-    ``Error:``, ``Exit Code:`` (only when it is not 0), ``Signal:``, and the process group;
-    a command that ended with none of the first three exited 0. Older versions wrote
-    ``Exit Code: 0`` themselves; anything else (cancelled, moved to the background)
-    has no status."""
+def shell_result(text: str) -> tuple[str, int | None]:
+    """A ``run_shell_command`` result as what the command printed and its exit status.
+
+    The tool writes ``Output: …``, then ``Error:``, ``Exit Code:`` (only when it is not
+    0), ``Signal:`` and the process group, lately wrapped in ``<untrusted_context>``; a
+    command that ended with none of the first three exited 0. Older versions wrote
+    ``Exit Code: 0`` themselves. Anything else (cancelled, moved to the background) is
+    kept as it is, with no status."""
     body = text.strip()
     if body.startswith("<untrusted_context>") and body.endswith("</untrusted_context>"):
         body = body[len("<untrusted_context>") : -len("</untrusted_context>")].strip()
     if not body.startswith("Output:"):
-        return exit_code_in(text)
+        return text, exit_code_in(text)
     lines = body.splitlines()
-    trailers = []
+    trailers: list[str] = []
     while len(lines) > 1 and lines[-1].startswith(_SHELL_TRAILERS):
-        trailers.append(lines.pop())
+        trailers.insert(0, lines.pop())
+    output = "\n".join(lines)[len("Output:") :].strip()
+    if output == "(empty)":
+        output = ""
+    errors = [line for line in trailers if line.startswith("Error: ")]
+    if errors:
+        output = "\n".join([output, *errors]).strip()
     for line in trailers:
         if line.startswith("Exit Code: "):
             value = line[len("Exit Code: ") :].strip()
-            return int(value) if value.lstrip("-").isdigit() else None
-    if any(line.startswith(("Error: ", "Signal: ")) for line in trailers):
-        return None
-    return 0
+            code = int(value) if value.lstrip("-").isdigit() else None
+            return output, code
+    if errors or any(line.startswith("Signal: ") for line in trailers):
+        return output, None
+    return output, 0
 
 
 class _Reader:
@@ -359,7 +361,9 @@ class _Reader:
         text = "\n".join(texts) or str(status)
         name = call["name"]
         command = args.get("command") if name == "run_shell_command" else None
-        code = shell_exit(text) if isinstance(command, str) and responses else None
+        code = None
+        if isinstance(command, str) and responses:
+            text, code = shell_result(text)
         when = call.get("timestamp") if isinstance(call.get("timestamp"), str) else stamp
         return Message(
             "tool",

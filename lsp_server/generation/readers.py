@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..model.errors import HandoffError
 from ..support.gcpause import gc_paused
-from . import gemini, opencode
+from . import opencode
 from .agents import FORMATS, FORMATS_BY_NAME
 from .jsonl import first_objects
 from .transcript import ReadStats, Transcript
@@ -21,10 +21,10 @@ from .transcript import ReadStats, Transcript
 def sniff_format(path: Path) -> str | None:
     """``pi``, ``claude``, ``codex``, ``gemini`` from the file's first lines, ``opencode``
     from the path's shape (a database row or a session info file), an older Gemini CLI
-    session (one JSON object) from its name and its start, else ``None``."""
+    session (one JSON object) from its start, else ``None``."""
     if opencode.split_row(path) is not None or opencode.is_info_file(path):
         return "opencode"
-    if path.suffix == ".json" and gemini.is_session_file(path):
+    if path.suffix == ".json":
         with open(path, "rb") as f:
             head = f.read(4096)
         return "gemini" if b'"sessionId"' in head and b'"projectHash"' in head else None

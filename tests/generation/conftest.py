@@ -27,6 +27,7 @@ from .support import place_session
 PI_PACKAGE = Path(__file__).resolve().parent / "pi"
 CLAUDE_PACKAGE = Path(__file__).resolve().parent / "claude"
 CODEX_PACKAGE = Path(__file__).resolve().parent / "codex"
+GEMINI_PACKAGE = Path(__file__).resolve().parent / "gemini"
 #: Written once Claude Code's native binary is in place (after its install script).
 CLAUDE_READY = "handoff-claude-ready"
 PI_VERSION_RE = re.compile(r"^v(\d+)\.(\d+)")
@@ -220,6 +221,15 @@ def codex_cli() -> dict[str, Any]:
     codex_js = str(Path("node_modules", "@openai", "codex", "bin", "codex.js"))
     folder = npm_install(CODEX_PACKAGE, codex_js, "Codex")
     return _cli(folder, "codex", CODEX_PACKAGE)
+
+
+@pytest.fixture(scope="session")
+def gemini_cli() -> dict[str, Any]:
+    """The real Gemini CLI (npm ``@google/gemini-cli``, one bundled script), pinned in
+    ``tests/generation/gemini/package-lock.json``, installed once into a cache folder."""
+    bundle = str(Path("node_modules", "@google", "gemini-cli", "bundle", "gemini.js"))
+    folder = npm_install(GEMINI_PACKAGE, bundle, "Gemini CLI")
+    return _cli(folder, "gemini", GEMINI_PACKAGE)
 
 
 @pytest.fixture(scope="session")

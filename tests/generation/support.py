@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -49,6 +50,8 @@ def place_session(
 ) -> Path:
     """Copy a real session file where ``agent`` keeps the sessions of ``cwd``."""
     name = name or source.name
+    if agent == "gemini":
+        return _place_gemini(source, homes, cwd, name)
     if agent in ("pi", "omp"):
         folder = homes[agent] / "sessions" / ("--" + str(cwd).lstrip("/").replace("/", "-") + "--")
     elif agent == "claude":
@@ -63,6 +66,21 @@ def place_session(
     if original and len(original) > 1:  # the session moves: paths under its cwd move too
         lines = [ln.replace(original + "/", str(cwd) + "/") for ln in lines]
     target.write_text("\n".join(rewrite_cwd(ln, str(cwd)) for ln in lines) + "\n", encoding="utf-8")
+    return target
+
+
+def _place_gemini(source: Path, homes: dict[str, Path], cwd: Path, name: str) -> Path:
+    """A Gemini CLI session into its project folder for ``cwd`` (``.project_root`` names
+    the folder); the workspace its ``<session_context>`` names moves to ``cwd``."""
+    project = homes["gemini"] / ".gemini" / "tmp" / cwd.name
+    (project / "chats").mkdir(parents=True, exist_ok=True)
+    (project / ".project_root").write_text(str(cwd))
+    text = source.read_text(encoding="utf-8")
+    found = re.search(r"Workspace Directories:\*\*\\n\s*- ([^\\]+)\\n", text)
+    if found:
+        text = text.replace(found.group(1), str(cwd))
+    target = project / "chats" / (name if name.startswith("session-") else f"session-{name}")
+    target.write_text(text, encoding="utf-8")
     return target
 
 

@@ -20,8 +20,8 @@ from tests.conftest import OWN, REPO
 from tests.fixtures import record_sessions as rec
 
 AGENTS = sorted(OWN)
-MESSAGES = {"pi": 12, "claude": 12, "codex": 7}
-FORMAT_NAME = {"pi": "pi", "claude": "Claude Code", "codex": "Codex"}
+MESSAGES = {"pi": 12, "claude": 12, "codex": 7, "gemini": 12}
+FORMAT_NAME = {"pi": "pi", "claude": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI"}
 
 
 def commit_of(agent: str) -> str:

@@ -1,5 +1,5 @@
-"""Local HTTP servers speaking the OpenAI Chat Completions, OpenAI Responses and
-Anthropic Messages wire protocols (streamed), scripted per test, recording what they
+"""Local HTTP servers speaking the OpenAI Chat Completions, OpenAI Responses, Anthropic
+Messages and Gemini API wire protocols (streamed), scripted per test, recording what they
 were sent and whether the client went away mid-stream."""
 
 from __future__ import annotations
@@ -296,3 +296,48 @@ def responses_text(text: str, pieces: int = 3, response_id: str = "resp_wire") -
         }
     )
     return [sse(event, event["type"]) for event in events]
+
+
+# -- Gemini API (generateContent / streamGenerateContent) --------------------------------
+
+
+def gemini_response(parts: list[dict[str, Any]], model: str = "wire-gemini") -> dict[str, Any]:
+    """One ``GenerateContentResponse``: a model turn of ``parts`` (text, function calls)."""
+    return {
+        "candidates": [
+            {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
+        ],
+        "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
+        "modelVersion": model,
+    }
+
+
+def gemini_answer(got: Received, parts: list[dict[str, Any]]) -> Stream | Reply:
+    """``parts`` as the Gemini API sends them: streamed (``?alt=sse``) or whole."""
+    body = gemini_response(parts)
+    if "streamGenerateContent" in got.path:
+        return Stream([f"data: {json.dumps(body)}\r\n\r\n".encode()])
+    return Reply(200, body)
+
+
+def gemini_results(got: Received) -> int:
+    """How many tool results (``functionResponse`` parts) a Gemini request carries."""
+    contents = got.body.get("contents", []) if isinstance(got.body, dict) else []
+    return sum(
+        1
+        for c in contents
+        for p in c.get("parts", [])
+        if isinstance(p, dict) and "functionResponse" in p
+    )
+
+
+def gemini_prompts(got: Received) -> list[str]:
+    """The text parts of the user turns of a Gemini request."""
+    contents = got.body.get("contents", []) if isinstance(got.body, dict) else []
+    return [
+        p["text"]
+        for c in contents
+        if c.get("role") == "user"
+        for p in c.get("parts", [])
+        if isinstance(p, dict) and isinstance(p.get("text"), str)
+    ]
