@@ -1,5 +1,5 @@
-"""The real Claude Code and Codex CLIs (npm, pinned in tests/generation/claude and
-tests/generation/codex) started by the command line ``handoff.startSession`` prints,
+"""The real Claude Code, Codex and Gemini CLIs (npm, pinned in tests/generation/claude,
+tests/generation/codex and tests/generation/gemini) started by the command line ``handoff.startSession`` prints,
 run as printed in a terminal, offline against local model servers: the model request
 holds the handed-over text byte for byte, and the session file each CLI writes is read
 back by our readers and listed as started from that handoff."""
@@ -26,10 +26,12 @@ from typing import Any
 from lsp_server.generation.claude import read_claude
 from lsp_server.generation.codex import read_codex
 from lsp_server.generation.discovery import claude_slug
+from lsp_server.generation.gemini import read_gemini
 from lsp_server.generation.newsession import pi_session_folder
 from lsp_server.generation.readers import SUMMARIES, read_session
 from lsp_server.generation.transcript import ReadStats
 from lsp_server.surfaces.service import HandoffService
+from tests.fixtures.record_sessions import gemini_home
 
 from .test_start_session import NASTY, write_pi_source
 from .wire import (
@@ -39,6 +41,8 @@ from .wire import (
     WireServer,
     anthropic_events,
     anthropic_message,
+    gemini_answer,
+    gemini_prompts,
     responses_text,
 )
 
@@ -197,6 +201,23 @@ enabled = false
     )
 
 
+def gemini_env(cli: dict[str, Any], homes: dict[str, Path], url: str) -> dict[str, str]:
+    """Gemini CLI against the stub: its home moved (``GEMINI_CLI_HOME``, as the service's
+    discovery sees it), an API key, the Gemini API at the stub."""
+    return {
+        **base_env(cli, homes),
+        "GEMINI_CLI_HOME": str(homes["gemini"]),
+        "GEMINI_API_KEY": "wire-key",
+        "GOOGLE_GEMINI_BASE_URL": url,
+    }
+
+
+def gemini_script(req: Received) -> Stream | Reply:
+    if "GenerateContent" not in req.path and "generateContent" not in req.path:
+        return Reply(404, {"error": {"code": 404, "message": "no such route"}})
+    return gemini_answer(req, [{"text": ANSWER}])
+
+
 def claude_script(req: Received) -> Stream | Reply:
     if isinstance(req.body, dict) and req.body.get("stream"):
         return Stream(anthropic_events([{"type": "text", "text": ANSWER}]))
@@ -254,6 +275,16 @@ AGENTS = {
             (homes["codex"] / "sessions").glob("*/*/*/rollout-*.jsonl")
         ),
         "reader": read_codex,
+    },
+    "gemini": {
+        "env": gemini_env,
+        "seed": lambda homes, ws, url: gemini_home(homes["gemini"], ws),
+        "script": gemini_script,
+        "prompts": gemini_prompts,
+        "sessions": lambda homes, ws: sorted(
+            (homes["gemini"] / ".gemini" / "tmp").glob("*/chats/session-*.jsonl")
+        ),
+        "reader": read_gemini,
     },
 }
 
@@ -365,3 +396,14 @@ def test_codex_starts_from_the_printed_command_and_its_session_reads_back(
     # The terminal UI started no background app-server that would outlive the test.
     assert not (homes["codex"] / "app-server-daemon" / "daemon.pid").exists()
     check_read_back(svc, source, started, saved, session, "codex")
+
+
+def test_gemini_cli_starts_from_the_printed_command_and_its_session_reads_back(
+    gemini_cli, homes, workspace: Path, tmp_path: Path
+) -> None:
+    svc, source, started, saved, request, session = round_trip(
+        "gemini", gemini_cli, homes, workspace, tmp_path
+    )
+    assert "GenerateContent" in request.path or "generateContent" in request.path
+    assert request.headers["x-goog-api-key"] == "wire-key"
+    check_read_back(svc, source, started, saved, session, "gemini")

@@ -312,8 +312,27 @@ def gemini_response(parts: list[dict[str, Any]], model: str = "wire-gemini") -> 
     }
 
 
+def schema_sample(schema: Any) -> Any:
+    """The smallest value a JSON schema (the Gemini API's, types in capitals) accepts."""
+    if not isinstance(schema, dict):
+        return None
+    if schema.get("enum"):
+        return schema["enum"][0]
+    kind = str(schema.get("type", "OBJECT")).upper()
+    if kind == "OBJECT":
+        props = schema.get("properties") or {}
+        return {k: schema_sample(props.get(k)) for k in schema.get("required") or []}
+    return {"STRING": "wire", "INTEGER": 1, "NUMBER": 1, "BOOLEAN": False, "ARRAY": []}.get(kind)
+
+
 def gemini_answer(got: Received, parts: list[dict[str, Any]]) -> Stream | Reply:
-    """``parts`` as the Gemini API sends them: streamed (``?alt=sse``) or whole."""
+    """``parts`` as the Gemini API sends them: streamed (``?alt=sse``) or whole. A
+    request for JSON (Gemini CLI's routing and checks) gets the smallest object its
+    schema accepts instead."""
+    config = got.body.get("generationConfig") if isinstance(got.body, dict) else None
+    if isinstance(config, dict) and config.get("responseMimeType") == "application/json":
+        sample = schema_sample(config.get("responseJsonSchema") or config.get("responseSchema"))
+        parts = [{"text": json.dumps(sample)}]
     body = gemini_response(parts)
     if "streamGenerateContent" in got.path:
         return Stream([f"data: {json.dumps(body)}\r\n\r\n".encode()])
