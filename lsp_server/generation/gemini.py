@@ -77,10 +77,14 @@ def _text(content: Any) -> str:
         elif isinstance(part, dict) and isinstance(part.get("text"), str):
             if part.get("thought") is not True:
                 out.append(part["text"])
-        elif isinstance(part, dict) and isinstance(part.get("inlineData") or part.get("fileData"), dict):
+        elif isinstance(part, dict) and isinstance(
+            part.get("inlineData") or part.get("fileData"), dict
+        ):
             data = part.get("inlineData") or part.get("fileData")
             mime = data.get("mimeType")
-            out.append("[image]" if isinstance(mime, str) and mime.startswith("image/") else "[file]")
+            out.append(
+                "[image]" if isinstance(mime, str) and mime.startswith("image/") else "[file]"
+            )
     return "".join(out)
 
 
@@ -121,7 +125,13 @@ def _response_text(response: Any) -> tuple[str, bool]:
 
 
 #: The lines Gemini CLI's shell tool puts after a command's output, in this order.
-_SHELL_TRAILERS = ("Error: ", "Exit Code: ", "Signal: ", "Background PIDs: ", "Process Group PGID: ")
+_SHELL_TRAILERS = (
+    "Error: ",
+    "Exit Code: ",
+    "Signal: ",
+    "Background PIDs: ",
+    "Process Group PGID: ",
+)
 
 
 def shell_result(text: str) -> tuple[str, int | None]:
@@ -256,8 +266,12 @@ class _Reader:
         t = Transcript(
             path=self.path,
             format="gemini",
-            id=self.meta["sessionId"] if isinstance(self.meta.get("sessionId"), str) else self.path.stem,
-            started_at=self.meta.get("startTime") if isinstance(self.meta.get("startTime"), str) else None,
+            id=self.meta["sessionId"]
+            if isinstance(self.meta.get("sessionId"), str)
+            else self.path.stem,
+            started_at=self.meta.get("startTime")
+            if isinstance(self.meta.get("startTime"), str)
+            else None,
             updated_at=self.meta.get("lastUpdated")
             if isinstance(self.meta.get("lastUpdated"), str)
             else None,
@@ -276,7 +290,9 @@ class _Reader:
         t.context = [m for mid in self.held for m in made.get(mid, ())]
         t.cwd = project_root(self.path) or self.workspace_of(t)
         summary = self.meta.get("summary")
-        t.title = summary.strip() if isinstance(summary, str) and summary.strip() else title_of(t.history)
+        t.title = (
+            summary.strip() if isinstance(summary, str) and summary.strip() else title_of(t.history)
+        )
         kind = self.meta.get("kind")
         if kind == "subagent":
             t.subagent_of = self.path.parent.name if self.path.parent.name != "chats" else "?"
@@ -304,8 +320,12 @@ class _Reader:
             return self.turn(t, record, mid, stamp)
         text = clip(_text(record.get("content")), MAX_MESSAGE_CHARS)
         if kind == "error":
-            return [Message("tool", text, tool_name="gemini", is_error=True, timestamp=stamp, entry=mid)]
-        return [Message("context", text, kind=str(kind), timestamp=stamp, entry=mid)] if text else []
+            return [
+                Message("tool", text, tool_name="gemini", is_error=True, timestamp=stamp, entry=mid)
+            ]
+        return (
+            [Message("context", text, kind=str(kind), timestamp=stamp, entry=mid)] if text else []
+        )
 
     def user(self, record: dict, mid: str, stamp: str | None) -> list[Message]:
         content = record.get("content")

@@ -19,8 +19,18 @@ from .wire import Received, Reply, Stream, WireServer, gemini_answer, gemini_res
 ASK = "Fix add in calc.py and check it"
 CHECK = "python3 -c 'import calc, sys; sys.exit(0 if calc.add(2, 3) == 5 else 3)'"
 STEPS = [
-    [{"text": "Reading it first.", "thought": True}, {"functionCall": {"name": "read_file", "args": {"file_path": "calc.py"}}}],
-    [{"functionCall": {"name": "run_shell_command", "args": {"command": CHECK, "description": "check"}}}],
+    [
+        {"text": "Reading it first.", "thought": True},
+        {"functionCall": {"name": "read_file", "args": {"file_path": "calc.py"}}},
+    ],
+    [
+        {
+            "functionCall": {
+                "name": "run_shell_command",
+                "args": {"command": CHECK, "description": "check"},
+            }
+        }
+    ],
     [
         {
             "functionCall": {
@@ -34,7 +44,14 @@ STEPS = [
             }
         }
     ],
-    [{"functionCall": {"name": "run_shell_command", "args": {"command": CHECK, "description": "check again"}}}],
+    [
+        {
+            "functionCall": {
+                "name": "run_shell_command",
+                "args": {"command": CHECK, "description": "check again"},
+            }
+        }
+    ],
     [{"text": "Fixed add in calc.py; the check passes now."}],
 ]
 
