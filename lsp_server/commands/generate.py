@@ -41,7 +41,7 @@ def start_session(ws: Workspace, p: StartSessionParams, ctx: CallContext) -> dic
 
     def transfer(text: str, agent: str, new_session: bool, parent: Any) -> dict[str, Any]:
         facts["parent"] = _parent_facts(ws, parent, ctx)
-        return _transfer(text, agent, new_session, facts["parent"])
+        return _transfer(text, agent, new_session, facts["parent"], ws.workspace)
 
     result = run_start_session(ws, p, ctx, transfer)
     parent = facts.get("parent")
@@ -56,9 +56,14 @@ def start_session(ws: Workspace, p: StartSessionParams, ctx: CallContext) -> dic
     return result
 
 
-def _transfer(text: str, agent: str, new_session: bool, parent: Any) -> dict[str, Any]:
+def _transfer(
+    text: str, agent: str, new_session: bool, parent: Any, workspace: Any = None
+) -> dict[str, Any]:
     """What the successor receives and what it does not: the handed-over text only (as a
-    new session's one message, or as the first prompt), never the parent's transcript."""
+    new session's one message, or as the first prompt), never the parent's transcript;
+    and the files an agent attaches for the text's ``@path`` references."""
+    from ..generation.agents import agent_label, attached_paths
+
     words = len(text.split())
     how = f"the one message of a new {agent} session" if new_session else f"{agent}'s first prompt"
     receives = {"words": words, "chars": len(text), "as": how}
@@ -81,7 +86,19 @@ def _transfer(text: str, agent: str, new_session: bool, parent: Any) -> dict[str
         )
     else:
         said += "; no parent session's transcript goes with it"
-    return {"receives": receives, "leftBehind": left, "said": said + "."}
+    said += "."
+    attached = attached_paths(agent, text, workspace) if workspace is not None else []
+    if attached:
+        names = ", ".join(f"@{a}" for a in attached)
+        said += (
+            f" {agent_label(agent)} reads {names} as files to attach: it sends their content "
+            "with the text and re-spaces the text around them, so the prompt it sends is not "
+            "the text byte for byte (write the path without @ to keep it as text)."
+        )
+    out = {"receives": receives, "leftBehind": left, "said": said}
+    if attached:
+        out["attaches"] = attached
+    return out
 
 
 def _parent_facts(ws: Workspace, parent: Any, ctx: CallContext) -> Any:

@@ -3,7 +3,9 @@ readers, discovery, the start, the editors' lenses, the CLI and the MCP schema r
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,9 @@ class Agent:
     sessions: str  # the folder of its home that holds the sessions
     lens: bool = True  # offered as a "Start in …" lens on a handoff document
     prompt_args: tuple[str, ...] = ()  # what precedes the first prompt on its command line
+    #: Its prompt reads ``@path`` as a file to attach (Gemini CLI): the text sent is then
+    #: not the text given.
+    attaches_at_paths: bool = False
 
 
 FORMATS_BY_NAME: dict[str, SessionFormat] = {
@@ -69,7 +74,16 @@ AGENTS: dict[str, Agent] = {
         ),
         # Its home is $GEMINI_CLI_HOME/.gemini (else ~/.gemini); the first prompt is
         # its positional argument, which starts it interactive.
-        Agent("gemini", "Gemini CLI", "gemini", "gemini", "GEMINI_CLI_HOME", (), ".gemini/tmp"),
+        Agent(
+            "gemini",
+            "Gemini CLI",
+            "gemini",
+            "gemini",
+            "GEMINI_CLI_HOME",
+            (),
+            ".gemini/tmp",
+            attaches_at_paths=True,
+        ),
     )
 }
 
@@ -89,3 +103,29 @@ def agent_label(name: str) -> str:
     """How people see the agent ``name``."""
     found = AGENTS.get(name)
     return found.label if found else name
+
+
+#: An ``@path`` as Gemini CLI finds one in a prompt (not after a backslash; a path ends
+#: at white space or punctuation, and a final dot is the sentence's).
+_AT_PATH = re.compile(r"(?<!\\)@((?:\\.|[^\s,;!?()\[\]{}\\])+)")
+
+
+def attached_paths(agent: str, text: str, workspace: Path) -> list[str]:
+    """The ``@path`` references in ``text`` that ``agent`` would replace with the files'
+    content (the ones that exist in the workspace), in order, each once."""
+    found = AGENTS.get(agent)
+    if found is None or not found.attaches_at_paths:
+        return []
+    root = workspace.resolve()
+    out: list[str] = []
+    for m in _AT_PATH.finditer(text):
+        name = m.group(1).rstrip(".").replace("\\ ", " ")
+        if not name or name in out:
+            continue
+        try:
+            target = (root / name).resolve()
+        except (OSError, ValueError):
+            continue
+        if target.is_relative_to(root) and target.exists():
+            out.append(name)
+    return out

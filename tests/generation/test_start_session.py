@@ -451,6 +451,28 @@ def test_the_start_answer_says_what_the_successor_receives_and_what_it_does_not(
     assert alone["said"].endswith("no parent session's transcript goes with it.")
 
 
+def test_a_gemini_start_says_which_at_paths_it_will_attach(homes, workspace, pi_source):
+    """Gemini CLI replaces an ``@path`` that names a file with the file's content (and
+    re-spaces the text around it): the start says which ones, so the user knows the
+    prompt will not be the text byte for byte. Paths that name nothing stay text."""
+    (workspace / "src").mkdir()
+    (workspace / "src" / "calc.py").write_text("x = 1\n")
+    svc = HandoffService(workspace)
+    svc.call("handoff.generate", {"session": str(pi_source)})
+    document = (
+        "## Goal\nFix @src/calc.py. Revision handoff/main@2, mail a@example.org, "
+        "\\@src/calc.py escaped, @../outside and @src/calc.py again.\n"
+    )
+    (workspace.parent / "outside").write_text("not the workspace's\n")
+    started = svc.call("handoff.startSession", {"document": document, "agent": "gemini"})
+    transfer = started["transfer"]
+    assert transfer["attaches"] == ["src/calc.py"]
+    assert "Gemini CLI reads @src/calc.py as files to attach" in transfer["said"]
+    # Agents that take the prompt as it is: no such note.
+    other = svc.call("handoff.startSession", {"document": document, "agent": "claude"})
+    assert "attaches" not in other["transfer"] and "@src" not in other["transfer"]["said"]
+
+
 def test_the_lineage_view_keeps_what_each_successor_received(homes, workspace, pi_source):
     """The start record keeps the transfer report: the lineage view shows it per start,
     as the start's answer said it."""
