@@ -90,20 +90,14 @@ def connect(db: Path) -> sqlite3.Connection:
 
 
 def _load(path: Path, stats: ReadStats) -> dict | None:
-    stats.lines += 1
+    """A JSON storage file's object (one counted line of the read)."""
     try:
-        if path.stat().st_size > MAX_OBJECT_BYTES:
-            stats.junk_lines += 1
-            stats.oversized += 1
-            return None
-        obj = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        stats.junk_lines += 1
-        return None
-    if not isinstance(obj, dict):
-        stats.junk_lines += 1
-        return None
-    return obj
+        data: bytes | None = None
+        if path.stat().st_size <= MAX_OBJECT_BYTES:
+            data = path.read_bytes()
+    except OSError:
+        data = b""  # gone or unreadable: junk, as a broken object is
+    return _row_object(data, stats)
 
 
 def _json_files(folder: Path) -> list[Path]:
@@ -198,8 +192,11 @@ def _query(
 
 
 def _row_object(data: Any, stats: ReadStats) -> dict | None:
+    """A message's or a part's object (a database row's ``data``, a storage file's
+    bytes, ``None`` for a file too big to read): one counted line; too big, broken or
+    not an object is junk."""
     stats.lines += 1
-    if isinstance(data, str | bytes) and len(data) > MAX_OBJECT_BYTES:
+    if data is None or (isinstance(data, str | bytes) and len(data) > MAX_OBJECT_BYTES):
         stats.junk_lines += 1
         stats.oversized += 1
         return None
