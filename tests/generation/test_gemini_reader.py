@@ -72,6 +72,19 @@ def test_the_recorded_jsonl_and_json_forms_read_alike():
     assert new.cwd == "/tmp/handoff-recording/pets" and old.cwd is None
 
 
+def test_an_entry_is_found_at_its_line_for_go_to_definition():
+    """A message's ``entry`` is its id: the claim checker's jump finds its line (the
+    first record of it: a turn's later records carry its calls)."""
+    from lsp_server.claims.locate import entry_line
+
+    path = GEMINI / "pets-fix.jsonl"
+    t = read_session(path)
+    lines = path.read_text().splitlines()
+    for m in (t.first_request(), t.history[-1]):
+        line = entry_line(path, m.entry)
+        assert line is not None and json.loads(lines[line])["id"] == m.entry
+
+
 def test_a_shell_result_is_the_command_s_output_and_exit_status():
     wrapped = "<untrusted_context>\nOutput: 1 failed\nExit Code: 1\nProcess Group PGID: 7\n</untrusted_context>"
     assert shell_result(wrapped) == ("1 failed", 1)
