@@ -1,5 +1,5 @@
-"""The real Claude Code, Codex and Gemini CLIs (npm, pinned in tests/generation/claude,
-tests/generation/codex and tests/generation/gemini) started by the command line ``handoff.startSession`` prints,
+"""The real Claude Code, Codex, Gemini CLI and opencode (npm, pinned in
+tests/generation/claude, codex, gemini and opencode) started by the command line ``handoff.startSession`` prints,
 run as printed in a terminal, offline against local model servers: the model request
 holds the handed-over text byte for byte, and the session file each CLI writes is read
 back by our readers and listed as started from that handoff."""
@@ -14,6 +14,7 @@ import pty
 import re
 import shlex
 import signal
+import sqlite3
 import struct
 import subprocess
 import termios
@@ -27,6 +28,7 @@ from lsp_server.generation.claude import read_claude
 from lsp_server.generation.codex import read_codex
 from lsp_server.generation.discovery import claude_slug
 from lsp_server.generation.gemini import read_gemini
+from lsp_server.generation.opencode import read_opencode
 from lsp_server.generation.newsession import pi_session_folder
 from lsp_server.generation.readers import SUMMARIES, read_session
 from lsp_server.generation.transcript import ReadStats
@@ -43,6 +45,7 @@ from .wire import (
     anthropic_message,
     gemini_answer,
     gemini_prompts,
+    openai_text,
     responses_text,
 )
 
@@ -212,6 +215,72 @@ def gemini_env(cli: dict[str, Any], homes: dict[str, Path], url: str) -> dict[st
     }
 
 
+def opencode_env(cli: dict[str, Any], homes: dict[str, Path], url: str) -> dict[str, str]:
+    """opencode against the stub: its data where the service's discovery looks
+    (``XDG_DATA_HOME``), its other homes in the test's, a config naming the stub as its
+    provider and model, no update check, no models.dev fetch."""
+    home = homes["home"]
+    return {
+        **base_env(cli, homes),
+        "XDG_DATA_HOME": str(homes["opencode"]),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_STATE_HOME": str(home / ".local" / "state"),
+        "OPENCODE_CONFIG": str(home / "opencode.json"),
+        "OPENCODE_DISABLE_AUTOUPDATE": "1",
+        "OPENCODE_DISABLE_MODELS_FETCH": "1",
+    }
+
+
+def seed_opencode_config(homes: dict[str, Path], url: str) -> None:
+    """A custom OpenAI-compatible provider at the stub, and its model as the default
+    (without one the terminal UI picks a provider it cannot reach)."""
+    provider = {
+        "npm": "@ai-sdk/openai-compatible",
+        "name": "wire",
+        "options": {"baseURL": url + "/v1", "apiKey": "wire-key"},
+        "models": {"wire-model": {"name": "wire-model"}},
+    }
+    config = {"autoupdate": False, "model": "wire/wire-model", "provider": {"wire": provider}}
+    (homes["home"] / "opencode.json").write_text(json.dumps(config), encoding="utf-8")
+
+
+def opencode_script(req: Received) -> Stream | Reply:
+    if req.path.endswith("/chat/completions"):
+        return Stream(openai_text(ANSWER))
+    return Reply(404, {"error": "no such route"})
+
+
+def chat_prompts(req: Received) -> list[str]:
+    """The text of the user messages of a Chat Completions request."""
+    out = []
+    for message in req.body.get("messages", []) if isinstance(req.body, dict) else []:
+        if message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            out.append(content)
+        for part in content if isinstance(content, list) else []:
+            if isinstance(part, dict) and part.get("type") == "text":
+                out.append(part.get("text"))
+    return out
+
+
+def opencode_sessions(homes: dict[str, Path]) -> list[Path]:
+    """The sessions of opencode's database, named as discovery names them."""
+    db = homes["opencode"] / "opencode" / "opencode.db"
+    if not db.is_file():
+        return []
+    con = sqlite3.connect(db.resolve().as_uri() + "?mode=ro", uri=True)
+    try:
+        rows = con.execute("SELECT id FROM session ORDER BY time_created").fetchall()
+    except sqlite3.Error:
+        rows = []  # not created yet
+    finally:
+        con.close()
+    return [Path(f"{db}#{session}") for (session,) in rows]
+
+
 def gemini_script(req: Received) -> Stream | Reply:
     if "GenerateContent" not in req.path and "generateContent" not in req.path:
         return Reply(404, {"error": {"code": 404, "message": "no such route"}})
@@ -275,6 +344,14 @@ AGENTS = {
             (homes["codex"] / "sessions").glob("*/*/*/rollout-*.jsonl")
         ),
         "reader": read_codex,
+    },
+    "opencode": {
+        "env": opencode_env,
+        "seed": lambda homes, ws, url: seed_opencode_config(homes, url),
+        "script": opencode_script,
+        "prompts": chat_prompts,
+        "sessions": lambda homes, ws: opencode_sessions(homes),
+        "reader": read_opencode,
     },
     "gemini": {
         "env": gemini_env,
@@ -407,3 +484,15 @@ def test_gemini_cli_starts_from_the_printed_command_and_its_session_reads_back(
     assert "GenerateContent" in request.path or "generateContent" in request.path
     assert request.headers["x-goog-api-key"] == "wire-key"
     check_read_back(svc, source, started, saved, session, "gemini")
+
+
+def test_opencode_starts_from_the_printed_command_and_its_session_reads_back(
+    opencode_agent, homes, workspace: Path, tmp_path: Path
+) -> None:
+    cli = {"bin": opencode_agent.parent}
+    svc, source, started, saved, request, session = round_trip(
+        "opencode", cli, homes, workspace, tmp_path
+    )
+    assert request.path == "/v1/chat/completions"
+    assert request.headers["authorization"] == "Bearer wire-key"
+    check_read_back(svc, source, started, saved, session, "opencode")
