@@ -28,8 +28,8 @@ from lsp_server.generation.claude import read_claude
 from lsp_server.generation.codex import read_codex
 from lsp_server.generation.discovery import claude_slug
 from lsp_server.generation.gemini import read_gemini
-from lsp_server.generation.opencode import read_opencode
 from lsp_server.generation.newsession import pi_session_folder
+from lsp_server.generation.opencode import read_opencode
 from lsp_server.generation.readers import SUMMARIES, read_session
 from lsp_server.generation.transcript import ReadStats
 from lsp_server.surfaces.service import HandoffService
