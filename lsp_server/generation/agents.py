@@ -99,6 +99,12 @@ def format_label(format: str) -> str:
     return found.label if found else format
 
 
+def formats_said() -> str:
+    """The session formats read, as people name them: "pi, …, opencode or Gemini CLI"."""
+    labels = [f.label for f in FORMATS_BY_NAME.values()]
+    return ", ".join(labels[:-1]) + " or " + labels[-1]
+
+
 def agent_label(name: str) -> str:
     """How people see the agent ``name``."""
     found = AGENTS.get(name)

@@ -13,7 +13,7 @@ from pathlib import Path
 from ..model.errors import HandoffError
 from ..support.gcpause import gc_paused
 from . import opencode
-from .agents import FORMATS, FORMATS_BY_NAME
+from .agents import FORMATS, FORMATS_BY_NAME, formats_said
 from .jsonl import first_objects
 from .transcript import ReadStats, Transcript
 
@@ -49,11 +49,6 @@ def sniff_format(path: Path) -> str | None:
     return None
 
 
-def _known() -> str:
-    labels = [f.label for f in FORMATS_BY_NAME.values()]
-    return ", ".join(labels[:-1]) + " or " + labels[-1]
-
-
 def read_session(
     path: Path, format: str = "auto", stop: Callable[[], bool] | None = None
 ) -> Transcript:
@@ -76,7 +71,7 @@ def read_session(
             if detected is None:
                 raise HandoffError(
                     "session_not_found",
-                    f"{path} is not a session file of {_known()} (no line of it "
+                    f"{path} is not a session file of {formats_said()} (no line of it "
                     "looks like one); pass format explicitly if it is.",
                     session=str(path),
                 )

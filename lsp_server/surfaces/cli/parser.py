@@ -9,7 +9,7 @@ from typing import Any, get_args
 
 from ... import __version__
 from ...commands import REGISTRY
-from ...generation.agents import AGENT_NAMES, FORMATS
+from ...generation.agents import AGENT_NAMES, FORMATS, formats_said
 from .verbcalls import (
     verb_ack,
     verb_check,
@@ -533,7 +533,7 @@ def _add_generate_verb(verb: _Verbs) -> None:
         "generate a handoff document from an agent session",
         verb_generate,
         description="Generate a /handoff document from an agent session of this workspace "
-        "(pi, Claude Code or Codex): the newest one unless --session is given. The default "
+        f"({formats_said()}): the newest one unless --session is given. The default "
         "provider is extractive (offline, no model). It prints the document and saves an "
         "editable draft; no agent session is started (edit the draft, then run 'handoff "
         "start'), unless --start.",
