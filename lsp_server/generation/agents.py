@@ -43,6 +43,7 @@ FORMATS_BY_NAME: dict[str, SessionFormat] = {
         SessionFormat("codex", "Codex CLI", "codex"),
         SessionFormat("opencode", "opencode", "opencode"),
         SessionFormat("gemini", "Gemini CLI", "gemini"),
+        SessionFormat("qwen", "Qwen Code", "qwen"),
     )
 }
 
@@ -82,6 +83,18 @@ AGENTS: dict[str, Agent] = {
             "GEMINI_CLI_HOME",
             (),
             ".gemini/tmp",
+            attaches_at_paths=True,
+        ),
+        # Its positional prompt runs once and exits: -i starts it interactive with one.
+        Agent(
+            "qwen",
+            "Qwen Code",
+            "qwen",
+            "qwen",
+            "QWEN_HOME",
+            (".qwen",),
+            "projects",
+            prompt_args=("-i",),
             attaches_at_paths=True,
         ),
     )

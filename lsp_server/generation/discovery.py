@@ -222,6 +222,25 @@ def _gemini_candidates(home: AgentHome, workspace: Path) -> Iterator[Path]:
                 yield Path(entry.path)
 
 
+def _qwen_candidates(home: AgentHome, workspace: Path) -> Iterator[Path]:
+    """``projects/<slug>/chats/*.jsonl`` of the workspace's slug (its path with every
+    character but a letter or digit a ``-``), whose records' ``cwd`` is the workspace."""
+    for slug in dict.fromkeys((claude_slug(str(workspace)), claude_slug(os.path.realpath(workspace)))):
+        for entry in _safe_list(home.root / slug / "chats"):
+            if not (entry.name.endswith(".jsonl") and entry.is_file()):
+                continue
+            cwd = next(
+                (
+                    o["cwd"]
+                    for o in first_objects(Path(entry.path), limit=10)
+                    if isinstance(o.get("cwd"), str)
+                ),
+                None,
+            )
+            if belongs(cwd, workspace):
+                yield Path(entry.path)
+
+
 #: Each session format's way of finding a workspace's sessions in an agent's home.
 CANDIDATES: dict[str, Callable[[AgentHome, Path], Iterator[Path]]] = {
     "pi": _pi_candidates,
@@ -229,6 +248,7 @@ CANDIDATES: dict[str, Callable[[AgentHome, Path], Iterator[Path]]] = {
     "codex": _codex_candidates,
     "opencode": _opencode_candidates,
     "gemini": _gemini_candidates,
+    "qwen": _qwen_candidates,
 }
 
 

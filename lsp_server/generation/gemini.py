@@ -64,7 +64,7 @@ def project_root(path: Path) -> str | None:
     return None
 
 
-def _text(content: Any) -> str:
+def content_text(content: Any) -> str:
     """A content's text: a string, or its text parts (a thought part is not said)."""
     if isinstance(content, str):
         return content
@@ -88,7 +88,7 @@ def _text(content: Any) -> str:
     return "".join(out)
 
 
-def _prompt_text(content: Any) -> str:
+def prompt_text(content: Any) -> str:
     """A prompt's own text, without the files its ``@path`` references attached."""
     if isinstance(content, list):
         parts = []
@@ -98,10 +98,10 @@ def _prompt_text(content: Any) -> str:
                 break
             parts.append(part)
         content = parts
-    return _text(content)
+    return content_text(content)
 
 
-def _responses(content: Any) -> list[dict]:
+def function_responses(content: Any) -> list[dict]:
     """The ``functionResponse`` objects of a content (a tool result's parts)."""
     out = []
     for part in content if isinstance(content, list) else []:
@@ -110,7 +110,7 @@ def _responses(content: Any) -> list[dict]:
     return out
 
 
-def _response_text(response: Any) -> tuple[str, bool]:
+def response_text(response: Any) -> tuple[str, bool]:
     """A function response's text and whether it reports an error."""
     body = response.get("response") if isinstance(response, dict) else None
     if isinstance(body, dict):
@@ -140,17 +140,22 @@ def shell_result(text: str) -> tuple[str, int | None]:
     The tool writes ``Output: …``, then ``Error:``, ``Exit Code:`` (only when it is not
     0), ``Signal:`` and the process group, lately wrapped in ``<untrusted_context>``; a
     command that ended with none of the first three exited 0. Older versions wrote
-    ``Exit Code: 0`` themselves. Anything else (cancelled, moved to the background) is
-    kept as it is, with no status."""
+    ``Exit Code: 0`` themselves, and Qwen Code writes ``Command:`` and ``Directory:``
+    first and every field, ``(none)`` when empty. Anything else (cancelled, moved to
+    the background) is kept as it is, with no status."""
     body = text.strip()
     if body.startswith("<untrusted_context>") and body.endswith("</untrusted_context>"):
         body = body[len("<untrusted_context>") : -len("</untrusted_context>")].strip()
-    if not body.startswith("Output:"):
-        return text, exit_code_in(text)
     lines = body.splitlines()
+    while lines and lines[0].startswith(("Command: ", "Directory: ")):
+        lines.pop(0)  # Qwen Code's form says the command and its folder first
+    if not lines or not lines[0].startswith("Output:"):
+        return text, exit_code_in(text)
     trailers: list[str] = []
     while len(lines) > 1 and lines[-1].startswith(_SHELL_TRAILERS):
-        trailers.insert(0, lines.pop())
+        line = lines.pop()
+        if not line.endswith(": (none)"):  # a field the tool wrote empty
+            trailers.insert(0, line)
     output = "\n".join(lines)[len("Output:") :].strip()
     if output == "(empty)":
         output = ""
@@ -260,7 +265,7 @@ class _Reader:
     def transcript(self) -> Transcript:
         for record in self.history.values():
             if record.get("type") == "user":
-                for r in _responses(record.get("content")):
+                for r in function_responses(record.get("content")):
                     if isinstance(r.get("id"), str):
                         self.results.setdefault(r["id"], r)
         t = Transcript(
@@ -318,7 +323,7 @@ class _Reader:
             return self.user(record, mid, stamp)
         if kind == "gemini":
             return self.turn(t, record, mid, stamp)
-        text = clip(_text(record.get("content")), MAX_MESSAGE_CHARS)
+        text = clip(content_text(record.get("content")), MAX_MESSAGE_CHARS)
         if kind == "error":
             return [
                 Message("tool", text, tool_name="gemini", is_error=True, timestamp=stamp, entry=mid)
@@ -329,9 +334,9 @@ class _Reader:
 
     def user(self, record: dict, mid: str, stamp: str | None) -> list[Message]:
         content = record.get("content")
-        if _responses(content) and not _text(content).strip():
+        if function_responses(content) and not content_text(content).strip():
             return []  # the results of the calls before: kept with those calls
-        text = clip(_prompt_text(content), MAX_MESSAGE_CHARS)
+        text = clip(prompt_text(content), MAX_MESSAGE_CHARS)
         head = text.lstrip()
         if head.startswith(CONTEXT_PREFIXES):
             return [Message("context", text, kind="environment", timestamp=stamp, entry=mid)]
@@ -358,7 +363,7 @@ class _Reader:
             result = self.result(c, call_id, args, stamp, mid)
             if result is not None:
                 results.append(result)
-        text = clip(_text(record.get("content")), MAX_MESSAGE_CHARS)
+        text = clip(content_text(record.get("content")), MAX_MESSAGE_CHARS)
         if not text and not calls:
             return []
         return [Message("assistant", text, tool_calls=calls, timestamp=stamp, entry=mid), *results]
@@ -368,14 +373,14 @@ class _Reader:
     ) -> Message | None:
         """A tool call's result: its status, its response's text and an exit status."""
         status = call.get("status")
-        responses = _responses(call.get("result"))
+        responses = function_responses(call.get("result"))
         if not responses and call_id in self.results:
             responses = [self.results[call_id]]
         if not responses and status not in ("error", "cancelled"):
             return None  # still running when the session was written
         texts, failed = [], status in ("error", "cancelled")
         for r in responses:
-            text, error = _response_text(r)
+            text, error = response_text(r)
             texts.append(text)
             failed = failed or error
         text = "\n".join(texts) or str(status)

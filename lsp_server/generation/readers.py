@@ -12,14 +12,14 @@ from pathlib import Path
 
 from ..model.errors import HandoffError
 from ..support.gcpause import gc_paused
-from . import opencode
+from . import opencode, qwen
 from .agents import FORMATS, FORMATS_BY_NAME, formats_said
 from .jsonl import first_objects
 from .transcript import ReadStats, Transcript
 
 
 def sniff_format(path: Path) -> str | None:
-    """``pi``, ``claude``, ``codex``, ``gemini`` from the file's first lines, ``opencode``
+    """``pi``, ``claude``, ``codex``, ``gemini``, ``qwen`` from the file's first lines, ``opencode``
     from the path's shape (a database row or a session info file), an older Gemini CLI
     session (one JSON object) from its start, else ``None``."""
     if opencode.split_row(path) is not None or opencode.is_info_file(path):
@@ -31,6 +31,8 @@ def sniff_format(path: Path) -> str | None:
     for obj in first_objects(path, limit=25):
         if "projectHash" in obj and "sessionId" in obj:
             return "gemini"  # its header (Claude Code's entries carry a sessionId too)
+        if qwen.is_record(obj):
+            return "qwen"  # before Claude Code's test: both chain uuids
         etype = obj.get("type")
         if etype == "session" and ("cwd" in obj or "version" in obj or "id" in obj):
             return "pi"

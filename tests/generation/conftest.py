@@ -75,6 +75,7 @@ def homes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
         "codex": tmp_path / "codex-home",
         "opencode": tmp_path / "xdg-data",
         "gemini": tmp_path / "gemini-home",
+        "qwen": tmp_path / "qwen-home",
     }
     for path in out.values():
         path.mkdir(parents=True, exist_ok=True)
@@ -84,6 +85,7 @@ def homes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     monkeypatch.setenv("CODEX_HOME", str(out["codex"]))
     monkeypatch.setenv("XDG_DATA_HOME", str(out["opencode"]))
     monkeypatch.setenv("GEMINI_CLI_HOME", str(out["gemini"]))
+    monkeypatch.setenv("QWEN_HOME", str(out["qwen"]))
     monkeypatch.delenv("OMP_CODING_AGENT_DIR", raising=False)
     return out
 

@@ -73,7 +73,7 @@ def test_sessions_of_the_workspace_from_all_agents_newest_first(
 def test_no_sessions_is_an_empty_list(homes, workspace: Path) -> None:
     result = HandoffService(workspace, ServiceConfig()).call("handoff.sessions", {})
     assert result["sessions"] == []
-    assert len(result["searched"]) == 6
+    assert len(result["searched"]) == 7
 
 
 def test_the_session_list_names_the_tool_to_an_agent_and_the_command_to_a_terminal(
@@ -99,6 +99,7 @@ def test_homes_follow_the_agents_overrides(tmp_path: Path) -> None:
         "CODEX_HOME": str(tmp_path / "cx"),
         "XDG_DATA_HOME": str(tmp_path / "xdg"),
         "GEMINI_CLI_HOME": str(tmp_path / "gm"),
+        "QWEN_HOME": str(tmp_path / "qw"),
     }
     roots = {h.agent: h.root for h in agent_homes(env)}
     assert roots == {
@@ -108,6 +109,7 @@ def test_homes_follow_the_agents_overrides(tmp_path: Path) -> None:
         "codex": tmp_path / "cx" / "sessions",
         "opencode": tmp_path / "xdg" / "opencode",
         "gemini": tmp_path / "gm" / ".gemini" / "tmp",
+        "qwen": tmp_path / "qw" / "projects",
     }
     defaults = {h.agent: h.root for h in agent_homes({"HOME": str(tmp_path / "h")})}
     assert defaults["pi"] == tmp_path / "h" / ".pi" / "agent" / "sessions"
@@ -115,6 +117,7 @@ def test_homes_follow_the_agents_overrides(tmp_path: Path) -> None:
     assert defaults["codex"] == tmp_path / "h" / ".codex" / "sessions"
     assert defaults["opencode"] == tmp_path / "h" / ".local" / "share" / "opencode"
     assert defaults["gemini"] == tmp_path / "h" / ".gemini" / "tmp"
+    assert defaults["qwen"] == tmp_path / "h" / ".qwen" / "projects"
 
 
 def test_belongs_is_the_workspace_or_inside_it(tmp_path: Path) -> None:

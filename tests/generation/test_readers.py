@@ -610,7 +610,7 @@ def test_not_a_session_and_missing_file_are_clear_errors(tmp_path: Path) -> None
         read_session(other)
     assert (
         err.value.code == "session_not_found"
-        and "not a session file of pi / oh-my-pi, Claude Code, Codex CLI, opencode or Gemini CLI" in err.value.message
+        and "not a session file of pi / oh-my-pi, Claude Code, Codex CLI, opencode, Gemini CLI or Qwen Code" in err.value.message
     )
     with pytest.raises(HandoffError) as err:
         read_session(tmp_path / "absent.jsonl")

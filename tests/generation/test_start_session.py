@@ -237,7 +237,7 @@ def test_sessions_hides_seeded_sessions_and_marks_started_ones(homes, workspace,
 NASTY = "Quote \"double\" and 'single', $HOME, $(rm -rf /), `uname`, \\n, a \\ and\nnew lines\n\n!"
 
 
-@pytest.mark.parametrize("agent", ["claude", "codex", "opencode", "gemini"])
+@pytest.mark.parametrize("agent", ["claude", "codex", "opencode", "gemini", "qwen"])
 def test_claude_and_codex_commands_survive_any_text(homes, workspace, pi_source, tmp_path, agent):
     svc = HandoffService(workspace)
     svc.call("handoff.generate", {"session": str(pi_source)})

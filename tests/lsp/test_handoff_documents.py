@@ -241,6 +241,7 @@ async def test_the_lenses_count_the_findings_and_start_or_prepare_from_the_text(
         ("Start in Codex", "handoffUi.startSessionFromDraft", [uri, "codex"]),
         ("Start in opencode", "handoffUi.startSessionFromDraft", [uri, "opencode"]),
         ("Start in Gemini CLI", "handoffUi.startSessionFromDraft", [uri, "gemini"]),
+        ("Start in Qwen Code", "handoffUi.startSessionFromDraft", [uri, "qwen"]),
         ("Prepare", "handoffUi.prepareFromDraft", [uri]),
     ]
     assert (

@@ -323,7 +323,7 @@ def test_settings_refusals_and_checkhealth(run_nvim, workspace, tmp_path):
         f"Handoff generate: No agent sessions of {workspace.resolve()} in "
         f"{home / 'pi-agent/sessions'}, {home / '.omp/agent/sessions'}, "
         f"{home / 'claude/projects'}, {home / 'codex/sessions'}, {home / 'data/opencode'}, "
-        f"{home / '.gemini/tmp'} "
+        f"{home / '.gemini/tmp'}, {home / '.qwen/projects'} "
         "(a session belongs to the folder it was started in)."
     ).replace(str(home), "~")
 
@@ -432,7 +432,7 @@ def test_generate_opens_a_draft_that_starts_a_session_prepares_and_commits(
 
     # :Handoff start in the draft: its edited text became a new pi session beside the
     # old one, with the lineage of the generation; the command ran in a :terminal split.
-    assert r["complete_agents"] == ["pi", "omp", "claude", "codex", "opencode", "gemini"]
+    assert r["complete_agents"] == ["pi", "omp", "claude", "codex", "opencode", "gemini", "qwen"]
     start = r["start"]
     assert start["ok"], start
     started = start["result"]
@@ -829,7 +829,8 @@ def test_a_handoff_document_gets_the_servers_findings_as_diagnostics(run_nvim, w
     assert "client/gone.py is not in the workspace now" in d["message"]
     assert "**stale** (file `client/gone.py`)" in r["hover"]
     assert r["lenses"] == ["1 stale · 1 unverifiable", "Start in pi", "Start in Claude Code", "Start in Codex",
-                            "Start in opencode", "Start in Gemini CLI"]
+                            "Start in opencode", "Start in Gemini CLI",
+                            "Start in Qwen Code"]
     assert r["loclist"] >= 1
     assert r["actions"][0] == "Drop line 3"
     assert r["after_edit"] == ["## Progress", "", "- `client/pets_client.py` (edited)"]

@@ -246,7 +246,7 @@ export function terminalName(agent: Agent): string {
 /** The agents offered, the source session's first (the default). */
 export function agentChoices(source: SessionRef | undefined): { agent: Agent; isDefault: boolean }[] {
   const first = agentOf(source);
-  const offered: Agent[] = ['pi', 'claude', 'codex', 'opencode', 'gemini'];
+  const offered: Agent[] = ['pi', 'claude', 'codex', 'opencode', 'gemini', 'qwen'];
   const order = first ? [first, ...offered.filter((a) => a !== first)] : offered;
   return order.map((agent) => ({ agent, isDefault: agent === first }));
 }

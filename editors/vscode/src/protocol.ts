@@ -205,7 +205,7 @@ export interface GenerateResult {
 }
 
 /** The agents a session can be started in (`handoff.startSession`'s `agent`). */
-export const AGENTS = ['pi', 'omp', 'claude', 'codex', 'opencode', 'gemini'] as const;
+export const AGENTS = ['pi', 'omp', 'claude', 'codex', 'opencode', 'gemini', 'qwen'] as const;
 export type Agent = (typeof AGENTS)[number];
 
 export const AGENT_LABELS: Record<Agent, string> = {
@@ -215,6 +215,7 @@ export const AGENT_LABELS: Record<Agent, string> = {
   codex: 'Codex',
   opencode: 'opencode',
   gemini: 'Gemini CLI',
+  qwen: 'Qwen Code',
 };
 
 /** The agent that wrote a session file: oh-my-pi keeps pi's format under `.omp`

@@ -15,9 +15,9 @@ M.DISPOSITIONS = { "continuable", "blocked", "done" }
 M.REPORT_KINDS = { "continuity", "history", "handoff", "lineage" }
 M.MODES = { "latest", "exact", "prepared" }
 M.PROVIDERS = { "extractive", "openai", "anthropic", "command" }
-M.FORMATS = { "auto", "pi", "claude", "codex", "opencode", "gemini" }
-M.AGENTS = { "pi", "omp", "claude", "codex", "opencode", "gemini" }
-M.AGENT_LABELS = { pi = "pi", omp = "omp", claude = "Claude Code", codex = "Codex", opencode = "opencode", gemini = "Gemini CLI" }
+M.FORMATS = { "auto", "pi", "claude", "codex", "opencode", "gemini", "qwen" }
+M.AGENTS = { "pi", "omp", "claude", "codex", "opencode", "gemini", "qwen" }
+M.AGENT_LABELS = { pi = "pi", omp = "omp", claude = "Claude Code", codex = "Codex", opencode = "opencode", gemini = "Gemini CLI", qwen = "Qwen Code" }
 M.START_OPEN = { "terminal", "none" }
 
 --- The four acceptance checks: wire key, flag, question.

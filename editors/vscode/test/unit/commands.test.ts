@@ -730,7 +730,7 @@ describe('palette commands', () => {
         scope: 'openapi-client',
       });
       const agentStep = ui.steps[ui.steps.length - 1];
-      assert.deepEqual(agentStep.items, ['pi', 'Claude Code', 'Codex', 'opencode', 'Gemini CLI']);
+      assert.deepEqual(agentStep.items, ['pi', 'Claude Code', 'Codex', 'opencode', 'Gemini CLI', 'Qwen Code']);
       assert.deepEqual(ui.terminals, [{ name: 'Handoff: pi', commandLine: 'cd /w && pi --session /h/.pi/agent/sessions/--w--/s2.jsonl' }]);
       assert.deepEqual(ui.clipboard, []);
       assert.match(
@@ -764,13 +764,13 @@ describe('palette commands', () => {
       ui.answer({ pick: 'Claude Code' });
       await commands.startSessionFromDraft();
       assert.deepEqual(server.paramsOf('handoff.report'), { kind: 'lineage', scope: 'openapi-client' });
-      assert.deepEqual(ui.steps[ui.steps.length - 1].items, ['Claude Code', 'pi', 'Codex', 'opencode', 'Gemini CLI']);
+      assert.deepEqual(ui.steps[ui.steps.length - 1].items, ['Claude Code', 'pi', 'Codex', 'opencode', 'Gemini CLI', 'Qwen Code']);
       // The lineage does not know it: the pick has no default, nothing fails.
       server.handlers['handoff.report'] = () => ({ kind: 'lineage', scope: 'openapi-client', markdown: '', data: { generations: [] } });
       views.active!.origin = { generation: 'g9', scope: 'openapi-client' };
       ui.answer({ pick: 'pi' });
       await commands.startSessionFromDraft();
-      assert.deepEqual(ui.steps[ui.steps.length - 1].items, ['pi', 'Claude Code', 'Codex', 'opencode', 'Gemini CLI']);
+      assert.deepEqual(ui.steps[ui.steps.length - 1].items, ['pi', 'Claude Code', 'Codex', 'opencode', 'Gemini CLI', 'Qwen Code']);
       assert.equal(server.paramsOf('handoff.startSession').agent, 'pi');
     });
 
@@ -779,7 +779,7 @@ describe('palette commands', () => {
       views.active!.origin = { ...views.active!.origin, sourceSession: { path: '/h/.omp/agent/sessions/--w--/s1.jsonl', format: 'pi' } };
       ui.answer({ pick: 'oh-my-pi' });
       await commands.startSessionFromDraft();
-      assert.deepEqual(ui.steps[ui.steps.length - 1].items, ['oh-my-pi (omp)', 'pi', 'Claude Code', 'Codex', 'opencode', 'Gemini CLI']);
+      assert.deepEqual(ui.steps[ui.steps.length - 1].items, ['oh-my-pi (omp)', 'pi', 'Claude Code', 'Codex', 'opencode', 'Gemini CLI', 'Qwen Code']);
       assert.equal(server.paramsOf('handoff.startSession').agent, 'omp');
       assert.equal(ui.terminals[0].name, 'Handoff: omp');
     });
@@ -792,7 +792,7 @@ describe('palette commands', () => {
       };
       ui.answer({ pick: 'opencode' });
       await commands.startSessionFromDraft();
-      assert.deepEqual(ui.steps[ui.steps.length - 1].items, ['opencode', 'pi', 'Claude Code', 'Codex', 'Gemini CLI']);
+      assert.deepEqual(ui.steps[ui.steps.length - 1].items, ['opencode', 'pi', 'Claude Code', 'Codex', 'Gemini CLI', 'Qwen Code']);
       assert.equal(server.paramsOf('handoff.startSession').agent, 'opencode');
     });
 
@@ -873,7 +873,7 @@ describe('palette commands', () => {
       views.active = { name: 'notes.md', text: '# Notes' };
       await new HandoffCommands(ui, server, views).startSessionFromDraft();
       assert.deepEqual(server.paramsOf('handoff.startSession'), { document: '# Notes', agent: 'pi' });
-      assert.deepEqual(ui.steps[0].items, ['pi', 'Claude Code', 'Codex', 'opencode', 'Gemini CLI']);
+      assert.deepEqual(ui.steps[0].items, ['pi', 'Claude Code', 'Codex', 'opencode', 'Gemini CLI', 'Qwen Code']);
     });
 
     it('shows the server refusal', async () => {
