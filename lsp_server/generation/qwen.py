@@ -15,7 +15,6 @@ left (``chat_compression``), and API errors (``ui_telemetry``).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from .asks import title_of
 from .gemini import content_text, function_responses, prompt_text, response_text, shell_result
