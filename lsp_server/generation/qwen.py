@@ -259,9 +259,9 @@ class _Reader:
                         text = display["output"]
                 else:
                     text, code = shell_result(text)
-            if name in WRITE_TOOLS and not failed and isinstance(args.get("file_path"), str):
-                if args["file_path"] not in self.t.written_paths:
-                    self.t.written_paths.append(args["file_path"])
+            written = args.get("file_path") if name in WRITE_TOOLS and not failed else None
+            if isinstance(written, str) and written not in self.t.written_paths:
+                self.t.written_paths.append(written)
             self.add(
                 Message(
                     "tool",

@@ -28,6 +28,7 @@ PI_PACKAGE = Path(__file__).resolve().parent / "pi"
 CLAUDE_PACKAGE = Path(__file__).resolve().parent / "claude"
 CODEX_PACKAGE = Path(__file__).resolve().parent / "codex"
 GEMINI_PACKAGE = Path(__file__).resolve().parent / "gemini"
+QWEN_PACKAGE = Path(__file__).resolve().parent / "qwen"
 #: Written once Claude Code's native binary is in place (after its install script).
 CLAUDE_READY = "handoff-claude-ready"
 PI_VERSION_RE = re.compile(r"^v(\d+)\.(\d+)")
@@ -134,12 +135,19 @@ def _node_and_npm(what: str) -> tuple[str, str]:
 
 
 def npm_install(
-    package: Path, ready: str, what: str, finish: Callable[[Path], None] | None = None
+    package: Path,
+    ready: str,
+    what: str,
+    finish: Callable[[Path], None] | None = None,
+    ci: bool = True,
 ) -> Path:
     """Install ``package`` (its package.json and package-lock.json) once per machine
     into a cache folder outside the repository with ``npm ci``, one process at a time;
     ``finish`` completes the install (its own script, run explicitly) and ``ready`` is
-    the file under the folder that exists only once all of it is done."""
+    the file under the folder that exists only once all of it is done. ``ci=False``:
+    ``npm install --no-save`` of the same lock, for a package whose optional
+    other-platform packages the npm mirror does not hold (``npm ci`` refuses a lock
+    without them; ``npm install`` installs the locked versions and skips them)."""
     _, npm = _node_and_npm(what)
     folder = _install_dir(package)
     folder.mkdir(parents=True, exist_ok=True)
@@ -148,13 +156,20 @@ def npm_install(
             for name in ("package.json", "package-lock.json"):
                 shutil.copy(package / name, folder / name)
             proc = subprocess.run(
-                [npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error"],
+                [
+                    npm,
+                    *(("ci",) if ci else ("install", "--no-save")),
+                    "--no-audit",
+                    "--no-fund",
+                    "--ignore-scripts",
+                    "--loglevel=error",
+                ],
                 cwd=folder,
                 capture_output=True,
                 text=True,
                 timeout=900,
             )
-            assert proc.returncode == 0, f"npm ci of {what} failed:\n{proc.stderr[-3000:]}"
+            assert proc.returncode == 0, f"npm install of {what} failed:\n{proc.stderr[-3000:]}"
             if finish is not None:
                 finish(folder)
     assert (folder / ready).exists(), f"{folder / ready} is missing after npm ci"
@@ -232,6 +247,15 @@ def gemini_cli() -> dict[str, Any]:
     bundle = str(Path("node_modules", "@google", "gemini-cli", "bundle", "gemini.js"))
     folder = npm_install(GEMINI_PACKAGE, bundle, "Gemini CLI")
     return _cli(folder, "gemini", GEMINI_PACKAGE)
+
+
+@pytest.fixture(scope="session")
+def qwen_cli() -> dict[str, Any]:
+    """The real Qwen Code CLI (npm ``@qwen-code/qwen-code``), pinned in
+    ``tests/generation/qwen/package-lock.json``, installed once into a cache folder."""
+    cli = str(Path("node_modules", "@qwen-code", "qwen-code", "cli.js"))
+    folder = npm_install(QWEN_PACKAGE, cli, "Qwen Code", ci=False)
+    return _cli(folder, "qwen", QWEN_PACKAGE)
 
 
 @pytest.fixture(scope="session")

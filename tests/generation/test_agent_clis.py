@@ -1,5 +1,5 @@
-"""The real Claude Code, Codex, Gemini CLI and opencode (npm, pinned in
-tests/generation/claude, codex, gemini and opencode) started by the command line ``handoff.startSession`` prints,
+"""The real Claude Code, Codex, Gemini CLI, Qwen Code and opencode (npm, pinned in
+tests/generation/claude, codex, gemini, qwen and opencode) started by the command line ``handoff.startSession`` prints,
 run as printed in a terminal, offline against local model servers: the model request
 holds the handed-over text byte for byte, and the session file each CLI writes is read
 back by our readers and listed as started from that handoff."""
@@ -30,11 +30,13 @@ from lsp_server.generation.discovery import claude_slug
 from lsp_server.generation.gemini import read_gemini
 from lsp_server.generation.newsession import pi_session_folder
 from lsp_server.generation.opencode import read_opencode
+from lsp_server.generation.qwen import read_qwen
 from lsp_server.generation.readers import SUMMARIES, read_session
 from lsp_server.generation.transcript import ReadStats
 from lsp_server.surfaces.service import HandoffService
 from tests.fixtures.record_sessions import gemini_home
 
+from .test_qwen_agent import qwen_home
 from .test_start_session import NASTY, write_pi_source
 from .wire import (
     Received,
@@ -281,6 +283,12 @@ def opencode_sessions(homes: dict[str, Path]) -> list[Path]:
     return [Path(f"{db}#{session}") for (session,) in rows]
 
 
+def qwen_env(cli: dict[str, Any], homes: dict[str, Path], url: str) -> dict[str, str]:
+    """Qwen Code against the stub: its home moved (``QWEN_HOME``, as the service's
+    discovery sees it) with the settings a first run leaves, the stub as its provider."""
+    return {**base_env(cli, homes), "QWEN_HOME": str(homes["qwen"]), **qwen_home(homes["qwen"], url)}
+
+
 def gemini_script(req: Received) -> Stream | Reply:
     if "GenerateContent" not in req.path and "generateContent" not in req.path:
         return Reply(404, {"error": {"code": 404, "message": "no such route"}})
@@ -352,6 +360,16 @@ AGENTS = {
         "prompts": chat_prompts,
         "sessions": lambda homes, ws: opencode_sessions(homes),
         "reader": read_opencode,
+    },
+    "qwen": {
+        "env": qwen_env,
+        "seed": lambda homes, ws, url: None,  # qwen_env writes its settings
+        "script": opencode_script,  # a Chat Completions answer
+        "prompts": chat_prompts,
+        "sessions": lambda homes, ws: sorted(
+            (homes["qwen"] / "projects" / claude_slug(str(ws)) / "chats").glob("*.jsonl")
+        ),
+        "reader": read_qwen,
     },
     "gemini": {
         "env": gemini_env,
@@ -496,3 +514,15 @@ def test_opencode_starts_from_the_printed_command_and_its_session_reads_back(
     assert request.path == "/v1/chat/completions"
     assert request.headers["authorization"] == "Bearer wire-key"
     check_read_back(svc, source, started, saved, session, "opencode")
+
+
+def test_qwen_code_starts_from_the_printed_command_and_its_session_reads_back(
+    qwen_cli, homes, workspace: Path, tmp_path: Path
+) -> None:
+    svc, source, started, saved, request, session = round_trip(
+        "qwen", qwen_cli, homes, workspace, tmp_path
+    )
+    assert started["command"].startswith(f"cd {shlex.quote(str(workspace))} && qwen -i ")
+    assert request.path == "/v1/chat/completions"
+    assert request.headers["authorization"] == "Bearer wire-key"
+    check_read_back(svc, source, started, saved, session, "qwen")
