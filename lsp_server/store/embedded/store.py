@@ -71,11 +71,16 @@ UPDATED_IN_PLACE = ("_meta", "scopes")
 
 def _writable(parsed: dict[str, Any]) -> dict[str, Any]:
     """A copy of a parsed live file that a transaction may change while the parse
-    stays as it was (TinyDB replaces a table's dict when it writes, and changes only the
-    records of ``UPDATED_IN_PLACE`` in place). Copying costs ~1/20 of parsing the file
-    again: a transaction whose live file is the one this process last read or wrote
-    no longer parses and checks it (docs/performance.md, "Round six")."""
-    out = {name: dict(table) if type(table) is dict else table for name, table in parsed.items()}
+    stays as it was. Only the records of ``UPDATED_IN_PLACE`` are copied: the other
+    tables are shared with the parse, as nothing changes a table's dict in place
+    (TinyDB and ``LiveTable.insert`` write a new dict for a table they change, a seal
+    puts an empty one in its place, ``apply_journal`` copies a table before it applies
+    a line to it). A table the transaction leaves alone is then the parse's own
+    object: the journal line's diff passes over it, and the tail index and the next
+    document id are known for it. Copying costs ~1/20 of parsing the file again: a
+    transaction whose live file is the one this process last read or wrote no longer
+    parses and checks it (docs/performance.md, "Round six")."""
+    out = dict(parsed)
     for name in UPDATED_IN_PLACE:
         table = out.get(name)
         if type(table) is dict:
