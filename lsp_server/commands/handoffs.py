@@ -29,8 +29,7 @@ def prepare(ws: Workspace, p: PrepareParams, ctx: CallContext) -> dict[str, Any]
     """Finalise a draft into a PreparedHandoff; writes nothing."""
 
     scope = ws.resolve_scope(p.scope)
-    prepared = lc.finalize_draft(p.draft, scope, ws.ledger(), ws.files(ctx))
-    shown = lc.prepared_json(prepared)
+    prepared, shown = lc.finalize_draft_shown(p.draft, scope, ws.ledger(), ws.files(ctx))
     lc.remember_checked(shown, prepared)  # its commit need not check it again
     return {"scope": scope, "prepared": shown, "written": False}
 

@@ -455,9 +455,14 @@ def prepared_json(prepared: PreparedHandoff) -> dict[str, Any]:
     return records.as_json(prepared)
 
 
-def _sealed(prepared: PreparedHandoff) -> PreparedHandoff:
-    """The prepared handoff with its digest over everything else."""
-    return attrs.evolve(prepared, digest=digest_of(prepared_json(prepared)))
+def _sealed(prepared: PreparedHandoff) -> tuple[PreparedHandoff, dict[str, Any]]:
+    """The prepared handoff with its digest over everything else, and its JSON
+    (``prepared_json`` of it: the JSON the digest was taken of, with the digest in its
+    place, so that a prepare does not unstructure the value twice)."""
+    shown = prepared_json(prepared)
+    digest = digest_of(shown)
+    shown["digest"] = digest
+    return attrs.evolve(prepared, digest=digest), shown
 
 
 def check_draft(draft: HandoffDraftParams, where: str = "draft") -> None:
@@ -489,6 +494,17 @@ def finalize_draft(
     boundary: str | None = None,
 ) -> PreparedHandoff:
     """Draft → PreparedHandoff: validate contents and direct evidence, read the head."""
+    return finalize_draft_shown(draft, scope, ledger, workspace, boundary)[0]
+
+
+def finalize_draft_shown(
+    draft: HandoffDraftParams,
+    scope: str,
+    ledger: StoreLedger,
+    workspace: Path | WorkspaceFiles,
+    boundary: str | None = None,
+) -> tuple[PreparedHandoff, dict[str, Any]]:
+    """``finalize_draft``, and the JSON of what it returns (``prepared_json``)."""
     workspace = as_files(workspace)
     check_draft(draft)
     content = HandoffContent(
