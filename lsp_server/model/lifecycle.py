@@ -492,19 +492,9 @@ def finalize_draft(
     ledger: StoreLedger,
     workspace: Path | WorkspaceFiles,
     boundary: str | None = None,
-) -> PreparedHandoff:
-    """Draft → PreparedHandoff: validate contents and direct evidence, read the head."""
-    return finalize_draft_shown(draft, scope, ledger, workspace, boundary)[0]
-
-
-def finalize_draft_shown(
-    draft: HandoffDraftParams,
-    scope: str,
-    ledger: StoreLedger,
-    workspace: Path | WorkspaceFiles,
-    boundary: str | None = None,
 ) -> tuple[PreparedHandoff, dict[str, Any]]:
-    """``finalize_draft``, and the JSON of what it returns (``prepared_json``)."""
+    """Draft → PreparedHandoff: validate contents and direct evidence, read the head.
+    Returns it and its JSON (``prepared_json``)."""
     workspace = as_files(workspace)
     check_draft(draft)
     content = HandoffContent(
