@@ -297,6 +297,8 @@ def test_a_prepared_value_carried_back_unchanged_is_not_checked_again(svc, monke
     prepared = prepare(svc, contract)
     typed = lc.check_prepared(prepared, SCOPE)
     assert structure(prepared, PreparedHandoff) == typed  # what a full check would make
+    # The JSON prepare hands out is the typed value's, key for key and in order.
+    assert orjson.dumps(lc.prepared_json(typed)) == orjson.dumps(prepared)
     checks = []
     real = lc._typed_prepared
     monkeypatch.setattr(lc, "_typed_prepared", lambda value: checks.append(1) or real(value))

@@ -29,8 +29,7 @@ def prepare(ws: Workspace, p: PrepareParams, ctx: CallContext) -> dict[str, Any]
     """Finalise a draft into a PreparedHandoff; writes nothing."""
 
     scope = ws.resolve_scope(p.scope)
-    prepared = lc.finalize_draft(p.draft, scope, ws.ledger(), ws.files(ctx))
-    shown = lc.prepared_json(prepared)
+    prepared, shown = lc.finalize_draft(p.draft, scope, ws.ledger(), ws.files(ctx))
     lc.remember_checked(shown, prepared)  # its commit need not check it again
     return {"scope": scope, "prepared": shown, "written": False}
 
@@ -60,10 +59,10 @@ def handoff_current_work(
             objective=_objective(contract),
         )
         boundary = lc.append_source(tx, scope, "handoff_boundary", payload)
-        prepared = lc.finalize_draft(draft, scope, ledger, files, boundary=boundary.ref)
+        shown = lc.finalize_draft(draft, scope, ledger, files, boundary=boundary.ref)[1]
     return {
         "scope": scope,
-        "prepared": lc.prepared_json(prepared),
+        "prepared": shown,
         "boundary": boundary.ref,
         "note": "A handoff_boundary Source was written; nothing was committed. If a later "
         "commit fails, the boundary stays and no revision exists.",

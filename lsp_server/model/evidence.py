@@ -25,6 +25,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..support import environ_get
+
 CHUNK = 1 << 20
 #: The largest artifact hashed (bytes); ``HANDOFF_MAX_ARTIFACT_BYTES`` overrides it.
 MAX_ARTIFACT_BYTES = 64 * 1024 * 1024
@@ -169,8 +171,8 @@ ARTIFACT_HASHES = ArtifactHashes()
 
 def _limits() -> tuple[int, float]:
     try:
-        size = int(os.environ.get("HANDOFF_MAX_ARTIFACT_BYTES", MAX_ARTIFACT_BYTES))
-        deadline = float(os.environ.get("HANDOFF_READ_DEADLINE", READ_DEADLINE))
+        size = int(environ_get("HANDOFF_MAX_ARTIFACT_BYTES", MAX_ARTIFACT_BYTES))
+        deadline = float(environ_get("HANDOFF_READ_DEADLINE", READ_DEADLINE))
     except ValueError:
         size, deadline = MAX_ARTIFACT_BYTES, READ_DEADLINE
     return size, deadline

@@ -455,9 +455,14 @@ def prepared_json(prepared: PreparedHandoff) -> dict[str, Any]:
     return records.as_json(prepared)
 
 
-def _sealed(prepared: PreparedHandoff) -> PreparedHandoff:
-    """The prepared handoff with its digest over everything else."""
-    return attrs.evolve(prepared, digest=digest_of(prepared_json(prepared)))
+def _sealed(prepared: PreparedHandoff) -> tuple[PreparedHandoff, dict[str, Any]]:
+    """The prepared handoff with its digest over everything else, and its JSON
+    (``prepared_json`` of it: the JSON the digest was taken of, with the digest in its
+    place, so that a prepare does not unstructure the value twice)."""
+    shown = prepared_json(prepared)
+    digest = digest_of(shown)
+    shown["digest"] = digest
+    return attrs.evolve(prepared, digest=digest), shown
 
 
 def check_draft(draft: HandoffDraftParams, where: str = "draft") -> None:
@@ -487,8 +492,9 @@ def finalize_draft(
     ledger: StoreLedger,
     workspace: Path | WorkspaceFiles,
     boundary: str | None = None,
-) -> PreparedHandoff:
-    """Draft → PreparedHandoff: validate contents and direct evidence, read the head."""
+) -> tuple[PreparedHandoff, dict[str, Any]]:
+    """Draft → PreparedHandoff: validate contents and direct evidence, read the head.
+    Returns it and its JSON (``prepared_json``)."""
     workspace = as_files(workspace)
     check_draft(draft)
     content = HandoffContent(

@@ -10,7 +10,8 @@ time (default the first) it reaches ``POINT``. Before stopping it writes
 ``<pid> <point>\\n`` to the file descriptor ``HANDOFF_TEST_PAUSE_FD`` when that is
 set, so the test knows without polling; then it sends itself SIGSTOP. The variable is
 read on every call, so a fork server may set it per child (and call :func:`reset`).
-Unset (always, outside tests), :func:`pause_point` is one dictionary lookup.
+Unset (always, outside tests), :func:`pause_point` is one dictionary lookup
+(:func:`environ_get`).
 
 The points, in the order a transaction reaches them (see ``store.py``):
 
@@ -47,6 +48,8 @@ from __future__ import annotations
 
 import os
 import signal
+
+from . import environ_get
 
 ENV = "HANDOFF_TEST_PAUSE_AT"
 FD_ENV = "HANDOFF_TEST_PAUSE_FD"
@@ -101,7 +104,7 @@ def _wanted() -> dict[str, int]:
 
 def pause_point(name: str) -> None:
     """Stop this process here if the test asked for it (see the module docstring)."""
-    if ENV not in os.environ:
+    if environ_get(ENV) is None:
         return
     wanted = _wanted().get(name)
     if wanted is None:

@@ -386,3 +386,35 @@ def test_a_live_table_insert_copies_the_table_and_keeps_tinydbs_ids():
     with pytest.raises(ValueError):
         sources.insert(Document({"id": "f"}, doc_id=20))
     assert [d["id"] for d in sources.all()] == ["a", "b", "c", "d", "e"]
+
+
+def test_another_writers_journal_lines_leave_the_parse_a_transaction_started_from_unchanged(workspace):
+    """Tables a transaction leaves alone are shared with the parse it copied: the lines
+    of another writer are applied to copies of the tables they change."""
+    first = HandoffService(workspace, ServiceConfig())
+    other = HandoffService(workspace, ServiceConfig())
+    record_contract(first)
+    outcome(first, "first's")
+    before = first.store.snapshot().live
+    frozen = orjson.dumps(before)
+    outcome(other, "other's")  # a journal line ``first`` has not read
+    outcome(first, "first's again")  # applies it, then appends its own
+    assert orjson.dumps(before) == frozen
+    after = first.store.snapshot().live
+    assert summaries(after) == ["first's", "other's", "first's again"]
+    assert live_state(workspace) == after
+
+
+def test_document_ids_stay_distinct_and_rising_when_writers_take_turns(workspace):
+    """The top id a transaction knows from the table it copied (``live._TOPS``) is the
+    one a scan of the table finds, whoever wrote last."""
+    first = HandoffService(workspace, ServiceConfig())
+    other = HandoffService(workspace, ServiceConfig())
+    record_contract(first)
+    for n in range(4):
+        outcome(first, f"first {n}")
+        outcome(first, f"first {n} again")
+        outcome(other, f"other {n}")
+    ids = [int(k) for k in live_state(workspace)["sources"]]
+    assert ids == sorted(set(ids))
+    assert summaries(live_state(workspace))[-3:] == ["first 3", "first 3 again", "other 3"]

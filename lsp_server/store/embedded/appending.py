@@ -16,6 +16,7 @@ from ...support.plainjson import orjson
 from .durable import fsync_dir
 from .files import _file_type, random_hex
 from .layout import _NOFOLLOW, _NONBLOCK, JOURNAL_META_KEYS, log
+from .store import state_key
 
 if TYPE_CHECKING:
     from . import StateStore
@@ -105,7 +106,7 @@ class JournalAppending:
         if len(read.state_raw) + size > self.store.seal_bytes and self._worth_sealing(data):
             return False
         try:
-            self._append_journal(line, len(read.journal_raw))
+            journal_stat = self._append_journal(line, len(read.journal_raw))
         except OSError as exc:
             raise HandoffError(
                 "store_busy",
@@ -116,14 +117,19 @@ class JournalAppending:
             ) from None
         if not self.store._marker_ok:
             self._ensure_marker(data["_meta"]["1"]["storeId"])
-        self.store._live_key, self.store._live = self.store._stat_key(checked=True), data
+        # The key from the live file's ``fstat`` as it was read (nothing writes it while
+        # the lock is held) and the journal's after the append: no ``stat`` of either.
+        key = state_key(read.state_stat, journal_stat) if read.state_stat is not None else None
+        self.store._live_key = key if key is not None else self.store._stat_key(checked=True)
+        self.store._live = data
         self.store._parsed_live = (read.state_raw, read.journal_raw + line, data)
         return True
 
-    def _append_journal(self, line: bytes, end: int) -> None:
+    def _append_journal(self, line: bytes, end: int) -> os.stat_result:
         """Append ``line`` after the journal's ``end`` whole bytes (cutting the torn
         tail of a writer killed mid-append) and fsync it; the fsync is the commit
-        point. A failed write is cut off again, so nothing half-written stays."""
+        point. A failed write is cut off again, so nothing half-written stays. Returns
+        the journal's ``fstat`` after the append."""
         flags = os.O_WRONLY | os.O_CLOEXEC | _NOFOLLOW | _NONBLOCK
         try:
             fd, created = os.open(self.store.journal_path, flags), False
@@ -145,6 +151,7 @@ class JournalAppending:
                     view, at = view[written:], at + written
                 pause_point("journal.written")
                 os.fsync(fd)
+                after = os.fstat(fd)
             except BaseException:
                 with contextlib.suppress(OSError):
                     os.ftruncate(fd, end)
@@ -154,6 +161,7 @@ class JournalAppending:
         if created:
             fsync_dir(self.store.folder)  # a new journal's name must survive a power cut too
         pause_point("journal.synced")
+        return after
 
     def _empty_journal(self, size: int) -> None:
         """After the live file was written whole, its journal's lines no longer apply

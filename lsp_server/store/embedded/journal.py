@@ -50,8 +50,9 @@ def _journal_entry(line: bytes) -> dict[str, Any] | None:
 
 
 def apply_journal(data: dict[str, Any], raw: bytes, journal_id: str | None) -> tuple[int, int]:
-    """Apply to ``data`` (changed in place) the journal lines of ``raw`` that belong to
-    its live file (``journal_id``; lines of an earlier live file are skipped), in order.
+    """Apply to ``data`` (changed in place; a table a line changes is copied first,
+    as it may be shared with a parse) the journal lines of ``raw`` that belong to its
+    live file (``journal_id``; lines of an earlier live file are skipped), in order.
     Returns the length of the whole lines read (a torn last line, of a writer killed
     while appending it, ends the journal) and the highest sequence number among the log
     records they wrote (0 for none). ``JournalDamaged`` when a line that is not whole
@@ -59,6 +60,7 @@ def apply_journal(data: dict[str, Any], raw: bytes, journal_id: str | None) -> t
     meta = data["_meta"]["1"]
     pos, end = 0, len(raw)
     number = top = 0
+    copied: set[str] = set()  # tables are shared with the parse (``_writable``): copied first
     while pos < end:
         stop = raw.find(b"\n", pos)
         number += 1
@@ -73,7 +75,10 @@ def apply_journal(data: dict[str, Any], raw: bytes, journal_id: str | None) -> t
             continue
         for name, doc_id, rec in entry["ops"]:
             table = data.get(name)
-            if type(table) is not dict:
+            if name not in copied:
+                copied.add(name)
+                table = data[name] = dict(table) if type(table) is dict else {}
+            elif type(table) is not dict:
                 table = data[name] = {}
             if rec is None:
                 table.pop(doc_id, None)

@@ -20,6 +20,8 @@ class SnapshotStorage(Storage):
     def __init__(self, data: dict[str, Any]) -> None:
         self.data = data
         self.dirty = False
+        #: The parse ``data`` was copied from (never changed), when there is one.
+        self.parsed: dict[str, Any] | None = None
 
     def read(self) -> dict[str, Any]:
         return self.data
@@ -29,8 +31,36 @@ class SnapshotStorage(Storage):
         self.dirty = True
 
 
+#: The highest document id of live tables this process parsed or wrote, by the table's
+#: identity: ``(table, its length, top id)``, the table kept alive with its entry. Such
+#: a table is never changed (TinyDB and ``LiveTable.insert`` replace a table's dict when
+#: they change it), so the next transaction that copies it knows its top without
+#: converting every key to ``int`` (~8 µs for a tail of ~100 records, per insert).
+_TOPS: dict[int, tuple[dict[str, Any], int, int]] = {}
+_TOPS_KEPT = 16
+
+
+def _remember_top(table: dict[str, Any], top: int) -> None:
+    _TOPS[id(table)] = (table, len(table), top)
+    while len(_TOPS) > _TOPS_KEPT:
+        del _TOPS[next(iter(_TOPS))]
+
+
+def _known_top(source: Any, live: dict[str, Any]) -> int | None:
+    """The top id of ``live`` when it still has the keys of ``source``, a table whose
+    top is kept; ``None`` when it has to be looked for."""
+    kept = _TOPS.get(id(source))
+    if kept is None or kept[0] is not source or kept[1] != len(source):
+        return None
+    return kept[2] if live is source or live.keys() == source.keys() else None
+
+
 class LiveTable(Table):
     """A table of the live file whose new document ids never reuse a sealed one."""
+
+    #: The highest id in the table when ``_get_next_id`` looked (ids it hands out are
+    #: above it, so the table an insert makes has that id as its top).
+    _top_seen = 0
 
     def insert(self, document: Mapping) -> int:
         """TinyDB's ``insert`` of a new document, without its conversion of every key
@@ -48,6 +78,8 @@ class LiveTable(Table):
             raise ValueError(f"Document with ID {key} already exists")
         table[key] = dict(document)
         tables[self.name] = table
+        if doc_id > self._top_seen:
+            _remember_top(table, doc_id)
         self._storage.write(tables)
         self.clear_cache()
         return doc_id
@@ -57,7 +89,11 @@ class LiveTable(Table):
             tables = self._storage.read() or {}
             floor = tables.get("_meta", {}).get("1", {}).get("idFloor", {}).get(self.name, 0)
             live = tables.get(self.name) or {}
-            top = max((int(k) for k in live), default=0)
+            parsed = self._storage.parsed
+            top = _known_top(parsed.get(self.name), live) if parsed is not None else None
+            if top is None:
+                top = max(map(int, live), default=0)
+            self._top_seen = top
             self._next_id = max(top, int(floor)) + 1
         next_id = self._next_id
         self._next_id = next_id + 1

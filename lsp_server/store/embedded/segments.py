@@ -64,6 +64,8 @@ def _added_to(old: dict[str, Any], new: dict[str, Any]) -> list[tuple[str, Any]]
     """The entries ``new`` has after those of ``old``, when ``new`` begins with every
     entry of ``old``, in order and the same objects (a table a transaction appended
     to); ``None`` otherwise."""
+    if new is old:
+        return []
     if len(new) < len(old):
         return None
     items = iter(new.items())

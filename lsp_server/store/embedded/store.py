@@ -71,11 +71,16 @@ UPDATED_IN_PLACE = ("_meta", "scopes")
 
 def _writable(parsed: dict[str, Any]) -> dict[str, Any]:
     """A copy of a parsed live file that a transaction may change while the parse
-    stays as it was (TinyDB replaces a table's dict when it writes, and changes only the
-    records of ``UPDATED_IN_PLACE`` in place). Copying costs ~1/20 of parsing the file
-    again: a transaction whose live file is the one this process last read or wrote
-    no longer parses and checks it (docs/performance.md, "Round six")."""
-    out = {name: dict(table) if type(table) is dict else table for name, table in parsed.items()}
+    stays as it was. Only the records of ``UPDATED_IN_PLACE`` are copied: the other
+    tables are shared with the parse, as nothing changes a table's dict in place
+    (TinyDB and ``LiveTable.insert`` write a new dict for a table they change, a seal
+    puts an empty one in its place, ``apply_journal`` copies a table before it applies
+    a line to it). A table the transaction leaves alone is then the parse's own
+    object: the journal line's diff passes over it, and the tail index and the next
+    document id are known for it. Copying costs ~1/20 of parsing the file again: a
+    transaction whose live file is the one this process last read or wrote no longer
+    parses and checks it (docs/performance.md, "Round six")."""
+    out = dict(parsed)
     for name in UPDATED_IN_PLACE:
         table = out.get(name)
         if type(table) is dict:
@@ -83,10 +88,26 @@ def _writable(parsed: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def state_key(st: os.stat_result, jt: os.stat_result | None) -> tuple[int, ...]:
+    """The key ``StateStore._stat_key`` makes of the live file's and the journal's
+    ``stat`` (``jt`` ``None``: no journal)."""
+    if jt is None:
+        return (st.st_ino, st.st_mtime_ns, st.st_size, 0, 0, 0)
+    return (st.st_ino, st.st_mtime_ns, st.st_size, jt.st_ino, jt.st_mtime_ns, jt.st_size)
+
+
 class LiveRead:
     """One read of the live file and its journal (see ``StateStore._load_live``)."""
 
-    __slots__ = ("data", "migrated", "parsed", "state_raw", "journal_raw", "journal_size")
+    __slots__ = (
+        "data",
+        "migrated",
+        "parsed",
+        "state_raw",
+        "journal_raw",
+        "journal_size",
+        "state_stat",
+    )
 
     def __init__(
         self,
@@ -96,6 +117,7 @@ class LiveRead:
         state_raw: bytes = b"",
         journal_raw: bytes = b"",
         journal_size: int = 0,
+        state_stat: os.stat_result | None = None,
     ) -> None:
         #: A copy the caller may change.
         self.data = data
@@ -107,6 +129,8 @@ class LiveRead:
         #: The journal's whole lines (a torn tail past them is cut by the next append).
         self.journal_raw = journal_raw
         self.journal_size = journal_size
+        #: The live file's ``fstat`` as it was read (under the lock: as it stays).
+        self.state_stat = state_stat
 
 
 class StateStore(ManifestReading, SegmentReading, DirectoryReading):
@@ -196,12 +220,17 @@ class StateStore(ManifestReading, SegmentReading, DirectoryReading):
 
     # -- reading the live file -------------------------------------------------
 
-    def _refuse_symlinks(self, checks: tuple[tuple[str, str, bool], ...] | None = None) -> bool:
+    def _refuse_symlinks(
+        self,
+        checks: tuple[tuple[str, str, bool], ...] | None = None,
+        seen: dict[str, os.stat_result] | None = None,
+    ) -> bool:
         """State is read and written only in real folders and files of the workspace:
         a state folder, state file, lock file, ``.gitignore`` or segment folder that is a
         symbolic link (pointing elsewhere), or of the wrong type (``.handoff`` a file,
         ``state.json`` a FIFO or a device), is refused before anything opens it.
-        Returns whether the state folder exists."""
+        Returns whether the state folder exists; ``seen`` gets the ``lstat`` of each
+        path that is there (of a real file or folder, the same as its ``stat``)."""
         for path, what, folder in self._layout_checks if checks is None else checks:
             try:
                 st = os.lstat(path)
@@ -233,6 +262,8 @@ class StateStore(ManifestReading, SegmentReading, DirectoryReading):
                     path=str(path),
                     reason="not_a_folder" if folder else "not_a_file",
                 )
+            if seen is not None:
+                seen[path] = st
         return True
 
     def unusable(self, what: str, path: str | Path, exc: OSError) -> HandoffError:
@@ -267,9 +298,17 @@ class StateStore(ManifestReading, SegmentReading, DirectoryReading):
 
     def _stat_key(self, *, checked: bool = False) -> tuple[int, ...] | None:
         """(inode, mtime, size) of the live file and of its journal; ``checked``: the
-        caller has just run ``_refuse_symlinks`` under the state lock."""
+        caller has just run ``_refuse_symlinks`` under the state lock.
+
+        Unchecked, the ``lstat`` calls of the layout check give the key (the two files
+        are regular ones once it passed): two system calls fewer per snapshot."""
         if not checked:
-            self._refuse_symlinks()
+            seen: dict[str, os.stat_result] = {}
+            self._refuse_symlinks(seen=seen)
+            st = seen.get(self._layout_checks[1][0])
+            if st is None:
+                return None
+            return state_key(st, seen.get(self._layout_checks[2][0]))
         try:
             st = os.stat(self.path)
         except FileNotFoundError:
@@ -277,8 +316,8 @@ class StateStore(ManifestReading, SegmentReading, DirectoryReading):
         try:
             jt = os.stat(self.journal_path)
         except FileNotFoundError:
-            return (st.st_ino, st.st_mtime_ns, st.st_size, 0, 0, 0)
-        return (st.st_ino, st.st_mtime_ns, st.st_size, jt.st_ino, jt.st_mtime_ns, jt.st_size)
+            return state_key(st, None)
+        return state_key(st, jt)
 
     def checked_state_key(self) -> tuple[int, ...] | None:
         """(inode, mtime, size) of the live file and of its journal, ``None`` when there
@@ -424,7 +463,7 @@ class StateStore(ManifestReading, SegmentReading, DirectoryReading):
         if known is not None and known[0] == raw and journal.startswith(known[1]):
             done, parsed = known[1], known[2]
             if len(journal) == len(done):
-                return LiveRead(_writable(parsed), False, parsed, raw, done, len(journal))
+                return LiveRead(_writable(parsed), False, parsed, raw, done, len(journal), st)
             data = _writable(parsed)
             if parsed is self._seq_sound:
                 sound = parsed["_meta"]["1"]
@@ -453,7 +492,7 @@ class StateStore(ManifestReading, SegmentReading, DirectoryReading):
         self._parsed_live = (raw, done, data)
         if sound is not None and _counter_still_above(sound, data["_meta"]["1"], top_seq):
             self._seq_sound = data
-        return LiveRead(_writable(data), False, data, raw, done, len(journal))
+        return LiveRead(_writable(data), False, data, raw, done, len(journal), st)
 
     def _unchanged(self, st: os.stat_result) -> bool:
         """Whether the live file is still the one ``st`` describes."""

@@ -61,6 +61,7 @@ class Transaction:
         self.db = TinyDB(data, storage=SnapshotStorage)
         self.db.table_class = LiveTable
         self.storage: SnapshotStorage = self.db.storage
+        self.storage.parsed = parsed
         self.storage.dirty = migrated
         self._history: History | None = None
         self._seq_checked = False
