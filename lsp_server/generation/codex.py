@@ -16,6 +16,7 @@ from . import codemode
 from .asks import title_of
 from .jsonl import iter_objects
 from .transcript import (
+    AGENT_ERROR,
     MAX_MESSAGE_CHARS,
     MAX_TOOL_RESULT_CHARS,
     Message,
@@ -373,7 +374,11 @@ class _Reader:
                 self.title = p["thread_name"].strip()
         elif kind == "error" and isinstance(p.get("message"), str):
             m = Message(
-                "tool", clip(p["message"], MAX_TOOL_RESULT_CHARS), tool_name="codex", is_error=True
+                "tool",
+                clip(p["message"], MAX_TOOL_RESULT_CHARS),
+                tool_name="codex",
+                is_error=True,
+                kind=AGENT_ERROR,
             )
             self.history.append(m)
             self.context.append(m)

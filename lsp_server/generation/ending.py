@@ -15,7 +15,7 @@ from .ledger import (
     user_action,
 )
 from .signals import ACTIVE, DONE, DONE_CUE, one_line
-from .transcript import Message, Transcript
+from .transcript import AGENT_ERROR, Message, Transcript
 
 
 def choose_goal(requests: list[Request]) -> Request | None:
@@ -84,6 +84,15 @@ def _interrupted(
         and not last_request.answered
     ):
         asked = _question_before(f.transcript, last_request.position)
+        failed = _agent_error_after(f.transcript, last_request.position)
+        if failed is not None:
+            said = f.transcript.clean_text(one_line(failed.text, 160))
+            return FinalState(
+                "waiting for the agent",
+                f"the user's last message was not answered: the agent's turn failed (“{said}”)",
+                [x for x in (last_request.entry, failed.entry) if x],
+                question=asked,
+            )
         return FinalState(
             "waiting for the agent",
             "the user's last message was not answered in the session",
@@ -97,6 +106,15 @@ def _interrupted(
             f"the agent's last turn ended with `{la.stop_reason}`",
             [la.entry] if la.entry else [],
         )
+    return None
+
+
+def _agent_error_after(t: Transcript, position: int) -> Message | None:
+    """The last failure of the agent's harness (its model API refused or broke) after
+    ``position``: why a request went unanswered, when the session says."""
+    for m in reversed(t.history[position + 1 :]):
+        if m.kind == AGENT_ERROR:
+            return m
     return None
 
 

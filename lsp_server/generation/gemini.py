@@ -27,6 +27,7 @@ import orjson
 from .asks import title_of
 from .jsonl import iter_objects
 from .transcript import (
+    AGENT_ERROR,
     MAX_MESSAGE_CHARS,
     MAX_TOOL_RESULT_CHARS,
     Message,
@@ -326,7 +327,15 @@ class _Reader:
         text = clip(content_text(record.get("content")), MAX_MESSAGE_CHARS)
         if kind == "error":
             return [
-                Message("tool", text, tool_name="gemini", is_error=True, timestamp=stamp, entry=mid)
+                Message(
+                    "tool",
+                    text,
+                    tool_name="gemini",
+                    is_error=True,
+                    kind=AGENT_ERROR,
+                    timestamp=stamp,
+                    entry=mid,
+                )
             ]
         return (
             [Message("context", text, kind=str(kind), timestamp=stamp, entry=mid)] if text else []

@@ -20,6 +20,7 @@ from .asks import title_of
 from .gemini import content_text, function_responses, prompt_text, response_text, shell_result
 from .jsonl import iter_objects
 from .transcript import (
+    AGENT_ERROR,
     MAX_MESSAGE_CHARS,
     MAX_TOOL_RESULT_CHARS,
     Message,
@@ -174,7 +175,13 @@ class _Reader:
                     return  # the same error again: a retry
                 self.add(
                     Message(
-                        "tool", text, tool_name="qwen", is_error=True, timestamp=stamp, entry=entry
+                        "tool",
+                        text,
+                        tool_name="qwen",
+                        is_error=True,
+                        kind=AGENT_ERROR,
+                        timestamp=stamp,
+                        entry=entry,
                     ),
                     False,
                 )

@@ -319,6 +319,10 @@ class Transcript:
         return {"path": str(self.path), "format": self.format, "id": self.id}
 
 
+#: The ``kind`` of a message that says the agent's harness failed (its model API
+#: refused, a stream broke): a failure of the turn, never a tool's result.
+AGENT_ERROR = "agent_error"
+
 #: Tools that run a shell command, by the names the agents use.
 SHELL_TOOLS = frozenset(
     {"bash", "shell", "exec_command", "local_shell", "shell_command", "run_shell_command"}

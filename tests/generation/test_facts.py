@@ -466,6 +466,31 @@ def test_a_finished_session_says_so_and_proposes_verification(fixtures_dir) -> N
         assert stale not in nxt
 
 
+def test_a_request_the_agent_s_harness_failed_on_says_the_failure(tmp_path) -> None:
+    """The user's last message unanswered because the model API failed (Qwen Code's
+    ``api_error``, Gemini CLI's ``error`` message, Codex's ``error`` event): the state
+    says the turn failed and how, once however often it was retried."""
+    own = Path(__file__).resolve().parents[1] / "fixtures" / "sessions"
+    t = read_session(own / "qwen" / "subagent-apierror.0.24.4.jsonl")
+    f = gather(t, None)
+    assert f.final.status == "waiting for the agent"
+    assert f.final.reason.endswith("the agent's turn failed (“500 stub internal error”)")
+    # Gemini CLI writes the failure as a message of type ``error``.
+    log = tmp_path / "session.jsonl"
+    records = [
+        {"sessionId": "s", "projectHash": "h", "startTime": "2026-12-01T10:00:00Z"},
+        {"id": "u1", "type": "user", "content": [{"text": "add a --verbose flag"}]},
+        {"id": "e1", "type": "error", "content": "[API Error: quota exceeded]"},
+    ]
+    log.write_text("".join(json.dumps(r) + "\n" for r in records))
+    f = gather(read_session(log), None)
+    assert "the agent's turn failed (“[API Error: quota exceeded]”)" in f.final.reason
+    # No failure after it: unanswered, nothing more is claimed.
+    log.write_text("".join(json.dumps(r) + "\n" for r in records[:2]))
+    f = gather(read_session(log), None)
+    assert f.final.reason == "the user's last message was not answered in the session"
+
+
 def test_an_unanswered_last_message_is_the_next_step(fixtures_dir) -> None:
     t = read_session(fixtures_dir / "sessions/claude/apanloco__random__session.jsonl")
     f = gather(t, None)

@@ -194,7 +194,7 @@ def test_context_a_slash_command_s_info_and_an_error_are_not_requests(tmp_path):
         ("context", "environment"),
         ("user", None),
         ("context", "info"),
-        ("tool", None),
+        ("tool", "agent_error"),  # the turn failed: no tool's result
     ]
     assert t.history[-1].is_error and t.history[-1].tool_name == "gemini"
     assert t.first_request().text == "fix the build" and t.title == "fix the build"
