@@ -59,6 +59,8 @@ class _Gatherer:
         self._lasting: dict[str, bool] = {}
         #: Older writes waiting for their results: call id → (verb, path, message, …).
         self.writes: dict[str, tuple[str, str, Message, int, ToolCall]] = {}
+        #: Reads by a file tool awaiting their result (counted once it is no error).
+        self.reads_pending: dict[str, str] = {}
         self.f = SessionFacts(t)
         self.roots = [r.rstrip("/\\") for r in (t.cwd, str(workspace) if workspace else None) if r]
         self._rel: dict[str, str] = {}
@@ -194,6 +196,10 @@ class _Gatherer:
         run = self.pending.pop(key, None)
         if run is not None:
             self.finish(run, m)
+        elif key in self.reads_pending:
+            rel = self.reads_pending.pop(key)
+            if not m.is_error:  # a file that could not be read was not read
+                self.f.reads[rel] = self.f.reads.get(rel, 0) + 1
         elif key in self.writes:
             verb, path, at, where, call = self.writes.pop(key)
             if not m.is_error and not m.exit_code:
@@ -249,7 +255,10 @@ class _Gatherer:
         elif name in READ_TOOLS:
             if path and name in ("read", "view", "read_file", "cat", "open"):
                 rel = self.rel(path)
-                self.f.reads[rel] = self.f.reads.get(rel, 0) + 1
+                if c.id:  # counted when its result says the file was read
+                    self.reads_pending[c.id] = rel
+                else:
+                    self.f.reads[rel] = self.f.reads.get(rel, 0) + 1
             pass  # a look-up: its failure blocks nothing, so it is no step to follow
         elif position >= self.recent or MUTATING_TOOL.search(name):
             if name not in HARNESS_TOOLS:

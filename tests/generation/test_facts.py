@@ -491,6 +491,15 @@ def test_a_request_the_agent_s_harness_failed_on_says_the_failure(tmp_path) -> N
     assert f.final.reason == "the user's last message was not answered in the session"
 
 
+def test_a_file_that_could_not_be_read_is_not_among_the_files_read() -> None:
+    """A read tool's call counts once its result is no error: Qwen Code's read of a
+    missing file ("File not found") is not a file the agent read."""
+    own = Path(__file__).resolve().parents[1] / "fixtures" / "sessions"
+    f = gather(read_session(own / "qwen" / "fix-calc.0.15.10.jsonl"), None)
+    assert not any(name.endswith("missing.txt") for name in f.reads)
+    assert any(name.endswith("calc.py") for name in f.reads)
+
+
 def test_an_unanswered_last_message_is_the_next_step(fixtures_dir) -> None:
     t = read_session(fixtures_dir / "sessions/claude/apanloco__random__session.jsonl")
     f = gather(t, None)
