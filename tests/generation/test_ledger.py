@@ -339,6 +339,25 @@ def test_short_and_non_english_directives_are_constraints(tmp_path, workspace) -
     assert "Build the settings page for the admin app" not in constraints
 
 
+def test_an_english_non_prefix_is_no_negation(tmp_path, workspace) -> None:
+    """Italian "non" before a word limits the work; the English prefix ("non-ASCII",
+    "non-blocking") says what a thing is, not what not to do."""
+    _, doc = generated(
+        tmp_path,
+        workspace,
+        [
+            user("Fix the parser.\nNon-ASCII: Grüße, naïve café, 日本語 in the test input."),
+            assistant("Fixed.", edit("e1", "parser.py")),
+            result("e1", "edit", "Successfully replaced text"),
+            user("non toccare i test"),
+            assistant("Va bene."),
+        ],
+    )
+    constraints = section(doc, "Constraints & Preferences")
+    assert "non toccare i test" in constraints
+    assert "Non-ASCII" not in constraints
+
+
 def test_the_users_questions_are_not_constraints(tmp_path, workspace) -> None:
     _, doc = generated(
         tmp_path,

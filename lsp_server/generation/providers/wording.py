@@ -14,9 +14,10 @@ CONSTRAINT = re.compile(
     r"only|make sure|keep|without|no need|not allowed|please use|stick to|rather than|"
     r"important|backwards? compatib\w*|focus on|leave|i'?ll (?:do|handle|take care of|write)|"
     r"i will (?:do|handle|take care of|write)|too (?:hacky|complex|complicated|slow|much)|"
-    # Spanish, Portuguese, French, German, Italian: negations and limits.
+    # Spanish, Portuguese, French, German, Italian: negations and limits (Italian "non"
+    # before a word, never the English prefix of "non-ASCII").
     r"no (?:\w+[eaá]s|uses|toques|cambies|hagas)|todav[ií]a no|s[oó]lo|solamente|nunca|sin|"
-    r"n[aã]o|apenas|ne (?:\w+ )?pas|jamais|seulement|nicht|kein\w*|nur|niemals|non|mai)\b"
+    r"n[aã]o|apenas|ne (?:\w+ )?pas|jamais|seulement|nicht|kein\w*|nur|niemals|non(?=\s)|mai)\b"
     # Korean, Japanese, Chinese: "don't", "not that", "only".
     r"|하지\s*마|하지\s*말|말고|건드리지|만\s*해|しないで|ないで|だけ|不要|别|只",
     re.IGNORECASE,
