@@ -208,12 +208,14 @@ HISTORY_BLOCKS = KeptHistoryBlocks()
 
 
 def _markdown(
-    kind: str, scope: str, context: dict[str, Any], overrides: Path, mode: str
+    kind: str, scope: str, context: dict[str, Any], overrides: Path, mode: str, store: Any = None
 ) -> tuple[str, list[str]]:
     """A report's Markdown, secrets redacted; the history by its kept blocks (each
-    redacted when rendered) unless the workspace overrides templates."""
+    redacted when rendered) unless the workspace overrides templates. The blocks are
+    kept per store: two stores of one workspace (the embedded one and a team's
+    PostgreSQL project) have histories of their own."""
     if kind == "history" and rendering.templates_stamp(overrides) is None:
-        key = (str(overrides), scope, context["workspaceUri"])
+        key = (str(overrides), scope, context["workspaceUri"], id(store))
         return HISTORY_BLOCKS.markdown(key, context, mode), []
     return render(kind, context, overrides, mode)
 
@@ -401,7 +403,7 @@ def run_report(service: Workspace, p: ReportParams, scope: str, ctx: CallContext
     # VS Code's preview resolves a link that starts with "/" against the workspace folder.
     base = "/" if p.render == "vscode" else service.workspace.as_uri()
     context = {"view": data, "kind": p.kind, "workspaceUri": base}
-    markdown, warnings = _markdown(p.kind, scope, context, overrides, p.render)
+    markdown, warnings = _markdown(p.kind, scope, context, overrides, p.render, service.store)
     warnings = summary_warnings + warnings
     result: dict[str, Any] = {"scope": scope, "kind": p.kind, "markdown": markdown, "data": data}
     if warnings:

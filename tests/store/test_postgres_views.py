@@ -148,3 +148,46 @@ def test_postgres_generation_records_are_the_full_read_s_and_read_nothing_else(
     monkeypatch.setattr(PgStore, "read", lambda self: pytest.fail("read every record"))
     assert svc.store.generation_records() == full and [r["id"] for r in full] == ["g0", "g1", "g2"]
     assert "sessions" in svc.call("handoff.sessions", {})
+
+
+def test_two_stores_of_one_workspace_keep_their_own_history_blocks(
+    pg_cluster, workspace, monkeypatch
+):
+    """The history report keeps each revision's rendered block; the embedded store and a
+    PostgreSQL project of the same workspace (as a team's copy) have histories of their
+    own, so a report of one after a change renders again only what changed there, not
+    every block the other store's report replaced."""
+    import uuid
+
+    from lsp_server.views import reports
+
+    monkeypatch.delenv("HANDOFF_STORE", raising=False)
+    embedded = HandoffService(workspace, ServiceConfig())
+    team = HandoffService(
+        workspace, ServiceConfig(store=pg_cluster.app_url, project=f"test/{uuid.uuid4().hex}")
+    )
+    for svc, rounds in ((embedded, range(3)), (team, range(10, 12))):
+        contract = record_contract(svc)
+        for i in rounds:
+            commit_round(svc, contract, i)  # other texts: other views
+    rendered: list[str] = []
+    real = reports._RevisionBlocks._render
+
+    def counted(self, context, r):
+        rendered.append(r["revision"])
+        return real(self, context, r)
+
+    monkeypatch.setattr(reports._RevisionBlocks, "_render", counted)
+    report = {"scope": SCOPE, "kind": "history", "render": "terminal"}
+    for svc in (embedded, team):
+        svc.call("handoff.report", report)
+    assert len(rendered) == 5  # each store's revisions, once
+    for n in range(2):
+        for svc in (embedded, team):
+            rendered.clear()
+            svc.call(
+                "handoff.recordOutcome",
+                {"scope": SCOPE, "status": "partial", "summary": f"round {n}"},
+            )
+            svc.call("handoff.report", report)
+            assert len(rendered) <= 1, rendered  # at most the head, which it covers
