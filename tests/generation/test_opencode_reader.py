@@ -187,3 +187,33 @@ def test_the_real_opencode_1_18_33_database_is_read_and_found(tmp_path: Path) ->
     env = {"HOME": str(tmp_path / "home"), "XDG_DATA_HOME": str(tmp_path / "data")}
     # The recorded cwd is /tmp/oc/ws: a workspace there lists it, any other does not.
     assert list_sessions(tmp_path, env) == []
+
+
+def test_the_real_opencode_1_1_65_json_storage_is_read_and_found(tmp_path: Path) -> None:
+    """The form before 1.2, as the real opencode 1.1.65 wrote it (``opencode run``
+    against the local stub of ``wire.py`` doing scripted work: read, a failing check, an
+    edit, the check passing; workspace ``/tmp/oc11/run/ws``): found under
+    ``XDG_DATA_HOME`` by its info file and read whole."""
+    import json
+    import shutil
+
+    storage = tmp_path / "data" / "opencode" / "storage"
+    shutil.copytree(REAL.parent / "storage-1.1.65", storage)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (info,) = (storage / "session" / "global").glob("ses_*.json")
+    moved = json.loads(info.read_text())
+    assert moved["directory"] == "/tmp/oc11/run/ws"
+    moved["directory"] = str(workspace)  # the session moves to this test's workspace
+    info.write_text(json.dumps(moved))
+    env = {"HOME": str(tmp_path / "home"), "XDG_DATA_HOME": str(tmp_path / "data")}
+    (found,) = list_sessions(workspace, env)
+    assert (found["agent"], found["path"]) == ("opencode", str(info))
+    t = read_session(info)
+    assert t.format == "opencode" and t.cwd == str(workspace) and t.model == "stub-model"
+    assert t.stats.junk_lines == 0 and t.stats.unknown_entries == 0
+    assert t.history[0].text.strip() == '"Fix add in calc.py and check it"'
+    tools = [(m.tool_name, m.exit_code, m.is_error) for m in t.history if m.role == "tool"]
+    assert tools == [("read", None, False), ("bash", 3, True), ("edit", None, False), ("bash", 0, False)]
+    assert t.written_paths == ["/tmp/oc11/run/ws/calc.py"]
+    assert t.history[-1].text == "Fixed add in calc.py; the check passes now."
