@@ -214,6 +214,11 @@ def test_the_real_opencode_1_1_65_json_storage_is_read_and_found(tmp_path: Path)
     assert t.stats.junk_lines == 0 and t.stats.unknown_entries == 0
     assert t.history[0].text.strip() == '"Fix add in calc.py and check it"'
     tools = [(m.tool_name, m.exit_code, m.is_error) for m in t.history if m.role == "tool"]
-    assert tools == [("read", None, False), ("bash", 3, True), ("edit", None, False), ("bash", 0, False)]
+    assert tools == [
+        ("read", None, False),
+        ("bash", 3, True),
+        ("edit", None, False),
+        ("bash", 0, False),
+    ]
     assert t.written_paths == ["/tmp/oc11/run/ws/calc.py"]
     assert t.history[-1].text == "Fixed add in calc.py; the check passes now."
