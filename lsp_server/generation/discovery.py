@@ -224,9 +224,15 @@ def _gemini_candidates(home: AgentHome, workspace: Path) -> Iterator[Path]:
 
 def _qwen_candidates(home: AgentHome, workspace: Path) -> Iterator[Path]:
     """``projects/<slug>/chats/*.jsonl`` of the workspace's slug (its path with every
-    character but a letter or digit a ``-``), whose records' ``cwd`` is the workspace."""
-    for slug in dict.fromkeys((claude_slug(str(workspace)), claude_slug(os.path.realpath(workspace)))):
-        for entry in _safe_list(home.root / slug / "chats"):
+    character but a letter or digit a ``-``) and of folders inside it (slugs that go on
+    after a ``-``), whose records' ``cwd`` is in the workspace."""
+    slugs = {claude_slug(str(workspace)), claude_slug(os.path.realpath(workspace))}
+    for project in _safe_list(home.root):
+        if not project.is_dir(follow_symlinks=False):
+            continue
+        if not any(project.name == s or project.name.startswith(s + "-") for s in slugs):
+            continue
+        for entry in _safe_list(Path(project.path) / "chats"):
             if not (entry.name.endswith(".jsonl") and entry.is_file()):
                 continue
             cwd = next(

@@ -126,5 +126,19 @@ def test_discovery_finds_a_workspace_s_sessions_by_its_slug(tmp_path: Path):
     text = OLDER.read_text().replace("/tmp/qwen-work/proj-old", str(workspace))
     (chats / "466604c0.jsonl").write_text(text)
     (chats / "466604c0.runtime.json").write_text("{}")  # a sidecar, not a session
+    # One started in a folder inside the workspace, and one of a folder beside it whose
+    # name starts the same ("my proj-old"): only the first belongs.
+    for folder, name in (
+        (workspace / "sub", "inside.jsonl"),
+        (tmp_path / "my proj-old", "beside.jsonl"),
+    ):
+        other = (
+            home / "projects" / "".join(c if c.isalnum() else "-" for c in str(folder)) / "chats"
+        )
+        other.mkdir(parents=True)
+        (other / name).write_text(OLDER.read_text().replace("/tmp/qwen-work/proj-old", str(folder)))
     found = list_sessions(workspace, {"HOME": str(tmp_path), "QWEN_HOME": str(home)})
-    assert [(s["agent"], Path(s["path"]).name) for s in found] == [("qwen", "466604c0.jsonl")]
+    assert sorted((s["agent"], Path(s["path"]).name) for s in found) == [
+        ("qwen", "466604c0.jsonl"),
+        ("qwen", "inside.jsonl"),
+    ]
