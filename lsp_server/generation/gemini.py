@@ -179,25 +179,23 @@ class _Reader:
         self.stats = stats
         self.meta: dict[str, Any] = {}
         #: Every message on the session's branch, in order (a later record of an id
-        #: replaces it in place); the line each was last written on.
+        #: replaces it in place).
         self.history: dict[str, dict] = {}
         #: The messages the agent holds now (its own loader's view of the log).
         self.held: dict[str, dict] = {}
-        self.lines: dict[str, int] = {}
         #: Tool results written as user records, by call id (when a call has none).
         self.results: dict[str, dict] = {}
 
     # -- the records -----------------------------------------------------------------
 
-    def message(self, record: dict, line: int) -> None:
+    def message(self, record: dict) -> None:
         if record.get("type") not in MESSAGE_TYPES:
             self.stats.unknown_entries += 1
             return
         self.history[record["id"]] = record
         self.held[record["id"]] = record
-        self.lines[record["id"]] = line
 
-    def replace_held(self, messages: list, line: int) -> None:
+    def replace_held(self, messages: list) -> None:
         """A ``$set`` of ``messages``: what the agent holds now; the ones new to the
         session (a compression's summary) join its history at this point."""
         self.held = {}
@@ -206,7 +204,6 @@ class _Reader:
                 self.held[m["id"]] = m
                 if m["id"] not in self.history:
                     self.history[m["id"]] = m
-                    self.lines[m["id"]] = line
 
     def rewind(self, target: str) -> None:
         """The message ``target`` and all after it are gone (all, when it is unknown)."""
@@ -216,21 +213,21 @@ class _Reader:
             for gone in ids[cut:]:
                 del kept[gone]
 
-    def record(self, obj: dict, line: int) -> None:
+    def record(self, obj: dict) -> None:
         if isinstance(obj.get("$rewindTo"), str):
             self.rewind(obj["$rewindTo"])
         elif isinstance(obj.get("id"), str):
-            self.message(obj, line)
+            self.message(obj)
         elif isinstance(obj.get("$set"), dict):
             update = obj["$set"]
             if isinstance(update.get("messages"), list):
-                self.replace_held(update["messages"], line)
+                self.replace_held(update["messages"])
             self.meta.update({k: v for k, v in update.items() if k != "messages"})
         elif isinstance(obj.get("sessionId"), str):
             self.meta.update({k: v for k, v in obj.items() if k != "messages"})
             for m in obj.get("messages") or []:
                 if isinstance(m, dict) and isinstance(m.get("id"), str):
-                    self.message(m, line)
+                    self.message(m)
         else:
             self.stats.unknown_entries += 1
 
@@ -238,10 +235,10 @@ class _Reader:
         if self.path.suffix == ".json":
             self.read_whole()
         else:
-            for index, obj in enumerate(iter_objects(self.path, self.stats)):
+            for obj in iter_objects(self.path, self.stats):
                 if self.stats.stop is not None and self.stats.stop():
                     raise ValueError("cancelled")
-                self.record(obj, index)
+                self.record(obj)
         return self.transcript()
 
     def read_whole(self) -> None:
@@ -259,7 +256,7 @@ class _Reader:
         if not isinstance(obj, dict):
             self.stats.junk_lines += 1
             return
-        self.record(obj, 0)
+        self.record(obj)
 
     # -- the transcript --------------------------------------------------------------
 
@@ -290,7 +287,7 @@ class _Reader:
             for m in made[mid]:
                 budget.add(m)
                 t.history.append(m)
-                if m.role in ("user", "assistant", "tool"):
+                if m.role in ("user", "assistant", "tool") and m.kind != AGENT_ERROR:
                     t.message_count += 1
         self.stats.shortened = budget.shrunk
         t.context = [m for mid in self.held for m in made.get(mid, ())]
