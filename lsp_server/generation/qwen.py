@@ -120,9 +120,8 @@ class _Reader:
         self.stats.shortened = self.budget.shrunk
         t.context = t.history[self.held_from :]
         t.title = self.title or title_of(t.history)
-        if self.path.parent.parent.name == "subagents" or any(
-            records[u].get("isSidechain") is True for u in order[:1]
-        ):
+        sidechain = bool(order) and records[order[0]].get("isSidechain") is True
+        if self.path.parent.parent.name == "subagents" or sidechain:
             t.subagent_of = self.path.parent.name
         return t
 
