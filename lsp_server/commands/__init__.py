@@ -94,9 +94,13 @@ class Command(
 
 def _module(name: str) -> Any:
     """A module by name: from ``sys.modules`` once imported (``importlib.import_module``
-    costs ~1 µs more each time, and a call looks up its params and handler four times)."""
+    costs ~1 µs more each time, and a call looks up its params and handler four times).
+    A module another thread is still importing is in ``sys.modules`` half made:
+    ``import_module`` waits for it (the import lock), so it is asked then."""
     module = sys.modules.get(name)
-    return module if module is not None else importlib.import_module(name)
+    if module is None or getattr(getattr(module, "__spec__", None), "_initializing", False):
+        return importlib.import_module(name)
+    return module
 
 
 REGISTRY: tuple[Command, ...] = (
