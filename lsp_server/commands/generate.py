@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from ..model.context import CallContext
     from ..model.params import GenerateParams, SessionsParams, StartSessionParams
     from ..workspace import Workspace
@@ -57,7 +59,7 @@ def start_session(ws: Workspace, p: StartSessionParams, ctx: CallContext) -> dic
 
 
 def _transfer(
-    text: str, agent: str, new_session: bool, parent: Any, workspace: Any = None
+    text: str, agent: str, new_session: bool, parent: Any, workspace: Path
 ) -> dict[str, Any]:
     """What the successor receives and what it does not: the handed-over text only (as a
     new session's one message, or as the first prompt), never the parent's transcript;
@@ -87,7 +89,7 @@ def _transfer(
     else:
         said += "; no parent session's transcript goes with it"
     said += "."
-    attached = attached_paths(agent, text, workspace) if workspace is not None else []
+    attached = attached_paths(agent, text, workspace)
     if attached:
         names = ", ".join(f"@{a}" for a in attached)
         said += (

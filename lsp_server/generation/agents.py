@@ -30,8 +30,8 @@ class Agent:
     sessions: str  # the folder of its home that holds the sessions
     lens: bool = True  # offered as a "Start in …" lens on a handoff document
     prompt_args: tuple[str, ...] = ()  # what precedes the first prompt on its command line
-    #: Its prompt reads ``@path`` as a file to attach (Gemini CLI): the text sent is then
-    #: not the text given.
+    #: Its prompt reads ``@path`` as a file to attach (Gemini CLI, Qwen Code): the text
+    #: sent is then not the text given.
     attaches_at_paths: bool = False
 
 
