@@ -109,31 +109,39 @@ def _pi_candidates(home: AgentHome, workspace: Path) -> Iterator[Path]:
                     yield Path(entry.path)
 
 
-def _claude_candidates(home: AgentHome, workspace: Path) -> Iterator[Path]:
+def _slug_folders(root: Path, workspace: Path) -> Iterator[tuple[Path, bool]]:
+    """The folders of ``root`` named by the workspace's slug (``claude_slug``: Claude
+    Code's and Qwen Code's project folders) or by the slug of a folder inside it (the
+    slug goes on after a ``-``; past 200 characters the name is cut), each with whether
+    it is the workspace's own. Their sessions' recorded ``cwd`` says which belong."""
     slugs = {claude_slug(str(workspace)), claude_slug(os.path.realpath(workspace))}
-    for sub in _safe_list(home.root):
+    for sub in _safe_list(root):
         if not sub.is_dir(follow_symlinks=False):
             continue
         exact = sub.name in slugs
-        related = exact or any(
+        if exact or any(
             sub.name.startswith(s + "-") or (len(s) > 200 and sub.name.startswith(s[:200]))
             for s in slugs
-        )
-        if not related:
-            continue
-        for entry in _safe_list(Path(sub.path)):
+        ):
+            yield Path(sub.path), exact
+
+
+def _first_cwd(path: Path, limit: int) -> str | None:
+    """The first ``cwd`` a session file's first ``limit`` records name."""
+    return next(
+        (o["cwd"] for o in first_objects(path, limit=limit) if isinstance(o.get("cwd"), str)),
+        None,
+    )
+
+
+def _claude_candidates(home: AgentHome, workspace: Path) -> Iterator[Path]:
+    for folder, exact in _slug_folders(home.root, workspace):
+        for entry in _safe_list(folder):
             if not (entry.name.endswith(".jsonl") and entry.is_file()):
                 continue
             if entry.name.startswith("agent-"):
                 continue  # a sub-agent's (or a compaction's) own transcript: not a session
-            cwd = next(
-                (
-                    o["cwd"]
-                    for o in first_objects(Path(entry.path), limit=40)
-                    if isinstance(o.get("cwd"), str)
-                ),
-                None,
-            )
+            cwd = _first_cwd(Path(entry.path), 40)
             if belongs(cwd, workspace) or (cwd is None and exact):
                 yield Path(entry.path)
 
@@ -223,28 +231,17 @@ def _gemini_candidates(home: AgentHome, workspace: Path) -> Iterator[Path]:
 
 
 def _qwen_candidates(home: AgentHome, workspace: Path) -> Iterator[Path]:
-    """``projects/<slug>/chats/*.jsonl`` of the workspace's slug (its path with every
-    character but a letter or digit a ``-``) and of folders inside it (slugs that go on
-    after a ``-``), whose records' ``cwd`` is in the workspace."""
-    slugs = {claude_slug(str(workspace)), claude_slug(os.path.realpath(workspace))}
-    for project in _safe_list(home.root):
-        if not project.is_dir(follow_symlinks=False):
-            continue
-        if not any(project.name == s or project.name.startswith(s + "-") for s in slugs):
-            continue
-        for entry in _safe_list(Path(project.path) / "chats"):
-            if not (entry.name.endswith(".jsonl") and entry.is_file()):
-                continue
-            cwd = next(
-                (
-                    o["cwd"]
-                    for o in first_objects(Path(entry.path), limit=10)
-                    if isinstance(o.get("cwd"), str)
-                ),
-                None,
-            )
-            if belongs(cwd, workspace):
-                yield Path(entry.path)
+    """``projects/<slug>/chats/*.jsonl`` of the workspace's slug and of folders inside it
+    (``_slug_folders``), whose records' ``cwd`` is in the workspace."""
+    for folder, _ in _slug_folders(home.root, workspace):
+        for entry in _safe_list(folder / "chats"):
+            path = Path(entry.path)
+            if (
+                entry.name.endswith(".jsonl")
+                and entry.is_file()
+                and belongs(_first_cwd(path, 10), workspace)
+            ):
+                yield path
 
 
 #: Each session format's way of finding a workspace's sessions in an agent's home.
