@@ -33,7 +33,7 @@ H.async(function()
   R("echospace", vim.v.echospace)
   R("events", vim.deepcopy(H.area_events))
   -- A running agent: :qa stops at it ("No write since last change"), :qa! would not.
-  local guard = require("handoff.commands").running_guard("Claude Code", 7)
+  local guard = require("handoff.drafts").running_guard("Claude Code", 7)
   local ok, err = pcall(vim.cmd, "qa")
   R("qa_with_agent", { ok = ok, err = tostring(err), name = vim.api.nvim_buf_get_name(guard) })
   vim.api.nvim_buf_delete(guard, { force = true })

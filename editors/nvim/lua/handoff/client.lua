@@ -42,8 +42,8 @@ function M.get(bufnr)
       return client
     end
   end
-  local commands = package.loaded["handoff.commands"]
-  local draft = commands and commands.drafts[bufnr]
+  local drafts = package.loaded["handoff.drafts"]
+  local draft = drafts and drafts.drafts[bufnr]
   local clients = vim.lsp.get_clients({ name = NAME, _uninitialized = true })
   local name = vim.api.nvim_buf_get_name(bufnr)
   local here = (draft and draft.root)
