@@ -177,6 +177,12 @@ def _closing_state(
                 entries,
                 question=question,
             )
+    if f.agent_next:
+        return FinalState(
+            "in progress",
+            f"the agent's last message names what is left: “{one_line(f.agent_next[0], 160).rstrip('.!')}”",
+            entries,
+        )
     return FinalState(
         "in progress",
         "the session stops after the agent's last message, which does not report the work finished",

@@ -322,10 +322,23 @@ _NEXT_CUE = re.compile(
 )
 
 
+#: A next-steps cue said in the sentence itself ("Understood. Remaining: run the contract
+#: tests."): the cue opens the line or a sentence, and what follows its colon is the item.
+_INLINE_NEXT = re.compile(
+    r"(?:^|(?<=[.!?])\s+)(?:\*\*)?(?:next(?: steps?)?|remaining|still to do|left to do|to ?do|"
+    r"follow-?ups?)(?:\*\*)?\s*[:：]\s*(?:\*\*)?\s*(\S.*)$",
+    re.IGNORECASE,
+)
+#: An inline cue that names nothing left ("Remaining: none.").
+_NOTHING_LEFT = re.compile(r"^(?:none|nothing|n/?a|no(?:thing)? (?:more|else)|-)\W*$", re.IGNORECASE)
+
+
 def listed_next(text: str) -> list[str]:
-    """The items of the last list in ``text`` that follows a next-steps cue."""
+    """The items of the last list in ``text`` that follows a next-steps cue; without
+    such a list, the last next step said inline (``Remaining: run the tests.``)."""
     best: list[str] = []
     current: list[str] = []
+    inline: str | None = None
     cue = False
     for line in text.splitlines():
         m = _LIST_ITEM.match(line)
@@ -337,8 +350,13 @@ def listed_next(text: str) -> list[str]:
             best, current = current, []
         if line.strip():
             cue = bool(_NEXT_CUE.search(line)) and line.rstrip().endswith((":", "："))
+            said = _INLINE_NEXT.search(line) if not cue else None
+            if said is not None and not _NOTHING_LEFT.match(said.group(1).strip(" *")):
+                inline = one_line(said.group(1).strip(" *"), 200)
     if current:
         best = current
+    if not best and inline is not None:
+        best = [inline]
     return best[:8]
 
 

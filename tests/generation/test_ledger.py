@@ -75,6 +75,42 @@ def test_a_last_message_that_asks_the_user_is_waiting_not_done(tmp_path, workspa
     assert "nothing in it is left open" not in steps
 
 
+def test_work_the_agent_names_as_left_is_not_done_after_a_constraint(tmp_path, workspace) -> None:
+    """The user added a constraint mid-request and the agent acknowledged it, saying
+    inline what remains ("Remaining: run the contract tests"): the request is still in
+    progress and its next step is the agent's, not "done, wait for the user"."""
+    f, doc = generated(
+        tmp_path,
+        workspace,
+        [
+            user("Regenerate the pets client from openapi.yaml and keep the contract tests green."),
+            assistant("I regenerated client/pets_client.py from openapi.yaml. Next: run the contract tests."),
+            user("Do not touch the server stubs; they are out of scope."),
+            assistant("Understood. Remaining: run the contract tests against the new client."),
+        ],
+    )
+    assert f.agent_next == ["run the contract tests against the new client."]
+    assert f.final is not None and f.final.status == "in progress"
+    assert "run the contract tests against the new client" in f.final.reason
+    steps = section(doc, "Next Steps")
+    assert "lists next: run the contract tests against the new client" in steps
+    assert "nothing in it is left open" not in steps
+    assert "Wait for the user's next request" not in steps
+
+
+def test_an_inline_next_step_that_names_nothing_is_no_step() -> None:
+    from lsp_server.generation.signals import listed_next
+
+    assert listed_next("All green. Remaining: none.") == []
+    assert listed_next("**Next:** wire the CLI flag") == ["wire the CLI flag"]
+    # A cue mid-sentence is prose, not a step; a list after a cue line wins over inline.
+    assert listed_next("The next: step is unclear") == []
+    assert listed_next("Next: tidy up.\n\nNext steps:\n- add tests\n- update docs") == [
+        "add tests",
+        "update docs",
+    ]
+
+
 def test_an_action_only_the_user_can_take_is_waiting_for_the_user(tmp_path, workspace) -> None:
     f, doc = generated(
         tmp_path,
