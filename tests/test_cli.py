@@ -200,6 +200,24 @@ def test_demo_exits_zero_and_ends_with_continuity(tmp_path):
     assert "| Outcome | covered |" in proc.stdout
 
 
+def test_demo_hands_off_an_agent_session_and_checks_its_claims(tmp_path):
+    """The main job first: the demo's session generates a handoff whose claims all hold,
+    and the edit that overstates it is named as contradicted, line by line."""
+    root = tmp_path / "demo"
+    proc = handoff("demo", "--workspace", str(root))
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "== 1. /handoff: a handoff document generated from an agent session" in out
+    assert "| ## Next Steps" in out and "run the whole contract suite against the staging server" in out
+    assert "the draft as generated: 6 supported · 0 contradicted" in out
+    assert "5 supported · 2 contradicted" in out
+    assert "contradicted. Its last run reported 1 passed in 0.10s." in out
+    assert "contradicted. The session never changed it." in out
+    drafts = list((root / ".handoff" / "drafts").glob("*.md"))
+    assert len(drafts) == 1 and "3 passed" not in drafts[0].read_text()  # the edit is not saved
+    assert out.index("== 2. Its claims") < out.index("== 3. Work Contract")
+
+
 # -- help, closed pipes, call's scope ------------------------------------------
 
 

@@ -1,5 +1,6 @@
-"""``handoff demo``: the OpenAPI walkthrough of ``docs/model.md``, end to end, in a
-scratch workspace, on the embedded defaults (no model, no network).
+"""``handoff demo``: an agent session handed off (its handoff document generated, the
+document's claims checked), then the OpenAPI walkthrough of ``docs/model.md``, end to
+end, in a scratch workspace, on the embedded defaults (no model, no network).
 
 A closed output (``handoff demo | head``) does not stop the walkthrough halfway: the
 rest of the output is dropped and the walkthrough runs to its end, so a kept workspace
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..model.errors import HandoffError
+from . import demosession
 from .service import HandoffService, ServiceConfig
 
 SCOPE = "openapi-client"
@@ -205,9 +207,52 @@ def _record_outcome(call, say: Narrator, ack: dict[str, Any]) -> dict[str, Any]:
     return report
 
 
-def walkthrough(svc: HandoffService, say: Narrator) -> dict[str, Any]:
-    """Run the six steps; returns the final continuity report."""
+def _generate_handoff(call, say: Narrator, root: Path) -> dict[str, Any]:
+    """/handoff: the handoff document of an agent session, generated offline."""
+    session = demosession.write_session(root)
+    say.step("/handoff: a handoff document generated from an agent session")
+    say.say(
+        f"the session: {demosession.SESSION_FILE} (pi), the agent updated client/pets_client.py; "
+        "a contract test failed, then passed"
+    )
+    generated = call(
+        "handoff.generate",
+        {"session": str(session), "format": "pi", "provider": "extractive", "startSession": False},
+    )
+    say.say(f"draft saved as {generated['draftPath']} (extractive: no model, no network):\n")
+    say.say(textwrap.indent(generated["document"].rstrip(), "| ", lambda line: True))
+    return generated
+
+
+def _check_claims(call, say: Narrator, root: Path, generated: dict[str, Any]) -> None:
+    """Every claim of the draft checked against the session and the workspace, then an
+    edit that claims more than was done."""
+    say.step("Its claims checked against the session and the workspace")
+    draft = str(root / generated["draftPath"])
+    checked = call("handoff.check", {"document": draft})
+    say.say(f"the draft as generated: {demosession.counts_line(checked['counts'])}")
+    edited = demosession.overstated(generated["document"])
+    checked = call("handoff.check", {"document": draft, "text": edited})
+    say.say(
+        "edited to claim 3 tests passed and a client/models.py created: "
+        f"{demosession.counts_line(checked['counts'])}"
+    )
+    for d in checked["diagnostics"]:
+        if d.get("code") == "contradicted":
+            say.say(f"  line {d['line']}: contradicted. {d['message']}")
+    say.say(
+        "(an editor shows these as diagnostics, with the transcript entry behind each; "
+        "handoff start <agent> starts the successor from the draft)"
+    )
+
+
+def walkthrough(svc: HandoffService, say: Narrator, root: Path | None = None) -> dict[str, Any]:
+    """Hand off an agent session (when ``root``, the workspace, is given), then run the
+    lifecycle's six steps; returns the final continuity report."""
     call = svc.call
+    if root is not None:
+        generated = _generate_handoff(call, say, root)
+        _check_claims(call, say, root, generated)
     contract = _record_contract(call, say)
     _record_work_state(call, say, contract)
     prepared = _prepare_handoff(call, say)
@@ -229,11 +274,11 @@ def run_demo(args) -> int:
         return 2
     keep = explicit or args.keep
     say = Narrator()
-    say.print(f"handoff demo: the OpenAPI walkthrough in {root}")
+    say.print(f"handoff demo: an agent session handed off, then the OpenAPI walkthrough, in {root}")
     try:
         _write_project(root)
         svc = HandoffService(root, ServiceConfig(state_folder=args.state_folder))
-        report = walkthrough(svc, say)
+        report = walkthrough(svc, say, root)
         ok = report["data"]["transfer"] == "accepted" and report["data"]["outcome"] == "covered"
         say.print(
             "\nThe transfer is accepted and the outcome covers @1." if ok else "\nUnexpected end state."

@@ -465,7 +465,9 @@ def test_cli_demo_ends_with_the_rendered_continuity_view(tmp_path):
     assert proc.returncode == 0, proc.stderr
     tail = proc.stdout[proc.stdout.index("# Work continuity: openapi-client") :]
     lines = [line for line in tail.splitlines() if line.strip()]
-    assert lines[-1].startswith("| 6 |") and "Task Outcome succeeded" in lines[-1]
+    # The # column is the store's sequence: the demo's generation took the first number.
+    assert lines[-1].startswith("| 7 |") and "Task Outcome succeeded" in lines[-1]
+    assert "| Events | 6 |" in tail
     assert "| Transfer | accepted |" in tail and "| Outcome | covered |" in tail
 
 
