@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 
 from lsp_server.generation.capture import missing_sections, section_lines
+from lsp_server.generation.check import check_answer
+from lsp_server.generation.providers.extractive import extract
 from tests.conftest import OWN
 
 from .test_extractive import assistant, pi_session, result, user
-from .test_facts import bash
+from .test_facts import bash, session
 from .wire import Stream, WireServer, openai_text
 
 REQUEST = "Fix the login timeout in src/auth.py so that idle sessions expire after thirty minutes."
@@ -193,3 +195,42 @@ def test_answer_without_sections_is_not_kept_on_top(model, failing_session: Path
     assert "> All done! I fixed the login timeout" in note and "> Nothing is left to do." in note
     assert out["missingSections"][0] == "## Goal"
     assert any("none of the handoff's sections" in w for w in out["warnings"])
+
+
+# -- the extractive document as the reference an answer is held against -----------------
+
+
+def test_a_model_answer_missing_facts_and_sections_is_restored(tmp_path, workspace) -> None:
+    t, f = session(
+        tmp_path,
+        workspace,
+        [
+            user("Create hello.txt and commit it"),
+            assistant("", ("w1", "write", {"path": "hello.txt", "content": "hi"})),
+            result("w1", "write", "ok"),
+            assistant("", bash("c1", "git commit -am hello")),
+            result("c1", "bash", "[main 1a2b3c4] hello\n 1 file changed"),
+        ],
+    )
+    reference = extract(t, workspace, None, f)
+    answer = "## Goal\n\nSay hello.\n\n## Progress\n\n### Done\n\n- Wrote a file.\n\n## Next Steps\n\n1. Nothing.\n"
+    checked = check_answer(answer, f, reference)
+    assert "## Key Decisions" in checked.missing and "## Goal" not in checked.missing
+    doc = checked.document
+    assert doc.index("## Key Decisions") < doc.index("## Next Steps")
+    done = section(doc, "Done")
+    assert "`hello.txt` (created) (restored from the session facts)" in done
+    assert "1a2b3c4" in done
+    assert any("restored from the session facts" in w for w in checked.warnings)
+    assert check_answer(reference, f, reference).warnings == []  # nothing dropped, nothing added
+
+
+def test_an_answer_that_leaves_a_code_fence_open_still_gets_its_sections(
+    tmp_path, workspace
+) -> None:
+    t, f = session(tmp_path, workspace, [user("Write notes.md"), assistant("Done.")])
+    reference = extract(t, workspace, None, f)
+    answer = "## Goal\n\nWrite notes.md\n\n```markdown\nHere is a summary of the work\n"
+    checked = check_answer(answer, f, reference)
+    assert missing_sections(checked.document) == []
+    assert checked.document.startswith(answer + "```\n")
