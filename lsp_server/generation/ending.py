@@ -8,6 +8,7 @@ import re
 from .facts import FinalState, Request, SessionFacts
 from .ledger import (
     Task,
+    asks_to_proceed,
     closing_question,
     grouped,
     is_offer,
@@ -131,6 +132,14 @@ def _closing_state(
     question = closing_question(text)
     action = user_action(text) if text else None
     offer = question is not None and is_offer(question)
+    acted = task is not None and any(r.acted_on for r in (task.request, *task.replies))
+    if offer and task is not None and not acted and asks_to_proceed(question or ""):
+        return FinalState(
+            "waiting for the user",
+            "the agent has done none of the work of the user's last request and asks leave to start",
+            entries,
+            question=question,
+        )
     if action or (question and not offer):
         return FinalState(
             "waiting for the user",
@@ -162,7 +171,6 @@ def _closing_state(
             [f.plan_entry] if f.plan_entry else [],
         )
     if text and task is not None and _handed_back(f) and not f.agent_next:
-        acted = any(r.acted_on for r in (task.request, *task.replies))
         if acted and not names_work_left(text):
             return FinalState(
                 "done",

@@ -147,6 +147,24 @@ def is_offer(question: str) -> bool:
     return bool(_OFFER.search(question))
 
 
+#: A question that asks leave to start the work itself ("Shall I proceed?", "Want me to
+#: go ahead and implement it?"), not to do more after it.
+_PROCEED = re.compile(
+    r"\b(?:proceed|go ahead|get started|start(?: on| with)?(?: it| this| that| now)?\s*[?？]|"
+    r"begin|implement (?:it|this|that|these|them|the (?:plan|changes?))|"
+    r"apply (?:it|this|that|these|them|the (?:plan|changes?|fix))|make (?:the|these|this|those) changes?|"
+    r"carry (?:on|it out)|execute (?:it|this|the plan)|do (?:it|that|this)\s*[?？])",
+    re.IGNORECASE,
+)
+
+
+def asks_to_proceed(question: str) -> bool:
+    """Whether the agent's closing question asks leave to start the work itself: after a
+    turn that did none of the work, the session waits on the user's answer (a plan
+    followed by "Shall I proceed?" is not finished work with an offer of more)."""
+    return bool(_PROCEED.search(question))
+
+
 def user_action(text: str) -> str | None:
     """The sentence of the agent's last lines that asks the user for an action only the
     user can take ("please grant…", "once you've approved…"), if any."""
@@ -257,8 +275,17 @@ def _continues(prev: Task, r: Request, t) -> bool:
     if report is None:
         return False
     question = closing_question(report.text)  # redacted where it is shown
-    if not question or is_offer(question):
+    if not question:
         return False
+    if is_offer(question):
+        # An offer of more may be passed over; leave asked to start the work is answered
+        # by the next words: the go-ahead, or a word on the proposal (what to change
+        # in it first), so they speak of what the agent proposed, not only of the question.
+        acted = any(x.acted_on for x in (prev.request, *prev.replies))
+        if acted or not asks_to_proceed(question):
+            return False
+        shared = _words(report.text[-4000:]) & _words(r.text)
+        return len(r.text.strip()) <= 60 or len(shared) >= 2
     # An answer is short, or speaks of what was asked; a request on another subject
     # leaves the question open.
     return len(r.text.strip()) <= 60 or bool(_words(question) & _words(r.text))
@@ -343,7 +370,10 @@ def _ending(f: SessionFacts, task: Task, runs: list[Run], end: int, last: bool) 
     question = closing_question(text)
     action = user_action(text)
     acted = any(x.acted_on for x in (task.request, *task.replies))
-    if (question and not is_offer(question)) or action:
+    waits = question is not None and (
+        not is_offer(question) or (not acted and asks_to_proceed(question))
+    )
+    if waits or action:
         task.status = "waiting for the user"
         task.question = action or question
         task.detail = f"the agent asked: “{task.question}”; the user went on to another request"

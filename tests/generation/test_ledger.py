@@ -144,6 +144,75 @@ def test_an_offer_of_more_is_not_an_open_question(tmp_path, workspace) -> None:
     assert f.final is not None and f.final.status == "done"
 
 
+def test_a_plan_that_asks_leave_to_start_waits_for_the_user(tmp_path, workspace) -> None:
+    """A plan and "Shall I proceed?" with none of the work done: the agent waits for the
+    user's go-ahead; "Shall I…?" offers more only after the work was done."""
+    f, doc = generated(
+        tmp_path,
+        workspace,
+        [
+            user("Migrate the project from webpack to vite"),
+            assistant(
+                "Here is my plan:\n1. Add vite.config.ts\n2. Replace the webpack scripts\n"
+                "3. Remove the webpack dependencies\n\nShall I proceed?"
+            ),
+        ],
+    )
+    assert f.final is not None and f.final.status == "waiting for the user"
+    assert f.final.question == "Shall I proceed?"
+    steps = section(doc, "Next Steps")
+    assert "Get the user's answer to the agent's last question: “Shall I proceed?”" in steps
+    assert "nothing in it is left open" not in steps
+    assert "no work was asked of it" not in doc
+
+
+def test_an_earlier_plan_awaiting_leave_to_start_stays_open(tmp_path, workspace) -> None:
+    """The user went on to another errand without the go-ahead: the plan still waits."""
+    f, doc = generated(
+        tmp_path,
+        workspace,
+        [
+            user("Migrate the project from webpack to vite"),
+            assistant("My plan: add vite.config.ts, then swap the scripts. Want me to go ahead?"),
+            user(
+                "Separately: write a short CONTRIBUTING.md that explains how to run the linters "
+                "and the unit tests locally."
+            ),
+            assistant("", edit("e1", "CONTRIBUTING.md")),
+            result("e1", "edit", "Successfully replaced text"),
+            assistant("CONTRIBUTING.md now explains the linters and the unit tests."),
+        ],
+    )
+    first, _ = f.tasks
+    assert first.status == "waiting for the user" and first.question == "Want me to go ahead?"
+    assert "An earlier request is still open: “Migrate the project" in section(doc, "Next Steps")
+
+
+def test_words_on_a_proposed_plan_answer_the_leave_to_start(tmp_path, workspace) -> None:
+    """After "Want me to proceed?", the user's words on the plan (what to change in it)
+    are the answer: they continue the task, which is not left waiting."""
+    f, _ = generated(
+        tmp_path,
+        workspace,
+        [
+            user("Split main.ts into modules"),
+            assistant(
+                "Proposal: move selectSession into model-resolver.ts and checkForNewVersion "
+                "into version-check.ts; main.ts keeps the mode routing. Want me to proceed with "
+                "this refactoring?"
+            ),
+            user(
+                "checkForNewVersion only runs in interactive mode, so keep it there; "
+                "selectSession in model-resolver is fine. Rest looks good."
+            ),
+            assistant("", edit("e1", "src/model-resolver.ts")),
+            result("e1", "edit", "Successfully replaced text"),
+            assistant("Moved selectSession into model-resolver.ts; main.ts keeps the routing."),
+        ],
+    )
+    assert len(f.tasks) == 1 and f.tasks[0].status == "done"
+
+
 def test_an_earlier_unanswered_question_stays_open_after_a_side_errand(tmp_path, workspace) -> None:
     """The agent asked the user a real question, the user asked for a small errand
     instead, the errand was done: the question is the open item, not the errand."""
