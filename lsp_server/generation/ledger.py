@@ -97,6 +97,10 @@ _MID_WORK = re.compile(
 #: Words one of which every match of the pattern above contains (a cheap look first).
 _USER_ACTION_WORDS = ("you", "please", "wait", "requir", "need")
 _WORK_LEFT_WORDS = ("n't", "not", "unable", "still", "remaining", "blocked")
+#: Words by which a reply puts other work before the task ("… first", "before that").
+_DEFERS = re.compile(
+    r"\b(?:first|before (?:that|this|anything else|you (?:go on|continue))|for now)\b", re.I
+)
 _MID_WORK_WORDS = ("let", "i'll", "i will", "going to")
 
 
@@ -123,6 +127,16 @@ class Task:
     @property
     def last(self) -> Request:
         return self.replies[-1] if self.replies else self.request
+
+    @property
+    def deferral(self) -> Request | None:
+        """The reply that turned the agent to other work before the request ("actually
+        stop, fix the rounding bug first"): whatever its turn reports finished, it
+        speaks for that work, not for the request it was put before."""
+        for r in reversed(self.replies):
+            if is_rejection(r.text) and _DEFERS.search(r.text):
+                return r
+        return None
 
 
 _QUESTION_SPLIT = re.compile(r"(?<=[.!?])\s+")

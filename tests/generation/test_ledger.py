@@ -213,6 +213,42 @@ def test_words_on_a_proposed_plan_answer_the_leave_to_start(tmp_path, workspace)
     assert len(f.tasks) == 1 and f.tasks[0].status == "done"
 
 
+def test_work_the_user_put_first_does_not_finish_the_request_it_preceded(
+    tmp_path, workspace
+) -> None:
+    """ "Actually stop, fix the rounding bug first": the report that follows speaks for the
+    rounding fix; the refactor it was put before is not said to be finished."""
+    f, doc = generated(
+        tmp_path,
+        workspace,
+        [
+            user("Refactor the payment module into smaller files"),
+            assistant("", edit("e1", "src/payment/index.ts")),
+            result("e1", "edit", "Successfully replaced text"),
+            user("Actually stop, just fix the rounding bug in src/payment/total.ts first"),
+            assistant("", edit("e2", "src/payment/total.ts")),
+            result("e2", "edit", "Successfully replaced text"),
+            assistant("Fixed the rounding: totals now round half-even in src/payment/total.ts."),
+        ],
+    )
+    assert f.tasks[-1].deferral is not None
+    steps = section(doc, "Next Steps")
+    assert "nothing in it is left open" not in steps
+    assert (
+        "Check whether the request it was put before still needs doing: “Refactor the payment "
+        "module into smaller files”" in steps
+    )
+
+
+def test_a_limit_without_other_work_first_is_no_deferral() -> None:
+    from lsp_server.generation.facts import Request
+    from lsp_server.generation.ledger import Task
+
+    task = Task(Request(text="Add retries to the HTTP client", entry=None, position=0))
+    task.replies.append(Request(text="no, don't use tenacity", entry=None, position=3))
+    assert task.deferral is None
+
+
 def test_an_earlier_unanswered_question_stays_open_after_a_side_errand(tmp_path, workspace) -> None:
     """The agent asked the user a real question, the user asked for a small errand
     instead, the errand was done: the question is the open item, not the errand."""

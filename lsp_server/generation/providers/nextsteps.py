@@ -127,6 +127,16 @@ class NextStepsSection:
             if not self.open_tasks()
             else "the earlier requests above are still open"
         )
+        last = f.tasks[-1] if f.tasks else None
+        deferral = last.deferral if last is not None else None
+        if deferral is not None:
+            # The report answers the work put first, not the request it was put before.
+            steps.append(
+                f"The session reports finished the work the user put first: "
+                f"“{one_line(self.text(deferral.text), 200)}”. Check whether the request it was put "
+                f"before still needs doing: “{one_line(self.text(last.request.text), 200)}”."
+            )
+            left = "it says nothing more of that request"
         steps.append(
             f"The session reports the work finished; {left}. Verify before building on it:"
         )
