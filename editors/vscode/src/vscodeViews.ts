@@ -144,9 +144,11 @@ export class HandoffPreviewProvider implements vscode.TextDocumentContentProvide
       }
       const doc = await vscode.workspace.openTextDocument(vscode.Uri.joinPath(vscode.Uri.parse(folder.uri), target.path));
       const [first, last] = target.lines.map((n) => Math.min(n, doc.lineCount) - 1);
-      // Anchored at the end of the last line, the cursor on the first (revealed there).
-      const selection = new vscode.Selection(last, doc.lineAt(last).text.length, first, 0);
-      await vscode.window.showTextDocument(doc, { viewColumn: editor.viewColumn, selection, preview: true });
+      const range = new vscode.Range(first, 0, last, doc.lineAt(last).text.length);
+      const shown = await vscode.window.showTextDocument(doc, { viewColumn: editor.viewColumn, selection: range, preview: true });
+      // The cursor on the first cited line (a shown range puts it at the end).
+      shown.selection = new vscode.Selection(range.end, range.start);
+      shown.revealRange(range, vscode.TextEditorRevealType.InCenterIfOutsideViewport);
       await vscode.window.tabGroups.close(standIns());
     } catch (error) {
       await vscode.window.tabGroups.close(standIns());
