@@ -992,10 +992,8 @@ S.report = {
   desc = "show continuity, history, one handoff or one record in the preview",
   flags = { revision = "value", scope = "value" },
   run = function(ctx, a)
-    -- (source names its record: `:Handoff report source source/<id>`, not picked.)
-    local kinds = vim.tbl_filter(function(k)
-      return k ~= "source"
-    end, M.REPORT_KINDS)
+    -- (source names its record, `:Handoff report source source/<id>`: never picked.)
+    local kinds = vim.tbl_filter(function(k) return k ~= "source" end, M.REPORT_KINDS)
     local kind = a.positional[1] or async.select(kinds, { prompt = "Report" })
     local params = with_scope(a, { kind = kind })
     if kind == "source" then
