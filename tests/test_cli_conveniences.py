@@ -68,7 +68,13 @@ def complete(tmp_path, line: str) -> list[str]:
 def test_completion_bash_sourced_by_a_real_bash_completes_verbs_options_and_choices(tmp_path):
     assert complete(tmp_path, "handoff sta") == ["start", "status"]
     assert complete(tmp_path, "handoff -s pets rep") == ["report"]
-    assert complete(tmp_path, "handoff report ") == ["continuity", "handoff", "history", "lineage"]
+    assert complete(tmp_path, "handoff report ") == [
+        "continuity",
+        "handoff",
+        "history",
+        "lineage",
+        "source",
+    ]
     assert complete(tmp_path, "handoff ack exact handoff/x@1 --status ") == [
         "accepted",
         "declined",
@@ -89,7 +95,7 @@ def test_completion_zsh_and_fish_scripts_name_every_verb(tmp_path):
     assert "bashcompinit" in zsh and "complete -o default -F _handoff handoff" in zsh
     fish = ok("completion", "fish", cwd=tmp_path).stdout
     assert (
-        "complete -c handoff -n '__fish_seen_subcommand_from report' -a 'continuity history handoff lineage'"
+        "complete -c handoff -n '__fish_seen_subcommand_from report' -a 'continuity history handoff lineage source'"
         in fish
     )
     for verb in ("status", "scopes", "doctor", "init", "generate"):

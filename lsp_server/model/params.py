@@ -400,6 +400,8 @@ class ReportParams:
     revision: str | None = None
     prepared: dict[str, Any] | None = None
     render: RenderMode = "preview"
+    #: Kind ``source``: the record to show, ``source/<id>``.
+    source: str | None = None
 
 
 @attrs.frozen

@@ -22,12 +22,14 @@ AcknowledgeMode = Literal["prepared", "exact"]
 AcknowledgeStatus = Literal["accepted", "needs_clarification", "declined"]
 OutcomeStatus = Literal["succeeded", "partial", "blocked", "failed", "cancelled", "unknown"]
 CheckStatus = Literal["passed", "failed", "skipped", "timed_out"]
-ReportKind = Literal["continuity", "history", "handoff", "lineage"]
+ReportKind = Literal["continuity", "history", "handoff", "lineage", "source"]
 #: ``preview`` escapes record text for a Markdown renderer that also renders HTML,
 #: cited files as ``file:`` links; ``vscode`` is ``preview`` with cited files as
 #: workspace-rooted links (``/path#L60``), the only kind VS Code's Markdown preview both
-#: renders and opens at the line; ``terminal`` is Markdown read as text (no entities, no
-#: backslash escapes).
+#: renders and opens at the line, cited lines also named in the query
+#: (``/path?lines=60-72#L60``, which the VS Code extension's previews open with those
+#: lines selected; the preview alone ignores the query); ``terminal`` is Markdown read
+#: as text (no entities, no backslash escapes).
 RenderMode = Literal["preview", "terminal", "vscode"]
 SourceKind = Literal[
     "work_contract", "work_state", "handoff_boundary", "acknowledgement", "task_outcome"

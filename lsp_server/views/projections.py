@@ -419,6 +419,26 @@ def revision_view(data: dict[str, Any], scope: str, ref: str) -> dict[str, Any] 
 
 
 @_serialised
+def source_view(data: dict[str, Any], scope: str, ref: str) -> dict[str, Any] | None:
+    """One valid Source of ``scope`` as the record view shows it: the event the
+    continuity view makes of it, the record's payload as stored, and the Sources a work
+    state cites; ``None`` when the scope has no such valid Source."""
+    log = scope_log(data, scope)
+    rec = log.source_by_id(ref.removeprefix("source/"))
+    if rec is None:
+        return None
+    payload = rec["payload"]
+    cites = [payload] if rec["kind"] == "work_state" else []
+    return {
+        "scope": scope,
+        "source": ref,
+        "event": _source_event(rec, log),
+        "record": payload,
+        "citedSources": cited_sources(log, cites),
+    }
+
+
+@_serialised
 def prepared_sources(data: dict[str, Any], scope: str, content: dict[str, Any]) -> dict[str, Any]:
     """The Sources a prepared handoff's content cites (see ``cited_sources``)."""
     return cited_sources(scope_log(data, scope), [content])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import json
 import logging
 import os
 import re
@@ -128,6 +129,29 @@ def md_link(path: Any, base: Any = "", lines: Any = None) -> Markup:
     if isinstance(lines, list | tuple) and lines and type(lines[0]) is int:
         target += f"#L{lines[0]}"
     return Markup(f"[{md_inline(p)}]({target})")
+
+
+def vscode_link(path: Any, base: Any = "", lines: Any = None) -> Markup:
+    """``md_link`` rooted at the workspace (``/path#L60``), the cited lines also in the
+    query (``/path?lines=60-72#L60``): VS Code's Markdown preview ignores the query and
+    opens the file at the line; the extension's previews select the lines."""
+    ranged = (
+        isinstance(lines, list | tuple)
+        and len(lines) == 2
+        and all(type(n) is int and n > 0 for n in lines)
+        and lines[0] <= lines[1]
+    )
+    if not ranged or not _workspace_relative(str(path)):
+        return md_link(path, base, lines)
+    target = quote(str(path).removeprefix("./"), safe="/")
+    if base:
+        target = f"{str(base).rstrip('/')}/{target}"
+    return Markup(f"[{md_inline(path)}]({target}?lines={lines[0]}-{lines[1]}#L{lines[0]})")
+
+
+def json_text(value: Any) -> str:
+    """A value as indented JSON (for a fenced block: ``|json|block("json")``)."""
+    return json.dumps(value, indent=2, ensure_ascii=False)
 
 
 def text_inline(value: Any) -> Markup:
@@ -280,6 +304,9 @@ def make_environment(
         autoescape=False,
     )
     env.filters.update(md=md_inline, lines=md_lines, block=md_block, code=md_code, link=md_link)
+    env.filters["json"] = json_text
+    if mode == "vscode":
+        env.filters["link"] = vscode_link
     if mode == "terminal":
         env.filters.update(md=text_inline, lines=text_lines, link=text_link)
     env.filters["short"] = short

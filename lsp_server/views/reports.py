@@ -14,6 +14,7 @@ from ..model import lifecycle as lc
 from ..model.errors import HandoffError
 from ..model.params import ReportKind, ReportParams
 from ..model.port import revision_shape
+from ..model.vocabulary import SOURCE_RE
 from ..support.redaction import redact
 from . import projections, rendering, scopelog, shapes
 from .rendering import (  # noqa: F401  (the filters, as the report templates know them)
@@ -43,6 +44,7 @@ TEMPLATE_FOR = {
     "history": "history.md.j2",
     "handoff": "handoff.md.j2",
     "lineage": "lineage.md.j2",
+    "source": "source.md.j2",
     # Views of other commands' results (``render`` in their params).
     "continue": "continue.md.j2",
     "sessions": "sessions.md.j2",
@@ -334,12 +336,40 @@ def _store_stamp(store: StateStore) -> tuple[int, int, int] | None:
     return store.checked_state_key()
 
 
-def _projection(kind: str, data: dict[str, Any], scope: str) -> dict[str, Any]:
+def _projection(kind: str, data: dict[str, Any], scope: str, ref: str | None) -> dict[str, Any]:
     if kind == "continuity":
         return projections.continuity(data, scope)
     if kind == "lineage":
         return projections.lineage(data, scope)
+    if kind == "source" and ref is not None:
+        view = projections.source_view(data, scope, ref)
+        if view is None:
+            raise HandoffError(
+                "invalid_params",
+                f"Scope {scope!r} has no Source {ref} (or it is malformed in the state file).",
+                source=ref,
+                scope=scope,
+            )
+        return view
     return projections.history(data, scope)
+
+
+def _check_source(p: ReportParams) -> None:
+    """Kind ``source`` names its record, and only that kind names one."""
+    if p.kind == "source" and p.source is None:
+        raise HandoffError(
+            "invalid_params", "Kind 'source' shows one record: pass 'source' ('source/<id>')."
+        )
+    if p.kind != "source" and p.source is not None:
+        raise HandoffError(
+            "invalid_params", f"'source' names the record of kind 'source', not of {p.kind!r}."
+        )
+    if p.source is not None and not SOURCE_RE.match(p.source):
+        raise HandoffError(
+            "invalid_params",
+            f"source {p.source!r} is not a Source reference (source/<id>).",
+            source=p.source,
+        )
 
 
 def with_summaries(view: dict[str, Any], overrides: Path | None) -> list[str]:
@@ -375,6 +405,7 @@ def run_report(service: Workspace, p: ReportParams, scope: str, ctx: CallContext
         )
     if p.revision is not None and p.prepared is not None:
         raise HandoffError("invalid_params", "Pass 'revision' or 'prepared', not both.")
+    _check_source(p)
     overrides = service.store.folder / OVERRIDE_FOLDER
     cache: dict[tuple[Any, ...], dict[str, Any]] | None = getattr(service, "report_cache", None)
     key = None
@@ -384,7 +415,7 @@ def run_report(service: Workspace, p: ReportParams, scope: str, ctx: CallContext
         # PostgreSQL reads its log and its stamp in one statement (``pglog.stamped_log``).
         stamped_log = getattr(service.store, "stamped_log", None)
         log, stamp = stamped_log() if stamped_log else (None, _store_stamp(service.store))
-        key = (p.kind, p.render, scope, stamp, rendering.templates_stamp(overrides))
+        key = (p.kind, p.render, scope, p.source, stamp, rendering.templates_stamp(overrides))
         hit = cache.get(key)
         if hit is not None:
             return _result_copy(hit)
@@ -397,9 +428,11 @@ def run_report(service: Workspace, p: ReportParams, scope: str, ctx: CallContext
         read_log = getattr(service.store, "read_log", None)
         if log is None:
             log = read_log() if read_log else service.store.read()
-        data = _projection(p.kind, log, scope)
+        data = _projection(p.kind, log, scope, p.source)
     ctx.cancel.raise_if_cancelled()
     summary_warnings = with_summaries(data, overrides)
+    if p.kind == "source":  # its one event's sentence, as the continuity view writes it
+        summary_warnings += with_summaries({"events": [data["event"]]}, overrides)
     # VS Code's preview resolves a link that starts with "/" against the workspace folder.
     base = "/" if p.render == "vscode" else service.workspace.as_uri()
     context = {"view": data, "kind": p.kind, "workspaceUri": base}

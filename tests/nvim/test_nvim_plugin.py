@@ -112,6 +112,11 @@ def test_openapi_walkthrough_through_handoff_subcommands(run_nvim, workspace, tm
     assert "| Transfer | accepted |" in after and "| Outcome | covered |" in after
     assert "Task Outcome succeeded: contract tests pass against the regenerated client" in after
     assert revision in r["preview_history"] and "covered" in r["preview_history"]
+    # :Handoff report source shows the record the handoff cites, rendered for a terminal.
+    record = r["preview_source"]
+    assert r["report_source"]["ok"] and record.startswith(f"# Source {r['contract']['result']['source']}\n")
+    assert "| Kind | Work Contract |" in record and "&amp;" not in record and "file://" not in record
+    assert "Work Contract: complete the OpenAPI client update" in record
     # The preview shows record text as written: no HTML entities, no backslash escapes.
     assert "ran make test && tail -n 5 log 2>&1 <ok>" in r["preview_terminal"]
     assert "&amp;" not in r["preview_terminal"] and "&gt;" not in r["preview_terminal"]

@@ -78,6 +78,9 @@ H.main(function()
   R("preview_continuity_after", H.preview())
   R("history", H.handoff("report history"))
   R("preview_history", H.preview())
+  -- One record, as the handoff cites it.
+  R("report_source", H.handoff("report source " .. source))
+  R("preview_source", H.preview())
 
   -- Record text reads as written in the preview (rendered for a terminal: no entities).
   H.handoff(

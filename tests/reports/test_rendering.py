@@ -538,7 +538,7 @@ def test_vscode_render_links_cited_files_from_the_workspace_root_at_their_line(
     preview = report(svc, "handoff", prepared=prepared)["markdown"]
     # VS Code's preview opens "/path#L1" in the workspace folder at line 1; it renders
     # no file: link at all.
-    assert "[client/pets_client.py](/client/pets_client.py#L1)" in vscode
+    assert "[client/pets_client.py](/client/pets_client.py?lines=1-2#L1)" in vscode
     assert "file://" not in vscode
     assert "(file://" in preview and "/client/pets_client.py#L1)" in preview
     # Otherwise the same escaping as the preview mode.

@@ -69,7 +69,9 @@ export type ReportView =
    * pane follows the head as revisions are committed). */
   | { kind: 'continue'; revision: string; scope?: string }
   | { kind: 'continue'; prepared: PreparedHandoff }
-  | { kind: 'continue'; latest: string };
+  | { kind: 'continue'; latest: string }
+  /** One record of the store (a `source/<id>` a preview cites), in its scope. */
+  | { kind: 'source'; source: string; scope?: string };
 
 /** Where a generated draft came from (from the Generate result). */
 export interface DraftOrigin {

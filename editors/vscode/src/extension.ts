@@ -6,7 +6,8 @@ import { HandoffClient } from './client';
 import { HandoffCommands, PaletteCommand } from './commands';
 import { showCommandError, toCommandError } from './errors';
 import { RESTART_SETTINGS, SETTINGS_SECTION } from './settings';
-import { PREVIEW_SCHEME } from './preview';
+import { placeOf, PREVIEW_SCHEME, scopeOfView, viewFromPath, viewPathOf } from './preview';
+import { handoffLinks, LinkPlace, MarkdownItLike, targetOfPath } from './previewLinks';
 import type { Citation } from './protocol';
 import { VscodeUi } from './vscodeUi';
 import { HandoffStatus } from './status';
@@ -19,6 +20,9 @@ import { HandoffTree, serverTreeSource, VIEW_ID } from './vscodeTree';
 export interface HandoffExtensionApi {
   client: HandoffClient;
   commands: HandoffCommands;
+  /** The Markdown preview's hook (`markdown.markdownItPlugins`): the Handoff previews'
+   * cited lines and records as links the extension follows (`previewLinks.ts`). */
+  extendMarkdownIt<T extends MarkdownItLike>(md: T): T;
 }
 
 export function activate(context: vscode.ExtensionContext): HandoffExtensionApi {
@@ -68,6 +72,7 @@ export function activate(context: vscode.ExtensionContext): HandoffExtensionApi 
     statusBar,
     vscode.workspace.registerTextDocumentContentProvider(PREVIEW_SCHEME, preview),
     vscode.window.onDidChangeActiveTextEditor((editor) => {
+      void preview.follow(editor, workspaceFolderRefs);
       views.track(editor);
       if (choice.multiRoot && status.current.kind === 'ready') {
         void status.refresh(); // the item is of the active editor's folder
@@ -76,6 +81,17 @@ export function activate(context: vscode.ExtensionContext): HandoffExtensionApi 
     vscode.workspace.onDidCloseTextDocument((document) => views.forget(document)),
   );
   views.track(vscode.window.activeTextEditor);
+  // Where a Handoff preview's links are rendered (other documents: undefined, untouched).
+  const linkPlace = (env: unknown): LinkPlace | undefined => {
+    const uri = (env as { currentDocument?: vscode.Uri } | undefined)?.currentDocument;
+    if (!uri || uri.scheme !== PREVIEW_SCHEME || targetOfPath(uri.path)) {
+      return undefined;
+    }
+    const place = placeOf(uri.query);
+    const scope = scopeOfView(viewFromPath(viewPathOf(uri.path, uri.query), (digest) => commands?.shelf.get(digest)), place);
+    return { docPath: uri.path, ...(place.folder ? { folder: place.folder } : {}), ...(scope ? { scope } : {}) };
+  };
+  const api: HandoffExtensionApi = { client, commands: palette, extendMarkdownIt: (md) => handoffLinks(md, linkPlace) };
 
   // The Handoff view: its items pass themselves to the commands of their menus.
   const node = (value: unknown): TreeNode | undefined =>
@@ -239,7 +255,7 @@ export function activate(context: vscode.ExtensionContext): HandoffExtensionApi 
     );
   if (!vscode.workspace.workspaceFolders?.length) {
     status.noFolder();
-    return { client, commands };
+    return api;
   }
   let watching: NodeJS.Timeout | undefined;
   let looking = false;
@@ -292,7 +308,7 @@ export function activate(context: vscode.ExtensionContext): HandoffExtensionApi 
     );
     await lookForHandoff();
   })();
-  return { client, commands };
+  return api;
 }
 
 /** The window's workspace folders on the local file system, as the server knows them. */

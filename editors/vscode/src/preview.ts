@@ -11,6 +11,9 @@ export const PREVIEW_SCHEME = 'handoff-preview';
 
 /** The path of a preview document; the file name becomes the editor tab's title. */
 export function previewPath(view: ReportView): string {
+  if (view.kind === 'source') {
+    return `/source/${view.source.replace(/\//g, '-')}.md`;
+  }
   if (view.kind !== 'handoff' && view.kind !== 'continue') {
     return `/${view.kind}.md`;
   }
@@ -47,7 +50,11 @@ export function viewFromPath(
   if (p === '/lineage.md') {
     return { kind: 'lineage' };
   }
-  let m = /^\/handoff\/([A-Za-z0-9_-]{1,64})@([1-9][0-9]{0,8})\.md$/.exec(p);
+  let m = /^\/source\/source-([A-Za-z0-9_-]{1,64})\.md$/.exec(p);
+  if (m) {
+    return { kind: 'source', source: `source/${m[1]}` };
+  }
+  m = /^\/handoff\/([A-Za-z0-9_-]{1,64})@([1-9][0-9]{0,8})\.md$/.exec(p);
   if (m) {
     return { kind: 'handoff', revision: `handoff/${m[1]}@${m[2]}` };
   }
@@ -85,6 +92,9 @@ export function reportParams(view: ReportView): Record<string, unknown> {
       ? { mode: 'exact', revision: view.revision, ...scoped, render }
       : { mode: 'prepared', prepared: view.prepared, scope: view.prepared.scope, render };
   }
+  if (view.kind === 'source') {
+    return { kind: 'source', source: view.source, ...scoped, render };
+  }
   if (view.kind !== 'handoff') {
     return { kind: view.kind, render };
   }
@@ -102,7 +112,7 @@ export interface PreviewPlace {
 
 export function previewQuery(view: ReportView, folder?: string): string {
   const q = new URLSearchParams();
-  if ('scope' in view && view.scope && 'revision' in view) {
+  if ('scope' in view && view.scope && ('revision' in view || view.kind === 'source')) {
     q.set('scope', view.scope);
   }
   if (folder) {
@@ -114,6 +124,25 @@ export function previewQuery(view: ReportView, folder?: string): string {
 export function placeOf(query: string): PreviewPlace {
   const q = new URLSearchParams(query);
   return { scope: q.get('scope') ?? undefined, folder: q.get('folder') ?? undefined };
+}
+
+/** A preview document's path as `previewPath` made it: in a multi-root window the
+ * file name starts with the folder's name (the `name` in the query), taken off here. */
+export function viewPathOf(path: string, query: string): string {
+  const name = new URLSearchParams(query).get('name');
+  return name ? path.replace(`/${name} · `, '/') : path;
+}
+
+/** The scope a preview shows: the one its URI or its prepared value names; undefined
+ * for the server's default scope. */
+export function scopeOfView(view: ReturnType<typeof viewFromPath>, place: PreviewPlace): string | undefined {
+  if (view && 'latest' in view) {
+    return view.latest;
+  }
+  if (view && 'prepared' in view) {
+    return view.prepared.scope;
+  }
+  return place.scope;
 }
 
 /** A refusal rendered into the pane instead of the report. */
@@ -131,7 +160,7 @@ export async function renderPreview(
   place: PreviewPlace = {},
 ): Promise<string> {
   const path = viewFromPath(p, lookupPrepared);
-  const found: typeof path = path && place.scope && 'revision' in path ? { ...path, scope: place.scope } : path;
+  const found: typeof path = path && place.scope && ('revision' in path || ('kind' in path && path.kind === 'source')) ? { ...path, scope: place.scope } : path;
   // A prepared handoff committed since its tab opened shows as the revision it became.
   const revision = found && !('missingPrepared' in found) && found.kind === 'handoff' && 'prepared' in found ? committedAs?.(found.prepared.digest) : undefined;
   const view: typeof found = revision ? { kind: 'handoff', revision } : found;
@@ -161,7 +190,9 @@ export async function renderPreview(
     const title =
       view.kind === 'handoff' || view.kind === 'continue'
         ? ('latest' in view ? `Continue (latest) in ${view.latest}` : 'revision' in view ? view.revision : `Prepared ${shortDigest(view.prepared.digest)}`)
-        : `Handoff ${view.kind}`;
+        : view.kind === 'source'
+          ? `Source ${view.source}`
+          : `Handoff ${view.kind}`;
     return failureMarkdown(title, failure.message, failure.code);
   }
 }

@@ -7,7 +7,8 @@ import * as vscode from 'vscode';
 import type { DraftDocument, DraftOrigin, HandoffServer, ReportView, Views } from './commands';
 import { HandoffDraft, PreparedHandoff } from './protocol';
 import type { FolderRef } from './folders';
-import { placeOf, PREVIEW_SCHEME, previewPath, previewQuery, renderPreview } from './preview';
+import { placeOf, PREVIEW_SCHEME, previewPath, previewQuery, renderPreview, viewPathOf } from './preview';
+import { linkTitle, targetOfPath } from './previewLinks';
 import type { StatusSink, StatusView } from './status';
 
 export class HandoffPreviewProvider implements vscode.TextDocumentContentProvider, vscode.Disposable {
@@ -25,16 +26,17 @@ export class HandoffPreviewProvider implements vscode.TextDocumentContentProvide
   ) {}
 
   provideTextDocumentContent(uri: vscode.Uri, token: vscode.CancellationToken): Promise<string> {
+    const link = targetOfPath(uri.path);
+    if (link) {
+      // A link's stand-in: shown for a moment, until the link is followed.
+      return Promise.resolve(`${linkTitle(link)}…\n`);
+    }
     this.opened.set(uri.toString(), uri);
-    const place = placeOf(uri.query);
-    const name = new URLSearchParams(uri.query).get('name');
     // The folder's name starts the tab's title in a multi-root window; the view is the rest.
-    const p = name ? uri.path.replace(`/${name} · `, '/') : uri.path;
-    return renderPreview(this.server, p, this.lookupPrepared, token, this.committedAs, place);
+    return renderPreview(this.server, viewPathOf(uri.path, uri.query), this.lookupPrepared, token, this.committedAs, placeOf(uri.query));
   }
 
-  uriFor(view: ReportView): vscode.Uri {
-    const folder = this.folder();
+  uriFor(view: ReportView, folder = this.folder()): vscode.Uri {
     let p = previewPath(view);
     let query = previewQuery(view, folder?.uri);
     if (folder) {
@@ -83,8 +85,8 @@ export class HandoffPreviewProvider implements vscode.TextDocumentContentProvide
   /** One preview per view: an open one is refreshed and revealed; a new one opens in the
    * group that holds the other Handoff previews (else beside the editor), locked so it
    * stays on its report when another Markdown editor becomes active. */
-  async show(view: ReportView): Promise<void> {
-    const uri = this.uriFor(view);
+  async show(view: ReportView, folder = this.folder()): Promise<void> {
+    const uri = this.uriFor(view, folder);
     const existing = this.previewTabs(uri)[0];
     if (existing) {
       this.changeEmitter.fire(uri);
@@ -116,6 +118,41 @@ export class HandoffPreviewProvider implements vscode.TextDocumentContentProvide
       await vscode.commands.executeCommand('markdown.showLockedPreviewToSide', uri);
     } catch {
       await vscode.commands.executeCommand('markdown.showPreviewToSide', uri);
+    }
+  }
+
+  /** Follows a preview's link (`previewLinks.ts`) when ``editor`` shows its stand-in:
+   * cited lines open selected in that editor's group (the cursor on the first line),
+   * a record in a preview of its own; the stand-in's tab is closed. */
+  async follow(editor: vscode.TextEditor | undefined, folders: () => FolderRef[]): Promise<void> {
+    const uri = editor?.document.uri;
+    const target = uri?.scheme === PREVIEW_SCHEME ? targetOfPath(uri.path) : undefined;
+    if (!editor || !uri || !target) {
+      return;
+    }
+    const all = folders();
+    const folder = all.find((f) => f.uri === target.folder) ?? (target.folder ? undefined : all[0]);
+    const standIns = () => vscode.window.tabGroups.all.flatMap((g) => g.tabs.filter((t) => t.input instanceof vscode.TabInputText && t.input.uri.toString() === uri.toString()));
+    try {
+      if (target.kind === 'source') {
+        await vscode.window.tabGroups.close(standIns());
+        await this.show({ kind: 'source', source: target.source, ...(target.scope ? { scope: target.scope } : {}) }, target.folder ? folder : this.folder());
+        return;
+      }
+      if (!folder) {
+        throw new Error(`the workspace folder of ${target.path} is no longer open`);
+      }
+      const doc = await vscode.workspace.openTextDocument(vscode.Uri.joinPath(vscode.Uri.parse(folder.uri), target.path));
+      const [first, last] = target.lines.map((n) => Math.min(n, doc.lineCount) - 1);
+      const range = new vscode.Range(first, 0, last, doc.lineAt(last).text.length);
+      const shown = await vscode.window.showTextDocument(doc, { viewColumn: editor.viewColumn, selection: range, preview: true });
+      // The cursor on the first cited line (a shown range puts it at the end).
+      shown.selection = new vscode.Selection(range.end, range.start);
+      shown.revealRange(range, vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+      await vscode.window.tabGroups.close(standIns());
+    } catch (error) {
+      await vscode.window.tabGroups.close(standIns());
+      void vscode.window.showErrorMessage(`Handoff: could not open ${target.kind === 'source' ? target.source : target.path}: ${error instanceof Error ? error.message : String(error)}`);
     }
   }
 

@@ -426,13 +426,18 @@ def _add_report_verbs(verb: _Verbs) -> None:
         description="Render a view as Markdown: continuity (transfer and outcome of the "
         "head), history (every revision and record of the scope), or handoff (one "
         "revision, or a prepared handoff), or lineage (which agent session continued which, "
-        "through which handoff).",
+        "through which handoff), or source (one record, --source source/<id>).",
     )
     p.add_argument(
         "kind",
         choices=get_args(params.ReportKind),
         metavar="KIND",
-        help="continuity, history, handoff or lineage",
+        help="continuity, history, handoff, lineage or source",
+    )
+    p.add_argument(
+        "--source",
+        metavar="REF",
+        help="source: the record source/<id> to show (a citation, a receipt)",
     )
     p.add_argument(
         "--revision",
@@ -451,7 +456,8 @@ def _add_report_verbs(verb: _Verbs) -> None:
         default="terminal",
         help="terminal (default here: Markdown read as text), preview (escaped for a "
         "Markdown renderer that renders HTML, cited files as file: links) or vscode (preview "
-        "with cited files as /path#Lline links, which VS Code's Markdown preview opens)",
+        "with cited files as /path?lines=A-B#LA links, which VS Code's Markdown preview "
+        "opens)",
     )
 
     verb("sessions", "list this workspace's agent sessions, newest first", verb_sessions)

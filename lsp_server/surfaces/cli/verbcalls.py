@@ -206,6 +206,8 @@ def verb_report(args, svc):
     params: dict[str, Any] = {"kind": args.kind, "render": args.render}
     if args.revision:
         params["revision"] = args.revision
+    if getattr(args, "source", None):
+        params["source"] = args.source
     if args.prepared_file:
         params["prepared"] = _prepared_arg(args)
     elif not args.revision:

@@ -129,14 +129,17 @@ OVERLAYS: dict[tuple[str, str], dict[str, Any]] = {
     ("TaskCheckParams", "status"): {"enum": list(lc.CHECK_STATUSES)},
     ("ReportParams", "scope"): {"description": _SCOPE_DOC},
     ("ReportParams", "kind"): {
-        "enum": ["continuity", "history", "handoff", "lineage"],
+        "enum": ["continuity", "history", "handoff", "lineage", "source"],
         "description": "continuity: the scope's story and whether the transfer was accepted "
         "and the outcome covers it; history: the revisions; handoff: one handoff document "
         "(`revision` or `prepared`, default the head); lineage: which sessions were started "
-        "from which handoffs.",
+        "from which handoffs; source: one record of the log (`source`).",
     },
     ("ReportParams", "revision"): {"description": "Kind 'handoff': " + _REVISION_DOC},
     ("ReportParams", "prepared"): {"description": "Kind 'handoff': " + _PREPARED_DOC},
+    ("ReportParams", "source"): {
+        "description": "Kind 'source': the record to show, 'source/<id>' (a citation, a receipt)."
+    },
     ("GenerateParams", "scope"): {"description": _SCOPE_DOC},
     ("GenerateParams", "session"): {
         "description": "The agent session file to hand off (default: this workspace's newest)."

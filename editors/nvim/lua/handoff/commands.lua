@@ -13,7 +13,7 @@ M.ACK_STATUSES = { "accepted", "needs_clarification", "declined" }
 M.OUTCOME_STATUSES = { "succeeded", "partial", "blocked", "failed", "cancelled", "unknown" }
 M.CHECK_STATUSES = { "passed", "failed", "skipped", "timed_out" }
 M.DISPOSITIONS = { "continuable", "blocked", "done" }
-M.REPORT_KINDS = { "continuity", "history", "handoff", "lineage" }
+M.REPORT_KINDS = { "continuity", "history", "handoff", "lineage", "source" }
 M.MODES = { "latest", "exact", "prepared" }
 M.PROVIDERS = { "extractive", "openai", "anthropic", "command" }
 M.FORMATS = { "auto", "pi", "claude", "codex", "opencode", "gemini", "qwen" }
@@ -772,14 +772,18 @@ S.outcome = {
 
 S.report = {
   nargs = function(a)
-    return a.positional[1] == "handoff" and 2 or 1
+    return (a.positional[1] == "handoff" or a.positional[1] == "source") and 2 or 1
   end,
-  desc = "show continuity, history or one handoff in the preview",
+  desc = "show continuity, history, one handoff or one record in the preview",
   flags = { revision = "value", scope = "value" },
   run = function(ctx, a)
-    local kind = a.positional[1] or async.select(M.REPORT_KINDS, { prompt = "Report" })
+    -- (source names its record, `:Handoff report source source/<id>`: never picked.)
+    local kinds = vim.tbl_filter(function(k) return k ~= "source" end, M.REPORT_KINDS)
+    local kind = a.positional[1] or async.select(kinds, { prompt = "Report" })
     local params = with_scope(a, { kind = kind })
-    if kind == "handoff" then
+    if kind == "source" then
+      params.source = a.positional[2]
+    elseif kind == "handoff" then
       local mem = remember(ctx)
       local rev = a.revision or a.positional[2]
       if rev then

@@ -2,8 +2,9 @@
  * meets the extension: the packaged .vsix installed into a profile with no Handoff
  * setting, a folder without .handoff/, and the whole lifecycle from the palette —
  * Generate → edit → Prepare → Commit → Continue → Acknowledge → Outcome → Continuity —
- * with the status item's text asserted at each state, a cited file opened from a
- * preview at its line, one preview per report, and the screenshots for docs/vscode.md. */
+ * with the status item's text asserted at each state, cited lines opened selected from
+ * a preview, a cited record shown, one preview per report, and the screenshots for
+ * docs/vscode.md. */
 
 import { strict as assert } from 'assert';
 import { existsSync, readdirSync, readFileSync, rmSync } from 'fs';
@@ -151,11 +152,14 @@ describe('VS Code extension end to end', function () {
     await expect(page.locator('.tab', { hasText: `[Preview] ${SCOPE} · continue latest.md` }), 'the latest tab').toHaveCount(1);
     await expect(preview.locator('h2').first(), 'the handoff itself').toHaveText(`Handoff ${revision}`, 30_000);
     await expect(page.locator('.notification-toast', { hasText: 'Continuing from' }), 'the continue notification').toBeVisible(30_000);
-    // Cited files are anchors that the preview opens (workspace-rooted, at the line),
-    // not raw [path](file://...) text.
-    const link = preview.locator('a[href^="/.handoff/generated/"]').first();
+    // Cited lines are anchors the extension follows (relative to the preview, to a
+    // stand-in path of its own that names the file and the lines), not raw
+    // [path](file://...) text.
+    const link = preview.locator('a', { hasText: '.handoff/generated/' }).first();
     await expect(link, 'a cited file link').toBeVisible(30_000);
-    assert.match((await link.getAttribute('href')) ?? '', /^\/\.handoff\/generated\/[^#]+\.md#L\d+$/);
+    const target = (await link.getAttribute('data-href')) ?? '';
+    assert.match(target, /^(\.\.\/)+open\/[A-Za-z0-9_-]+\/[^/]+\.md%20%C2%B7%20lines?%20[0-9]+/);
+    assert.equal(await link.getAttribute('href'), target);
     await expect(preview.locator('body'), 'the preview text').toContainText('.handoff/generated/');
     assert.doesNotMatch(await preview.locator('body').innerText(), /\]\(file:/);
     await expect(status(), 'the status item after Continue').toHaveText(readyText(session!.workspace), 30_000);
@@ -253,7 +257,7 @@ describe('VS Code extension end to end', function () {
     await page.locator('.activitybar .action-label[aria-label^="Explorer"]').first().click();
   });
 
-  it('a latest pane follows the head, an exact one stays on its revision; every scope opens to its revisions in the view', async () => {
+  it('a latest pane follows the head, an exact one stays on its revision; every scope opens to its revisions in the view, and a record its handoff cites opens from its preview', async () => {
     const page = session!.page;
     const id = revision.replace(/^handoff\//, '');
     // The exact pane of @1, from the palette (one tab per view and revision).
@@ -300,9 +304,25 @@ describe('VS Code extension end to end', function () {
     await docsRevision.click();
     await expect(markdownPreview(page).locator('h1'), 'the other scope\'s handoff').toHaveText(`Handoff ${other}`, 60_000);
     await page.locator('.activitybar .action-label[aria-label^="Explorer"]').first().click();
+
+    // Its evidence cites the scope's Work Contract: a click shows that record, in that
+    // scope, in a preview of its own (the handoff's stays open).
+    const record = markdownPreview(page).locator('li', { hasText: 'evidence:' }).locator('a:has(code)', { hasText: /^source\// }).first();
+    await expect(record, 'the cited record, a link').toBeVisible(30_000);
+    const ref = await record.innerText();
+    await record.click();
+    const shown = markdownPreview(page);
+    await expect(shown.locator('h1'), 'the record\'s view').toHaveText(`Source ${ref}`, 60_000);
+    await expect(shown.locator('table').first(), 'the record\'s facts').toContainText('Work Contract', 30_000);
+    await expect(shown.locator('table').first(), 'the record\'s scope').toContainText('docs');
+    await expect(shown.locator('body'), 'what the record says').toContainText('Work Contract: the API docs half written', 30_000);
+    await expect(page.locator('.tab.active', { hasText: `[Preview] ${ref.replace('/', '-')}.md` }), 'the record\'s tab').toBeVisible(30_000);
+    await expect(page.locator('.tab', { hasText: `[Preview] ${other.replace(/^handoff\//, '')}.md` }), 'the handoff\'s tab, still open').toHaveCount(1);
+    await expect(page.locator('.tab', { hasText: ref.replace('/', ' ') }), 'no stand-in tab left').toHaveCount(0);
+    await docsShot(page, 'vscode-source-record');
   });
 
-  it('evidence is checked as it is typed, and a cited file opens from the preview at its line', async () => {
+  it('evidence is checked as it is typed, and cited lines open from the preview selected', async () => {
     const page = session!.page;
     // A hand-written note (not from Generate): Prepare from Draft asks for the draft.
     await page.keyboard.press('Escape');
@@ -336,11 +356,15 @@ describe('VS Code extension end to end', function () {
 
     await expect(page.locator('.notification-toast', { hasText: 'is prepared, not committed' }).first(), 'the prepared notification').toBeVisible(60_000);
     const preview = markdownPreview(page);
-    const link = preview.locator('a[href="/client/pets_client.py#L4"]').first();
+    // The state's evidence, lines 4–6 (the next action cites the whole file).
+    const link = preview.locator('a', { hasText: 'client/pets_client.py' }).first();
     await expect(link, 'the cited file link').toBeVisible(60_000);
+    await expect(preview.locator('li', { has: link }).first(), 'the cited lines').toContainText('(lines 4–6)');
     await link.click();
     await expect(page.locator('.tab.active', { hasText: 'pets_client.py' }), 'the cited file, opened').toBeVisible(30_000);
-    await expect(page.locator('.statusbar-item', { hasText: /Ln 4, Col 1/ }), 'the cursor at the cited line').toBeVisible(30_000);
+    // Lines 4–6 selected (24 + 1 + 19 + 1 + 13 characters), the cursor on line 4.
+    await expect(page.locator('.statusbar-item', { hasText: /Ln 4, Col 1 \(58 selected\)/ }), 'the cited lines, selected').toBeVisible(30_000);
+    await expect(page.locator('.tab', { hasText: 'lines 4–6' }), 'no stand-in tab left').toHaveCount(0);
     await docsShot(page, 'vscode-evidence-link');
   });
 
