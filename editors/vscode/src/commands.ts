@@ -20,12 +20,11 @@ import {
   OutcomeInput,
   WorkStateInput,
 } from './inputs';
-import { PreparedShelf, readPreparedFile, ShelfStore, writePreparedFile } from './prepared';
+import { PreparedShelf, readPreparedFile, writePreparedFile } from './prepared';
 import {
   AcknowledgeResult,
   Agent,
   AGENT_LABELS,
-  agentOf,
   AgentSession,
   CommitResult,
   ContinueResult,
@@ -45,80 +44,15 @@ import {
   StartSessionParams,
   StartSessionResult,
 } from './protocol';
-import type { CancellationTokenLike, PickItem, ProgressReporter, Ui } from './ui';
+import type { CancellationTokenLike, PickItem, Ui } from './ui';
+import type { CommandOptions, ExecuteOptions, HandoffServer, StartSessionAction, Views } from './commandTypes';
+import { START_SESSION_ACTIONS } from './commandTypes';
+import { agentChoices, baseName, receiptDescription, sessionItems, sessionLabel, terminalName } from './labels';
 
-export interface ExecuteOptions {
-  token?: CancellationTokenLike;
-  progress?: ProgressReporter;
-}
-
-/** Sends one `workspace/executeCommand` with one JSON object; rejects with the server's error. */
-export interface HandoffServer {
-  execute<R>(command: ServerCommandId, params: object, options?: ExecuteOptions): Promise<R>;
-}
-
-export type ReportView =
-  | { kind: 'continuity' }
-  | { kind: 'history' }
-  | { kind: 'lineage' }
-  /** ``scope``: the revision's scope when it is not the default one. */
-  | { kind: 'handoff'; revision: string; scope?: string }
-  | { kind: 'handoff'; prepared: PreparedHandoff }
-  /** What Continue selected, as the server renders it (``handoff.continue`` with ``render``):
-   * an exact revision (pinned), a prepared value, or the latest revision of a scope (the
-   * pane follows the head as revisions are committed). */
-  | { kind: 'continue'; revision: string; scope?: string }
-  | { kind: 'continue'; prepared: PreparedHandoff }
-  | { kind: 'continue'; latest: string }
-  /** One record of the store (a `source/<id>` a preview cites), in its scope. */
-  | { kind: 'source'; source: string; scope?: string };
-
-/** Where a generated draft came from (from the Generate result). */
-export interface DraftOrigin {
-  generation?: string;
-  scope?: string;
-  sourceSession?: SessionRef;
-  draftPath?: string;
-}
-
-/** A Markdown document open in the editor that can become a handoff. */
-export interface DraftDocument {
-  /** The document's identity (its URI) while it is open. */
-  id?: string;
-  name: string;
-  text: string;
-  /** The structured draft Generate returned with it, when it came from Generate. */
-  draft?: HandoffDraft;
-  origin?: DraftOrigin;
-}
-
-export interface Views {
-  showReport(view: ReportView): Promise<void>;
-  /** Opens the document as an editable draft; resolves to its id. */
-  openDraft(document: string, draft: HandoffDraft, origin?: DraftOrigin): Promise<string>;
-  /** The active editor's Markdown document, if any. */
-  activeDraft(): DraftDocument | undefined;
-  /** The open draft ``id`` (as openDraft returned it), with its current text; undefined once closed. */
-  draftById(id: string): DraftDocument | undefined;
-  /** Re-renders the open previews. */
-  refresh?(): Promise<void>;
-  /** The preview of ``from``, if one is open, closed and ``to`` shown in its place (a
-   * prepared handoff's tab becomes its revision's once committed). */
-  replaceReport?(from: ReportView, to: ReportView): Promise<void>;
-}
-
-/** What Start Session from Draft does with the command the server returns. */
-export type StartSessionAction = 'terminal' | 'copy' | 'ask';
-export const START_SESSION_ACTIONS: readonly StartSessionAction[] = ['terminal', 'copy', 'ask'];
-
-export interface CommandOptions {
-  /** The `handoff.startSession.action` setting (read at each use). */
-  startSessionAction?: () => StartSessionAction | string | undefined;
-  /** Looks a typed citation up in the workspace (the file, its lines). */
-  checkEvidence?: EvidenceCheck;
-  /** Where prepared handoffs are kept across reloads (the workspace's state). */
-  preparedStore?: ShelfStore;
-}
+// Their old home: other modules and the tests import these names from here.
+export type { CommandOptions, DraftDocument, DraftOrigin, ExecuteOptions, HandoffServer, ReportView, StartSessionAction, Views } from './commandTypes';
+export { START_SESSION_ACTIONS } from './commandTypes';
+export { agentChoices, receiptDescription, relativeTime, sessionItems, shorten, terminalName } from './labels';
 
 /** The button of a refusal that runs the steps again with every value kept. */
 export const EDIT_AND_RETRY = 'Edit and Retry';
@@ -165,93 +99,6 @@ const START_SESSION = 'Start Session';
 const CHOOSE_SESSION_FILE = 'Choose a Session File…';
 const START_OVER = 'Start Over';
 const COPY_COMMAND = 'Copy Command';
-
-function baseName(p: string): string {
-  return p.split(/[\\/]/).pop() || p;
-}
-
-/** ``text`` on one line, at most ``max`` characters (an ellipsis when cut, at a word
- * boundary when there is one near the end). */
-export function shorten(text: string, max = 60): string {
-  const line = text.replace(/\s+/g, ' ').trim();
-  if (line.length <= max) {
-    return line;
-  }
-  const cut = line.slice(0, max - 1);
-  const space = cut.lastIndexOf(' ');
-  return `${space > max * 0.6 ? cut.slice(0, space) : cut}…`;
-}
-
-/** "just now", "12 min ago", "3 h ago", "yesterday", "4 days ago", else the date. */
-export function relativeTime(iso: string, now: Date = new Date()): string {
-  const then = Date.parse(iso);
-  if (Number.isNaN(then)) {
-    return iso;
-  }
-  const minutes = Math.floor((now.getTime() - then) / 60_000);
-  if (minutes < 1) {
-    return 'just now';
-  }
-  if (minutes < 60) {
-    return `${minutes} min ago`;
-  }
-  const hours = Math.floor(minutes / 60);
-  if (hours < 24) {
-    return `${hours} h ago`;
-  }
-  const days = Math.floor(hours / 24);
-  if (days === 1) {
-    return 'yesterday';
-  }
-  if (days < 30) {
-    return `${days} days ago`;
-  }
-  return new Date(then).toISOString().slice(0, 10);
-}
-
-/** A session's title as the picker's label: short enough (44 characters) that the agent,
- * message count and time after it are not cut off in a default-width quick pick. */
-function sessionLabel(session: AgentSession): string {
-  return shorten(session.title || baseName(session.path), SESSION_LABEL_CHARS);
-}
-const SESSION_LABEL_CHARS = 44;
-
-function sessionDescription(session: AgentSession, now: Date): string {
-  const agent = agentOf(session);
-  const parts = [
-    agent ? AGENT_LABELS[agent] : session.format,
-    session.messageCount === 1 ? '1 message' : `${session.messageCount} messages`,
-    relativeTime(session.updatedAt, now),
-  ];
-  if (session.startedFrom) {
-    parts.push('started from a handoff');
-  }
-  if (session.canHandOff === false) {
-    parts.push('nothing to hand off yet');
-  }
-  return parts.join(' · ');
-}
-
-/** The Generate session picker: the title shortened; agent · messages · relative time;
- * the path as detail; sessions that cannot be handed off last (the server's order kept
- * otherwise). */
-export function sessionItems(sessions: AgentSession[], now: Date = new Date()): PickItem<AgentSession>[] {
-  const ordered = [...sessions.filter((s) => s.canHandOff !== false), ...sessions.filter((s) => s.canHandOff === false)];
-  return ordered.map((s) => ({ label: sessionLabel(s), description: sessionDescription(s, now), detail: s.path, value: s }));
-}
-
-/** The integrated terminal a started agent runs in. */
-export function terminalName(agent: Agent): string {
-  return `Handoff: ${agent === 'omp' ? 'omp' : (AGENT_LABELS[agent] ?? agent)}`;
-}
-
-/** The agents offered, the source session's first (the default). */
-export function agentChoices(source: SessionRef | undefined): { agent: Agent; isDefault: boolean }[] {
-  const first = agentOf(source);
-  const offered: Agent[] = ['pi', 'claude', 'codex', 'opencode', 'gemini', 'qwen'];
-  const order = first ? [first, ...offered.filter((a) => a !== first)] : offered;
-  return order.map((agent) => ({ agent, isDefault: agent === first }));
-}
 
 export class HandoffCommands {
   readonly shelf: PreparedShelf;
@@ -934,10 +781,4 @@ export class HandoffCommands {
       await this.views.showReport(target.kind === 'revision' ? { kind: 'handoff', revision: target.revision } : { kind: 'handoff', prepared: target.prepared });
     });
   }
-}
-
-/** An acknowledgement receipt as Record Outcome offers it: "accepted acknowledgement of
- * handoff/…@1" (not "accepted of …"). */
-export function receiptDescription(status: string, target: string): string {
-  return `${inWords(status)} acknowledgement of ${target}`;
 }
