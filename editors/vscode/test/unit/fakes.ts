@@ -4,6 +4,7 @@
 import type { DraftDocument, DraftOrigin, ExecuteOptions, HandoffServer, ReportView, Views } from '../../src/commands';
 import type { HandoffDraft, PreparedHandoff, ServerCommandId } from '../../src/protocol';
 import type { CancellationTokenLike, InputOptions, PickItem, PickOptions, ProgressReporter, Ui } from '../../src/ui';
+import { ResponseError } from 'vscode-jsonrpc';
 
 /** What the user does at one step. */
 export type Answer =
@@ -278,4 +279,12 @@ export function historyReport(revisions: string[] = [REVISION]) {
       })),
     },
   };
+}
+
+/** Lets pending promise callbacks run. */
+export const flush = () => new Promise((resolve) => setImmediate(resolve));
+
+/** A server refusal as vscode-languageclient rejects with it. */
+export function refusal(code: string, message: string, data: Record<string, unknown> = {}) {
+  return new ResponseError(code === 'invalid_params' ? -32602 : -32803, message, { code, ...data });
 }
