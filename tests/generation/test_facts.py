@@ -424,6 +424,29 @@ def test_git_events_keep_their_results(tmp_path, workspace) -> None:
     ]
 
 
+def test_files_changed_after_the_last_commit_are_said_uncommitted(tmp_path, workspace) -> None:
+    edit = ("e1", "edit", {"path": "src/user.ts", "oldText": "a", "newText": "b"})
+    later = ("e2", "edit", {"path": "CHANGELOG.md", "oldText": "a", "newText": "b"})
+    t, f = session(
+        tmp_path,
+        workspace,
+        [
+            user("Fix the null check in src/user.ts and commit it"),
+            assistant("", edit),
+            result("e1", "edit", "Successfully replaced text"),
+            assistant("", bash("c1", "git commit -am 'fix null check'")),
+            result("c1", "bash", "[main 4f3a2b1] fix null check\n 1 file changed"),
+            user("great, also add a CHANGELOG entry for it"),
+            assistant("", later),
+            result("e2", "edit", "Successfully replaced text"),
+            assistant("Added the CHANGELOG entry."),
+        ],
+    )
+    done = section(extract(t, workspace, None, f), "Done")
+    assert "Changed after the session's last commit, and not committed in it: `CHANGELOG.md`" in done
+    assert "`src/user.ts`" not in done.split("not committed in it:")[1]
+
+
 def test_a_git_look_makes_no_git_event_and_a_chained_commit_still_does(tmp_path, workspace) -> None:
     """Only a commit, push, pull, merge or forge step has an event to read; ``git
     status`` / ``git log`` output that looks like one is not read (nor is a look that

@@ -35,6 +35,7 @@ class ProgressSection:
         labels = {"commit": "Committed", "push": "Pushed", "pull": "Pulled:", "merge": "Merged:"}
         for g in f.git_events[-self.n.events :]:
             out.append(f"{labels.get(g.kind, 'Forge:')} {self.text(g.detail)}")
+        out += self.after_last_commit(changes)
         for test in self.last_tests():
             if test.outcome == "ok":
                 counts = f" → {code(test.counts, 120)}" if test.counts else " (passed)"
@@ -48,6 +49,20 @@ class ProgressSection:
         else:
             out += [f"Plan item done: {d}" for d in done]
         return out
+
+    def after_last_commit(self, changes: list[Change]) -> list[str]:
+        """The files the session changed after its last commit: no commit of the session
+        holds those changes (a reader of "Committed …" above would think otherwise)."""
+        commits = [g for g in self.f.git_events if g.kind == "commit"]
+        if not commits:
+            return []
+        last = commits[-1].position
+        later = [c for c in changes if not c.outside and c.position > last and c.last != "deleted"]
+        if not later:
+            return []
+        names = ", ".join(code(self.text(c.path), 80) for c in later[:6])
+        more = f" and {len(later) - 6} more" if len(later) > 6 else ""
+        return [f"Changed after the session's last commit, and not committed in it: {names}{more}"]
 
     def changed_files(self, kept: list[Change]) -> list[str]:
         """The files changed (the top ones each on a line, the rest by folder), and which
