@@ -111,6 +111,29 @@ def test_an_inline_next_step_that_names_nothing_is_no_step() -> None:
     ]
 
 
+def test_a_file_changed_after_the_last_test_run_is_named_in_the_rerun_step(
+    tmp_path, workspace
+) -> None:
+    _, doc = generated(
+        tmp_path,
+        workspace,
+        [
+            user("Make the parser accept trailing commas"),
+            assistant("", edit("e1", "src/parser.py")),
+            result("e1", "edit", "Successfully replaced text"),
+            assistant("", bash("b1", "pytest -q")),
+            result("b1", "bash", "....\n4 passed in 0.2s"),
+            assistant("", edit("e2", "src/parser.py")),
+            result("e2", "edit", "Successfully replaced text"),
+            assistant("Trailing commas are accepted now; I also tidied the error message."),
+        ],
+    )
+    assert (
+        "Re-run `pytest -q` and compare with `4 passed in 0.2s` (changed after that run: "
+        "`src/parser.py`)." in section(doc, "Next Steps")
+    )
+
+
 def test_an_action_only_the_user_can_take_is_waiting_for_the_user(tmp_path, workspace) -> None:
     f, doc = generated(
         tmp_path,

@@ -142,8 +142,18 @@ class NextStepsSection:
         )
         test = f.last_test
         if test is not None:
+            later = [
+                c.path for c in f.changes.values() if not c.outside and c.position > test.position
+            ]
+            since = (
+                f" (changed after that run: {', '.join(code(self.text(p), 80) for p in later[:4])}"
+                + (" and more" if len(later) > 4 else "")
+                + ")"
+                if later
+                else ""
+            )
             steps.append(
-                f"Re-run {self.cmd(test, 120)} and compare with {code(test.counts, 100) if test.counts else 'its last result'}."
+                f"Re-run {self.cmd(test, 120)} and compare with {code(test.counts, 100) if test.counts else 'its last result'}{since}."
             )
         if any(g.kind == "push" for g in f.git_events):
             steps.append(
