@@ -181,7 +181,7 @@ def _closing_state(
         if not acted and not task.last.is_ack:
             return FinalState(
                 "done",
-                "the agent answered the user's last message (no work was asked of it)",
+                "the agent answered the user's last message and changed nothing for it",
                 entries,
                 question=question,
             )

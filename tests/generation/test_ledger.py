@@ -186,7 +186,7 @@ def test_a_plan_that_asks_leave_to_start_waits_for_the_user(tmp_path, workspace)
     steps = section(doc, "Next Steps")
     assert "Get the user's answer to the agent's last question: “Shall I proceed?”" in steps
     assert "nothing in it is left open" not in steps
-    assert "no work was asked of it" not in doc
+    assert "the agent answered" not in doc
 
 
 def test_an_earlier_plan_awaiting_leave_to_start_stays_open(tmp_path, workspace) -> None:
