@@ -58,6 +58,15 @@ _VERSION = re.compile(r"(?:[\w.-]+(?:==|@|>=|~=))?v?\d+\.\d+(?:\.\d+)?(?:[-+][0-
 #: A cited record of the store (a Work Contract, a work state, a receipt…).
 _SOURCE_REF = re.compile(r"(?<![\w/])source/([A-Za-z0-9_-]{1,64})\b")
 _FIX_STEP = re.compile(r"\b(?:fix|repair|make .* pass|still fail\w*|failing)\b", re.IGNORECASE)
+#: A test result stated without its command ("All contract tests pass (3 passed).").
+_TESTS_PASS = re.compile(
+    r"\b(?:all\s+)?(?:[\w-]+\s+)?tests?\s+(?:now\s+|all\s+|still\s+)?(?:pass(?:es|ed)?|(?:are|is)\s+(?:green|passing))\b",
+    re.IGNORECASE,
+)
+_TESTS_FAIL = re.compile(
+    r"\b(?:[\w-]+\s+)?tests?\s+(?:still\s+)?(?:fail(?:s|ed|ing)?|(?:are|is)\s+(?:red|failing))\b",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -148,6 +157,18 @@ def _run_claim(n: int, section: str, line: str, spans: list[re.Match[str]]) -> C
     return Claim("run", n, section, token, said, counts, line)
 
 
+def _tests_claim(n: int, section: str, line: str) -> Claim | None:
+    """A test result the line states without naming the command ("tests pass, 3 passed"):
+    held against the session's last test run."""
+    counts = " ".join(f"{a} {b.lower()}" for a, b in _COUNTS.findall(line))
+    failing = _TESTS_FAIL.search(line) or re.search(r"\b[1-9]\d* (?:failed|errors?)\b", line)
+    if failing:
+        return Claim("tests", n, section, "tests", "failed", counts, line)
+    if _TESTS_PASS.search(line) or (counts and re.search(r"\btests?\b", line, re.IGNORECASE)):
+        return Claim("tests", n, section, "tests", "ok", counts, line)
+    return None
+
+
 def find_claims(document: str) -> list[Claim]:
     """Every checkable claim of ``document``, in line order."""
     out: list[Claim] = []
@@ -172,6 +193,10 @@ def find_claims(document: str) -> list[Claim]:
         run = _run_claim(n, section, line, spans)
         if run is not None:
             out.append(run)
+        elif section != "next steps" and not any(is_command(s.group(1)) for s in spans):
+            tests = _tests_claim(n, section, line)
+            if tests is not None:
+                out.append(tests)
         for s in spans:
             span = s.group(1).strip()
             if _VERSION.fullmatch(span):

@@ -169,6 +169,27 @@ def _check_run(c: Claim, ev: SessionEvidence) -> Verdict:
     return Verdict(c, "supported", f"Its last run {_ran(last)}.", evidence)
 
 
+def _check_tests(c: Claim, ev: SessionEvidence) -> Verdict:
+    """A test result stated without its command, held against the session's last test
+    run (the one the document would name)."""
+    last = ev.facts.last_test
+    if last is None:
+        return Verdict(c, "unverifiable", "The session ran no tests.")
+    evidence = _run_evidence(last)
+    ran = f"The session's last test run (`{last.command}`)"
+    if c.said == "failed":
+        if last.outcome == "failed" and not last.resolved_by:
+            return Verdict(c, "supported", f"{ran} failed.", evidence)
+        return Verdict(c, "contradicted", f"{ran} {_ran(last)}.", evidence)
+    if last.outcome == "failed" and not last.resolved_by:
+        error = f": {last.error}" if last.error else ""
+        return Verdict(c, "contradicted", f"{ran} failed{error}.", evidence)
+    stated, actual = _tally(c.counts), _tally(last.counts or "")
+    if stated and actual and any(actual.get(k, 0) != v for k, v in stated.items()):
+        return Verdict(c, "contradicted", f"{ran} reported {last.counts}.", evidence)
+    return Verdict(c, "supported", f"{ran} {_ran(last)}.", evidence)
+
+
 def _check_file(c: Claim, ev: SessionEvidence | None, ws: WorkspaceView) -> Verdict:
     if ev is not None:
         change = ev.change(c.token)
@@ -376,6 +397,8 @@ def verdict_of(
         return Verdict(c, "unverifiable", "No session to check it against.")
     if c.kind in ("run", "failing"):
         return _check_run(c, ev)
+    if c.kind == "tests":
+        return _check_tests(c, ev)
     if c.kind == "push":
         if ev.pushed(c.token):
             return Verdict(

@@ -129,6 +129,26 @@ def test_contradicted_test_counts_the_last_run_did_not_report(checked):
     assert d.code == "contradicted" and "6 passed in 0.31s" in d.message
 
 
+def test_a_test_result_stated_without_its_command_is_held_against_the_last_test_run(checked):
+    """ "All tests pass (7 passed)" names no command: the session's last test run says."""
+    facts, doc, ws, _ = checked
+    doc = add_done(doc, "- All tests pass (7 passed).")
+    doc = add_done(doc, "- The parser tests still fail.")
+    doc = add_done(doc, "- The tests pass now.")
+    report = check_document(doc, facts, ws)
+    (wrong,) = at(doc, report, "7 passed")
+    assert wrong.code == "contradicted"
+    assert "The session's last test run (`pytest -q`) reported 6 passed in 0.31s" in wrong.message
+    (failing,) = at(doc, report, "still fail")
+    assert failing.code == "contradicted"
+    assert [d.code for d in at(doc, report, "The tests pass now.")] == []  # supported
+    kinds = [c.kind for c in find_claims("## Progress\n\n- All tests pass (7 passed).\n")]
+    assert kinds == ["tests"]
+    # Next Steps asks for tests; the command's own line is a run claim, never both.
+    assert find_claims("## Next Steps\n\n1. Make the tests pass.\n") == []
+    assert [c.kind for c in find_claims("- `pytest -q`: 6 passed, tests pass.\n")] == ["run"]
+
+
 def test_contradicted_a_resolved_failure_put_back_as_the_next_step(checked):
     facts, doc, ws, _ = checked
     doc = doc.rstrip("\n") + "\n9. Fix the failing `pytest -q` before anything else.\n"
