@@ -479,65 +479,6 @@ def test_short_rejections_and_limits_in_any_language_continue_the_task() -> None
 # -- cause 4: directives and decisions by shape, in any language ----------------------
 
 
-def test_short_and_non_english_directives_are_constraints(tmp_path, workspace) -> None:
-    _, doc = generated(
-        tmp_path,
-        workspace,
-        [
-            user("Build the settings page for the admin app"),
-            assistant("I could write the API and the UI together.", edit("e1", "api.py")),
-            result("e1", "edit", "Successfully replaced text"),
-            assistant("I started with the API."),
-            user("stick to the API, I'll do the UI myself"),
-            assistant("Understood, API only."),
-            user("no escribas código todavía"),
-            assistant("De acuerdo."),
-            user("no, that's too hacky"),
-            assistant("I will take another approach."),
-        ],
-    )
-    constraints = section(doc, "Constraints & Preferences")
-    assert "stick to the API, I'll do the UI myself" in constraints
-    assert "no escribas código todavía" in constraints
-    assert "no, that's too hacky" in constraints
-    assert "Build the settings page for the admin app" not in constraints
-
-
-def test_an_english_non_prefix_is_no_negation(tmp_path, workspace) -> None:
-    """Italian "non" before a word limits the work; the English prefix ("non-ASCII",
-    "non-blocking") says what a thing is, not what not to do."""
-    _, doc = generated(
-        tmp_path,
-        workspace,
-        [
-            user("Fix the parser.\nNon-ASCII: Grüße, naïve café, 日本語 in the test input."),
-            assistant("Fixed.", edit("e1", "parser.py")),
-            result("e1", "edit", "Successfully replaced text"),
-            user("non toccare i test"),
-            assistant("Va bene."),
-        ],
-    )
-    constraints = section(doc, "Constraints & Preferences")
-    assert "non toccare i test" in constraints
-    assert "Non-ASCII" not in constraints
-
-
-def test_the_users_questions_are_not_constraints(tmp_path, workspace) -> None:
-    _, doc = generated(
-        tmp_path,
-        workspace,
-        [
-            user("Speed up the importer"),
-            assistant("", edit("e1", "importer.py")),
-            result("e1", "edit", "Successfully replaced text"),
-            assistant("Made the importer stream rows."),
-            user("should we keep the old batch mode around?"),
-            assistant("Yes, behind a flag."),
-        ],
-    )
-    assert "keep the old batch mode" not in section(doc, "Constraints & Preferences")
-
-
 def test_a_pick_among_the_agents_options_is_a_key_decision(tmp_path, workspace) -> None:
     f, doc = generated(
         tmp_path,

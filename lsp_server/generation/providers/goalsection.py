@@ -15,6 +15,7 @@ from .wording import (
     BULLET,
     CJK,
     CONSTRAINT,
+    DIRECTIVE_START,
     LIMIT,
     SENTENCE,
     STRONG,
@@ -122,8 +123,16 @@ class GoalSection:
                     and not ASKING.match(bare(s))
                     and not s.endswith(":")
                     # The goal said in one sentence is the goal, not a limit on it,
-                    # unless it limits the work in so many words ("without editing").
-                    and not (r is goal and len(sentences) == 1 and not LIMIT.search(s))
+                    # unless it limits the work in so many words ("without editing");
+                    # so is the first sentence of a longer goal, the task itself ("Update
+                    # the client and keep the tests green"), unless it opens with a
+                    # directive ("Always use pnpm.").
+                    and not (
+                        r is goal
+                        and sentence is sentences[0]
+                        and not LIMIT.search(s)
+                        and (len(sentences) == 1 or not DIRECTIVE_START.match(bare(s)))
+                    )
                     and not is_noise(s)
                 ):
                     item = f"The user: “{s}”"

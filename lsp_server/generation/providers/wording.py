@@ -42,6 +42,13 @@ STRONG = re.compile(
 )
 
 
+#: A sentence that is itself a directive: it opens with one.
+DIRECTIVE_START = re.compile(
+    r"^(?:only|always|never|keep|prefer|use|focus on|make sure|stick to|avoid|don'?t|do not)\b",
+    re.IGNORECASE,
+)
+
+
 def bare(sentence: str) -> str:
     """A sentence without its leading Markdown (list marks, emphasis, headings)."""
     return re.sub(r"\*\*|__", "", sentence).lstrip("-*#>_` \t0123456789.)")
