@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from .facts import FinalState, Request, SessionFacts
+from .facts import FinalState, Request, Run, SessionFacts
 from .ledger import (
     Task,
     asks_to_proceed,
@@ -66,12 +66,68 @@ def final_state(f: SessionFacts) -> FinalState:
     return _closing_state(f, text, done_cue, entries, tasks[-1] if tasks else None)
 
 
+#: The harness's tools that put a question or a plan to the user and wait for the
+#: answer: a session that ends on one is waiting for the user, not cut off mid-run.
+_ASKS_USER = {
+    "askuserquestion": "question",
+    "ask_user": "question",
+    "request_user_input": "question",
+    "exitplanmode": "plan",
+    "exit_plan_mode": "plan",
+}
+
+
+def _put_to_user(f: SessionFacts, run: Run) -> FinalState | None:
+    """The waiting state of a session that ends on a question or a plan the agent put to
+    the user through its harness (Claude Code's ``AskUserQuestion`` and ``ExitPlanMode``),
+    its words and options taken from the call (secrets replaced)."""
+    name = run.call.name if run.call is not None else run.command
+    kind = _ASKS_USER.get(name.lower())
+    if kind is None:
+        return None
+    args = run.call.arguments if run.call is not None else None
+    args = args if isinstance(args, dict) else {}
+    clean = f.transcript.clean_text
+    entries = [run.entry] if run.entry else []
+    if kind == "plan":
+        plan = args.get("plan") if isinstance(args.get("plan"), str) else ""
+        steps = [
+            ln.strip(" *-")
+            for ln in plan.splitlines()
+            if ln.strip(" *-") and not ln.lstrip().startswith("#")  # its headings
+        ]
+        said = clean(one_line("; ".join(steps), 400)) if steps else None
+        return FinalState(
+            "waiting for the user",
+            f"the agent put a plan to the user (`{name}`) and the session ends before the user approves or rejects it",
+            entries,
+            question=f"Approve the agent's plan? {said}" if said else "Approve the agent's plan?",
+        )
+    asked: list[str] = []
+    questions = args.get("questions")
+    for q in questions if isinstance(questions, list) else [args]:
+        if not isinstance(q, dict) or not isinstance(q.get("question"), str):
+            continue
+        options = q.get("options") if isinstance(q.get("options"), list) else []
+        labels = [o["label"] for o in options if isinstance(o, dict) and isinstance(o.get("label"), str)]
+        asked.append(q["question"] + (f" ({' / '.join(labels[:6])})" if labels else ""))
+    return FinalState(
+        "waiting for the user",
+        f"the agent asked the user (`{name}`) and the session ends before the answer",
+        entries,
+        question=clean(one_line(" ".join(asked), 400)) if asked else None,
+    )
+
+
 def _interrupted(
     f: SessionFacts, last: Message | None, last_request: Request | None
 ) -> FinalState | None:
     """The state of a session cut off mid-run, with the user unanswered, or aborted."""
     cut = f.cut_off
     if cut:
+        asked = _put_to_user(f, cut[-1]) if len(cut) == 1 else None
+        if asked is not None:
+            return asked
         names = ", ".join(f"`{one_line(r.command, 100)}`" for r in cut[-3:])
         return FinalState(
             "in progress",

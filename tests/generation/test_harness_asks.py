@@ -1,0 +1,162 @@
+"""A session that ends on a question or a plan the agent put to the user through its
+harness (Claude Code's ``AskUserQuestion`` and ``ExitPlanMode``) is waiting for the user,
+with the question's words and options or the plan's steps; not cut off mid-run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from lsp_server.generation.gatherer import gather
+from lsp_server.generation.providers.extractive import extract
+from lsp_server.generation.readers import read_session
+
+from .test_extractive import section
+
+
+def claude_session(tmp_path: Path, workspace: Path, items: list[tuple[str, object]]) -> Path:
+    lines, parent = [], None
+    for i, (kind, content) in enumerate(items):
+        role = "assistant" if kind == "assistant" else "user"
+        lines.append(
+            {
+                "parentUuid": parent,
+                "isSidechain": False,
+                "type": kind,
+                "uuid": f"u{i}",
+                "sessionId": "c1",
+                "cwd": str(workspace),
+                "timestamp": f"2026-01-01T00:00:{i:02d}Z",
+                "message": {
+                    "role": role,
+                    "content": content,
+                    **({"id": f"m-u{i}"} if role == "assistant" else {}),
+                },
+            }
+        )
+        parent = f"u{i}"
+    path = tmp_path / "claude.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    return path
+
+
+def ended(tmp_path: Path, workspace: Path, items: list[tuple[str, object]]):
+    t = read_session(claude_session(tmp_path, workspace, items))
+    f = gather(t, workspace)
+    return f, extract(t, workspace, None, f)
+
+
+def test_a_pending_ask_user_question_waits_for_the_users_answer(tmp_path, workspace) -> None:
+    question = {
+        "question": "Which database should I use?",
+        "header": "Database",
+        "options": [{"label": "PostgreSQL"}, {"label": "SQLite"}],
+        "multiSelect": False,
+    }
+    f, doc = ended(
+        tmp_path,
+        workspace,
+        [
+            ("user", "Set up the database for the app"),
+            (
+                "assistant",
+                [
+                    {
+                        "type": "tool_use",
+                        "id": "t1",
+                        "name": "AskUserQuestion",
+                        "input": {"questions": [question]},
+                    }
+                ],
+            ),
+        ],
+    )
+    assert f.final is not None and f.final.status == "waiting for the user"
+    assert f.final.question == "Which database should I use? (PostgreSQL / SQLite)"
+    steps = section(doc, "Next Steps")
+    assert (
+        "Get the user's answer to the agent's last question: “Which database should I use?" in steps
+    )
+    assert "Check the result of `AskUserQuestion`" not in steps
+
+
+def test_a_plan_put_to_the_user_waits_for_approval_with_its_steps(tmp_path, workspace) -> None:
+    plan = "## Plan\n1. Add a ThemeContext\n2. Toggle in the header\n3. Persist in localStorage"
+    f, doc = ended(
+        tmp_path,
+        workspace,
+        [
+            ("user", "Add a dark mode toggle to the settings page"),
+            (
+                "assistant",
+                [{"type": "tool_use", "id": "t1", "name": "ExitPlanMode", "input": {"plan": plan}}],
+            ),
+        ],
+    )
+    assert f.final is not None and f.final.status == "waiting for the user"
+    assert f.final.question == (
+        "Approve the agent's plan? 1. Add a ThemeContext; 2. Toggle in the header; "
+        "3. Persist in localStorage"
+    )
+    assert "the session ended while it ran" not in section(doc, "Next Steps")
+
+
+def test_a_plan_the_user_approved_is_followed_to_the_end(tmp_path, workspace) -> None:
+    f, _ = ended(
+        tmp_path,
+        workspace,
+        [
+            ("user", "Add a dark mode toggle to the settings page"),
+            (
+                "assistant",
+                [
+                    {
+                        "type": "tool_use",
+                        "id": "t1",
+                        "name": "ExitPlanMode",
+                        "input": {"plan": "1. Toggle"},
+                    }
+                ],
+            ),
+            (
+                "user",
+                [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "t1",
+                        "content": "User has approved your plan.",
+                    }
+                ],
+            ),
+            (
+                "assistant",
+                [
+                    {
+                        "type": "tool_use",
+                        "id": "t2",
+                        "name": "Edit",
+                        "input": {
+                            "file_path": "src/Settings.tsx",
+                            "old_string": "a",
+                            "new_string": "b",
+                        },
+                    }
+                ],
+            ),
+            (
+                "user",
+                [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "t2",
+                        "content": "The file has been updated.",
+                    }
+                ],
+            ),
+            (
+                "assistant",
+                [{"type": "text", "text": "Added the toggle; it persists in localStorage."}],
+            ),
+        ],
+    )
+    assert f.final is not None and f.final.status == "done"
