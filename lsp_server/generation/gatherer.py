@@ -37,6 +37,7 @@ from .signals import (
     URL,
     WRITE_TOOLS,
     ZERO_FAIL,
+    announced_next,
     command_shape,
     failure_marked,
     lasting,
@@ -223,7 +224,12 @@ class _Gatherer:
                 f.changes[rel] = Change(rel, outside=self.outside(rel))
         self.resolve()
         if f.last_assistant is not None and f.last_assistant.text:
-            f.agent_next = listed_next(t.clean(f.last_assistant).text)
+            said = t.clean(f.last_assistant).text
+            f.agent_next = listed_next(said)
+            if not f.agent_next and _hands_back(t, f.last_assistant):
+                # "I'll run the benchmark now." as the agent hands back: not done.
+                announced = announced_next(said)
+                f.agent_next = [announced] if announced else []
         f.goal = choose_goal(f.requests)
         f.final = final_state(f)
         return f
@@ -620,3 +626,16 @@ class _Gatherer:
 def gather(t: Transcript, workspace: Path | None = None) -> SessionFacts:
     """The session facts of ``t`` (one pass over its history)."""
     return _Gatherer(t, workspace).gather()
+
+
+def _hands_back(t: Transcript, message: Message) -> bool:
+    """Whether ``message`` ends the session's history as the agent's last word: no tool
+    call in it and nothing after it but the harness's own notes."""
+    if message.tool_calls:
+        return False
+    for m in reversed(t.history):
+        if m is message:
+            return True
+        if m.role in ("user", "assistant", "tool"):
+            return False
+    return False

@@ -333,6 +333,23 @@ _INLINE_NEXT = re.compile(
 _NOTHING_LEFT = re.compile(r"^(?:none|nothing|n/?a|no(?:thing)? (?:more|else)|-)\W*$", re.IGNORECASE)
 
 
+#: The agent's last sentence announcing what it does next ("I'll run the benchmark now to
+#: confirm it."): said as it hands back, it is work not done in the session.
+_ANNOUNCED = re.compile(
+    r"(?:^|(?<=[.!?])\s+)(?:(?:now|next|then|ok(?:ay)?|so),?\s+)?(?:i'll|i will|let me|i'm going to|"
+    r"i am going to)\s+(?!be\b|know\b|leave\b|stop\b|wait\b|let you\b|keep an eye\b)"
+    r"([^.!?\n]{6,200}?)\s*[.!…]?\s*$",
+    re.IGNORECASE,
+)
+
+
+def announced_next(text: str) -> str | None:
+    """What the message's last sentence says the agent does next, if it says that."""
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    m = _ANNOUNCED.search(lines[-1].strip()) if lines else None
+    return one_line(m.group(1), 200) if m else None
+
+
 def listed_next(text: str) -> list[str]:
     """The items of the last list in ``text`` that follows a next-steps cue; without
     such a list, the last next step said inline (``Remaining: run the tests.``)."""

@@ -134,6 +134,56 @@ def test_a_file_changed_after_the_last_test_run_is_named_in_the_rerun_step(
     )
 
 
+def test_a_next_step_announced_as_the_agent_hands_back_is_not_done(tmp_path, workspace) -> None:
+    """ "I'll run the benchmark now." and nothing after it: the announced step was not
+    taken in the session; "Let me know if…" announces nothing."""
+    f, doc = generated(
+        tmp_path,
+        workspace,
+        [
+            user("Speed up the CSV import in src/importer.py"),
+            assistant("", edit("e1", "src/importer.py")),
+            result("e1", "edit", "Successfully replaced text"),
+            assistant(
+                "I switched the importer to batch inserts of 500 rows. I'll run the benchmark "
+                "now to confirm the speedup."
+            ),
+        ],
+    )
+    assert f.agent_next == ["run the benchmark now to confirm the speedup"]
+    assert f.final is not None and f.final.status == "in progress"
+    assert "nothing in it is left open" not in section(doc, "Next Steps")
+    f, _ = generated(
+        tmp_path,
+        workspace,
+        [
+            user("Fix the typo in README.md"),
+            assistant("", edit("e1", "README.md")),
+            result("e1", "edit", "Successfully replaced text"),
+            assistant("Fixed the typo. Let me know if you want anything else."),
+        ],
+    )
+    assert f.agent_next == [] and f.final is not None and f.final.status == "done"
+
+
+def test_a_step_that_failed_again_is_one_open_failure(tmp_path, workspace) -> None:
+    _, doc = generated(
+        tmp_path,
+        workspace,
+        [
+            user("Make the flaky login test pass reliably"),
+            assistant("", bash("b1", "pytest tests/test_login.py")),
+            result("b1", "bash", "F\n1 failed\n\nCommand exited with code 1", error=True),
+            assistant("", edit("e1", "tests/test_login.py")),
+            result("e1", "edit", "Successfully replaced text"),
+            assistant("", bash("b2", "pytest tests/test_login.py")),
+            result("b2", "bash", "F\n1 failed\n\nCommand exited with code 1", error=True),
+            assistant("I wasn't able to make it pass: the auth server rate-limits the test."),
+        ],
+    )
+    assert section(doc, "Next Steps").count("Fix the failure of `pytest tests/test_login.py`") == 1
+
+
 def test_an_action_only_the_user_can_take_is_waiting_for_the_user(tmp_path, workspace) -> None:
     f, doc = generated(
         tmp_path,

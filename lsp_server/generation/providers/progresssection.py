@@ -226,7 +226,12 @@ class ProgressSection:
         final = self.f.final
         if final is not None and final.status == "done":
             return []
-        return [r for r in self.f.open_failures if r.kind not in ("probe", "search")][-2:]
+        newest: dict[str, Run] = {}  # a step that failed again is one open failure, its last
+        for r in self.f.open_failures:
+            if r.kind not in ("probe", "search"):
+                newest.pop(r.key, None)
+                newest[r.key] = r
+        return list(newest.values())[-2:]
 
     def masked_unknown(self) -> list[Run]:
         """Build and test steps near the end whose status a filter hid, with no later
