@@ -239,7 +239,9 @@ def _check_claims(call, say: Narrator, root: Path, generated: dict[str, Any]) ->
     )
     for d in checked["diagnostics"]:
         if d.get("code") == "contradicted":
-            say.say(f"  line {d['line']}: contradicted. {d['message']}")
+            turn = next((e["entry"] for e in d.get("evidence") or [] if e.get("entry")), None)
+            where = f" (the session's entry {turn})" if turn else ""
+            say.say(f"  line {d['line']}: contradicted. {d['message']}{where}")
     say.say(
         "(an editor shows these as diagnostics, with the transcript entry behind each; "
         "handoff start <agent> starts the successor from the draft)"
