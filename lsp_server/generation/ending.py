@@ -66,6 +66,11 @@ def final_state(f: SessionFacts) -> FinalState:
     return _closing_state(f, text, done_cue, entries, tasks[-1] if tasks else None)
 
 
+#: The note a harness writes when the user stops the agent mid-turn (Claude Code's
+#: "[Request interrupted by user]", Codex's ``<turn_aborted>``).
+_STOPPED_BY_USER = re.compile(r"^\s*(?:\[Request interrupted by user|<turn_aborted>)", re.IGNORECASE)
+INTERRUPTED_BY_USER = "the user interrupted the agent"
+
 #: The harness's tools that put a question or a plan to the user and wait for the
 #: answer: a session that ends on one is waiting for the user, not cut off mid-run.
 _ASKS_USER = {
@@ -133,6 +138,29 @@ def _interrupted(
             "in progress",
             f"the session ends while the agent was running {names}; their results are not in the transcript",
             [r.entry for r in cut if r.entry],
+        )
+    stop = next(
+        (
+            m
+            for m in reversed(f.transcript.history)
+            if m.role in ("user", "assistant", "context") and m.text.strip()
+        ),
+        None,
+    )
+    if (
+        stop is not None
+        and last_request is not None
+        and _STOPPED_BY_USER.match(stop.text)  # never a request's own words (injected)
+    ):
+        # The user stopped the agent (Esc): it waits for the user, with what it had done.
+        last = stop
+        did = f", after {last_request.changes} file change(s)" if last_request.changes else ""
+        said = f.transcript.clean_text(one_line(last_request.text, 160))
+        return FinalState(
+            "waiting for the user",
+            f"{INTERRUPTED_BY_USER} while it worked on the user's last request{did}",
+            [x for x in (last_request.entry, last.entry) if x],
+            question=f"The user stopped the agent while it worked on “{said}”: ask the user how to go on.",
         )
     if (
         last is not None

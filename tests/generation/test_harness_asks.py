@@ -160,3 +160,78 @@ def test_a_plan_the_user_approved_is_followed_to_the_end(tmp_path, workspace) ->
         ],
     )
     assert f.final is not None and f.final.status == "done"
+
+
+def test_an_agent_the_user_interrupted_waits_for_the_user(tmp_path, workspace) -> None:
+    """Claude Code's "[Request interrupted by user]" after the agent edited a file: not
+    "the user's last message was not acted on" (it was), but stopped by the user."""
+    edit = {"file_path": "src/auth/index.ts", "old_string": "a", "new_string": "b"}
+    f, doc = ended(
+        tmp_path,
+        workspace,
+        [
+            ("user", "Refactor the auth module into smaller files"),
+            ("assistant", [{"type": "tool_use", "id": "t1", "name": "Edit", "input": edit}]),
+            ("user", [{"type": "tool_result", "tool_use_id": "t1", "content": "Updated."}]),
+            ("user", [{"type": "text", "text": "[Request interrupted by user]"}]),
+        ],
+    )
+    assert f.final is not None and f.final.status == "waiting for the user"
+    assert f.final.reason.startswith("the user interrupted the agent")
+    steps = section(doc, "Next Steps")
+    assert "The user stopped the agent while it worked on “Refactor the auth module" in steps
+    assert "it was not acted on in the session" not in steps
+
+
+def test_a_codex_turn_the_user_aborted_waits_for_the_user(tmp_path, workspace) -> None:
+    def item(payload: dict) -> dict:
+        return {"timestamp": "2026-01-01T00:00:01Z", "type": "response_item", "payload": payload}
+
+    call = {"command": ["bash", "-lc", "sed -i s/a/b/ src/app.py"]}
+    rows = [
+        {
+            "timestamp": "2026-01-01T00:00:00Z",
+            "type": "session_meta",
+            "payload": {"id": "x", "cwd": str(workspace)},
+        },
+        item(
+            {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "Rename the app's entry point"}],
+            }
+        ),
+        item(
+            {
+                "type": "function_call",
+                "name": "shell",
+                "call_id": "c1",
+                "arguments": json.dumps(call),
+            }
+        ),
+        item(
+            {
+                "type": "function_call_output",
+                "call_id": "c1",
+                "output": json.dumps({"output": "", "metadata": {"exit_code": 0}}),
+            }
+        ),
+        item(
+            {
+                "type": "message",
+                "role": "user",
+                "content": [
+                    {
+                        "type": "input_text",
+                        "text": "<turn_aborted>\nThe user interrupted the previous turn.\n</turn_aborted>",
+                    }
+                ],
+            }
+        ),
+    ]
+    path = tmp_path / "rollout.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    t = read_session(path)
+    f = gather(t, workspace)
+    assert f.final is not None and f.final.status == "waiting for the user"
+    assert f.final.reason.startswith("the user interrupted the agent")

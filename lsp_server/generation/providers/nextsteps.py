@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..asks import is_placeholder
 from ..chain import is_continuation
+from ..ending import INTERRUPTED_BY_USER
 from ..facts import Request
 from ..signals import ACTIVE, DONE, one_line
 from .wording import code
@@ -114,6 +115,13 @@ class NextStepsSection:
             b = final.blocker
             error = f" (it fails with {code(b.error, 200)})" if b.error else ""
             steps.append(f"Fix the failure of {self.cmd(b)}{error}, then run it again.")
+        elif (
+            status == "waiting for the user"
+            and final is not None
+            and final.question
+            and final.reason.startswith(INTERRUPTED_BY_USER)
+        ):
+            steps.append(final.question)
         elif status == "waiting for the user" and final is not None and final.question:
             steps.append(f"Get the user's answer to the agent's last question: “{final.question}”")
         return steps
