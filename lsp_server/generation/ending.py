@@ -239,7 +239,7 @@ def _closing_state(
             f"{len(open_plan)} item(s) of the plan are not completed",
             [f.plan_entry] if f.plan_entry else [],
         )
-    if done_cue and not names_work_left(text):
+    if done_cue and not names_work_left(text) and not f.agent_announced:
         if question:
             return FinalState(
                 "done",

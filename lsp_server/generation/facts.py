@@ -206,6 +206,9 @@ class SessionFacts:
     #: The steps the agent's last message lists as next (a numbered or bulleted list
     #: after a cue such as "Next steps:"), in its words.
     agent_next: list[str] = field(default_factory=list)
+    #: ``agent_next`` is the step the agent's last sentence announced as it handed back
+    #: ("I'll open the PR now."): about to be done, so not done in the session.
+    agent_announced: bool = False
     #: What a document derives from the facts and every level of detail shares.
     cache: dict[str, Any] = field(default_factory=dict, repr=False)
     #: What the agent's environment message says (shell, cwd, date), when it has one.

@@ -230,6 +230,7 @@ class _Gatherer:
                 # "I'll run the benchmark now." as the agent hands back: not done.
                 announced = announced_next(said)
                 f.agent_next = [announced] if announced else []
+                f.agent_announced = announced is not None
         f.goal = choose_goal(f.requests)
         f.final = final_state(f)
         return f

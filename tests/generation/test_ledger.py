@@ -164,6 +164,20 @@ def test_a_next_step_announced_as_the_agent_hands_back_is_not_done(tmp_path, wor
         ],
     )
     assert f.agent_next == [] and f.final is not None and f.final.status == "done"
+    # A done word before the announcement speaks for what came before it: the PR the
+    # user asked for was still to open.
+    f, doc = generated(
+        tmp_path,
+        workspace,
+        [
+            user("Fix the date parsing bug and open a PR"),
+            assistant("", edit("e1", "src/dates.py")),
+            result("e1", "edit", "Successfully replaced text"),
+            assistant("The fix is done and all tests pass. I'll open the PR now."),
+        ],
+    )
+    assert f.agent_announced and f.final is not None and f.final.status == "in progress"
+    assert "Suggested by the agent" not in section(doc, "Next Steps")
 
 
 def test_a_step_that_failed_again_is_one_open_failure(tmp_path, workspace) -> None:
