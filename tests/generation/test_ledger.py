@@ -177,7 +177,26 @@ def test_a_next_step_announced_as_the_agent_hands_back_is_not_done(tmp_path, wor
         ],
     )
     assert f.agent_announced and f.final is not None and f.final.status == "in progress"
-    assert "Suggested by the agent" not in section(doc, "Next Steps")
+    assert "suggests next" not in section(doc, "Next Steps")
+
+
+def test_steps_listed_after_finished_work_are_the_agents_words_not_a_claim_about_the_user(
+    tmp_path, workspace
+) -> None:
+    f, doc = generated(
+        tmp_path,
+        workspace,
+        [
+            user("Fix the date parsing bug"),
+            assistant("", edit("e1", "src/dates.py")),
+            result("e1", "edit", "Successfully replaced text"),
+            assistant("The fix is done.\n\nNext steps:\n- add a changelog entry"),
+        ],
+    )
+    assert f.final is not None and f.final.status == "done"
+    steps = section(doc, "Next Steps")
+    assert "The agent's last message suggests next (its words): add a changelog entry" in steps
+    assert "not asked for by the user" not in steps
 
 
 def test_a_step_that_failed_again_is_one_open_failure(tmp_path, workspace) -> None:

@@ -171,6 +171,6 @@ class NextStepsSection:
             steps.append(
                 f"The agent offered more: “{final.question}” — ask the user before doing it."
             )
-        steps += [f"Suggested by the agent, not asked for by the user: {x}" for x in agent_next[:3]]
+        steps += [f"The agent's last message suggests next (its words): {x}" for x in agent_next[:3]]
         steps.append("Wait for the user's next request.")
         return steps
