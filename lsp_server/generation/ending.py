@@ -57,11 +57,17 @@ def final_state(f: SessionFacts) -> FinalState:
     done_cue = bool(DONE_CUE.search(text[:300]) or DONE_CUE.search(text[-1500:])) if text else False
     if open_ and not done_cue:
         b = open_[-1]
+        # A failure only the user can clear ("You'll need to run `aws configure`"): the
+        # agent's ask is the way past it.
+        action = user_action(text) if text else None
         return FinalState(
             "blocked",
-            f"`{one_line(b.command, 120)}` failed" + (f": {b.error}" if b.error else ""),
+            f"`{one_line(b.command, 120)}` failed"
+            + (f": {b.error}" if b.error else "")
+            + ("; the agent asks the user for an action only the user can take" if action else ""),
             [b.entry] if b.entry else [],
             blocker=b,
+            question=action,
         )
     return _closing_state(f, text, done_cue, entries, tasks[-1] if tasks else None)
 

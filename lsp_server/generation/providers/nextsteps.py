@@ -114,7 +114,13 @@ class NextStepsSection:
         elif status == "blocked" and final is not None and final.blocker is not None:
             b = final.blocker
             error = f" (it fails with {code(b.error, 200)})" if b.error else ""
-            steps.append(f"Fix the failure of {self.cmd(b)}{error}, then run it again.")
+            if final.question:
+                steps.append(
+                    f"{self.cmd(b)} failed{error}; the agent asked the user: “{final.question}” "
+                    "Get that done by the user, then run it again."
+                )
+            else:
+                steps.append(f"Fix the failure of {self.cmd(b)}{error}, then run it again.")
         elif (
             status == "waiting for the user"
             and final is not None
