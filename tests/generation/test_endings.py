@@ -275,3 +275,35 @@ def test_a_file_changed_after_the_last_test_run_is_named_in_the_rerun_step(
         "Re-run `pytest -q` and compare with `4 passed in 0.2s` (changed after that run: "
         "`src/parser.py`)." in section(doc, "Next Steps")
     )
+
+
+def test_tests_said_to_pass_in_a_session_that_ran_no_command_are_to_run(
+    tmp_path, workspace
+) -> None:
+    """ "Added the test; it passes." with no command run in the session: nothing shows
+    the pass. A session that ran a command (it may be the test run) gets no such step."""
+    _, doc = generated(
+        tmp_path,
+        workspace,
+        [
+            user("Add a unit test for parse_date"),
+            assistant("", edit("e1", "tests/test_dates.py")),
+            result("e1", "edit", "Successfully replaced text"),
+            assistant("Added tests/test_dates.py; the test passes."),
+        ],
+    )
+    step = "Run the tests: the agent's last message says they pass, but the session ran no command."
+    assert step in section(doc, "Next Steps")
+    _, doc = generated(
+        tmp_path,
+        workspace,
+        [
+            user("Add a unit test for parse_date"),
+            assistant("", edit("e1", "tests/test_dates.py")),
+            result("e1", "edit", "Successfully replaced text"),
+            assistant("", bash("b1", "make check")),
+            result("b1", "bash", "ok"),
+            assistant("Added tests/test_dates.py; the test passes."),
+        ],
+    )
+    assert step not in section(doc, "Next Steps")

@@ -3,12 +3,21 @@ to do, from its status, the open requests and the checks still to run."""
 
 from __future__ import annotations
 
+import re
+
 from ..asks import is_placeholder
 from ..chain import is_continuation
 from ..ending import INTERRUPTED_BY_USER
 from ..facts import Request
 from ..signals import ACTIVE, DONE, one_line
+from ..transcript import SHELL_TOOLS
 from .wording import code
+
+#: A report that says the tests pass ("the test passes", "all specs green").
+_SAYS_PASSING = re.compile(
+    r"\b(?:tests?|specs?|test suite)\b[^.\n]{0,40}?\b(?:pass(?:es|ed|ing)?|(?:are|is) green)\b",
+    re.IGNORECASE,
+)
 
 
 class NextStepsSection:
@@ -155,6 +164,19 @@ class NextStepsSection:
             f"The session reports the work finished; {left}. Verify before building on it:"
         )
         test = f.last_test
+        said = self.t.clean(f.last_assistant).text if f.last_assistant is not None else ""
+        # Only when the session ran no command that could have been one (a `make check`
+        # may be a test run the rules do not know as one).
+        ran = any(
+            r.kind not in ("probe", "search")
+            and r.call is not None
+            and r.call.name.lower() in SHELL_TOOLS
+            for r in f.runs
+        )
+        if test is None and not ran and _SAYS_PASSING.search(said):
+            steps.append(
+                "Run the tests: the agent's last message says they pass, but the session ran no command."
+            )
         if test is not None:
             later = [
                 c.path for c in f.changes.values() if not c.outside and c.position > test.position
