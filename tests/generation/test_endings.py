@@ -9,6 +9,16 @@ from .test_extractive import assistant, result, section, user
 from .test_ledger import bash, edit, generated
 
 
+def one_edit(request: str, path: str, report: str) -> list[dict]:
+    """A request, one edit of ``path`` and the agent's report: the shape most endings need."""
+    return [
+        user(request),
+        assistant("", edit("e1", path)),
+        result("e1", "edit", "Successfully replaced text"),
+        assistant(report),
+    ]
+
+
 def test_work_the_agent_names_as_left_is_not_done_after_a_constraint(tmp_path, workspace) -> None:
     """The user added a constraint mid-request and the agent acknowledged it, saying
     inline what remains ("Remaining: run the contract tests"): the request is still in
@@ -18,7 +28,9 @@ def test_work_the_agent_names_as_left_is_not_done_after_a_constraint(tmp_path, w
         workspace,
         [
             user("Regenerate the pets client from openapi.yaml and keep the contract tests green."),
-            assistant("I regenerated client/pets_client.py from openapi.yaml. Next: run the contract tests."),
+            assistant(
+                "I regenerated client/pets_client.py from openapi.yaml. Next: run the contract tests."
+            ),
             user("Do not touch the server stubs; they are out of scope."),
             assistant("Understood. Remaining: run the contract tests against the new client."),
         ],
@@ -172,12 +184,11 @@ def test_a_next_step_announced_as_the_agent_hands_back_is_not_done(tmp_path, wor
     f, _ = generated(
         tmp_path,
         workspace,
-        [
-            user("Fix the typo in README.md"),
-            assistant("", edit("e1", "README.md")),
-            result("e1", "edit", "Successfully replaced text"),
-            assistant("Fixed the typo. Let me know if you want anything else."),
-        ],
+        one_edit(
+            "Fix the typo in README.md",
+            "README.md",
+            "Fixed the typo. Let me know if you want anything else.",
+        ),
     )
     assert f.agent_next == [] and f.final is not None and f.final.status == "done"
     # A done word before the announcement speaks for what came before it: the PR the
@@ -185,12 +196,11 @@ def test_a_next_step_announced_as_the_agent_hands_back_is_not_done(tmp_path, wor
     f, doc = generated(
         tmp_path,
         workspace,
-        [
-            user("Fix the date parsing bug and open a PR"),
-            assistant("", edit("e1", "src/dates.py")),
-            result("e1", "edit", "Successfully replaced text"),
-            assistant("The fix is done and all tests pass. I'll open the PR now."),
-        ],
+        one_edit(
+            "Fix the date parsing bug and open a PR",
+            "src/dates.py",
+            "The fix is done and all tests pass. I'll open the PR now.",
+        ),
     )
     assert f.agent_announced and f.final is not None and f.final.status == "in progress"
     assert "suggests next" not in section(doc, "Next Steps")
@@ -202,12 +212,11 @@ def test_steps_listed_after_finished_work_are_the_agents_words_not_a_claim_about
     f, doc = generated(
         tmp_path,
         workspace,
-        [
-            user("Fix the date parsing bug"),
-            assistant("", edit("e1", "src/dates.py")),
-            result("e1", "edit", "Successfully replaced text"),
-            assistant("The fix is done.\n\nNext steps:\n- add a changelog entry"),
-        ],
+        one_edit(
+            "Fix the date parsing bug",
+            "src/dates.py",
+            "The fix is done.\n\nNext steps:\n- add a changelog entry",
+        ),
     )
     assert f.final is not None and f.final.status == "done"
     steps = section(doc, "Next Steps")
@@ -222,7 +231,12 @@ def test_a_failure_only_the_user_can_clear_says_what_the_agent_asked(tmp_path, w
         [
             user("Deploy the staging build"),
             assistant("", bash("b1", "make deploy-staging")),
-            result("b1", "bash", "Error: AWS credentials not found\n\nCommand exited with code 2", error=True),
+            result(
+                "b1",
+                "bash",
+                "Error: AWS credentials not found\n\nCommand exited with code 2",
+                error=True,
+            ),
             assistant(
                 "The deploy failed: there are no AWS credentials here. You'll need to run "
                 "`aws configure` or export AWS_PROFILE, then I can retry."
@@ -285,12 +299,11 @@ def test_tests_said_to_pass_in_a_session_that_ran_no_command_are_to_run(
     _, doc = generated(
         tmp_path,
         workspace,
-        [
-            user("Add a unit test for parse_date"),
-            assistant("", edit("e1", "tests/test_dates.py")),
-            result("e1", "edit", "Successfully replaced text"),
-            assistant("Added tests/test_dates.py; the test passes."),
-        ],
+        one_edit(
+            "Add a unit test for parse_date",
+            "tests/test_dates.py",
+            "Added tests/test_dates.py; the test passes.",
+        ),
     )
     step = "Run the tests: the agent's last message says they pass, but the session ran no command."
     assert step in section(doc, "Next Steps")
