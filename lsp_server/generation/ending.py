@@ -159,13 +159,12 @@ def _interrupted(
         and _STOPPED_BY_USER.match(stop.text)  # never a request's own words (injected)
     ):
         # The user stopped the agent (Esc): it waits for the user, with what it had done.
-        last = stop
         did = f", after {last_request.changes} file change(s)" if last_request.changes else ""
         said = f.transcript.clean_text(one_line(last_request.text, 160))
         return FinalState(
             "waiting for the user",
             f"{INTERRUPTED_BY_USER} while it worked on the user's last request{did}",
-            [x for x in (last_request.entry, last.entry) if x],
+            [x for x in (last_request.entry, stop.entry) if x],
             question=f"The user stopped the agent while it worked on “{said}”: ask the user how to go on.",
         )
     if (
